@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Run the whole test suite: `scripts/test.sh [extra cargo test args...]`
+#
+# The Postgres-backed tests use #[sqlx::test], which reads DATABASE_URL,
+# connects to that server and creates/drops a fresh database per test, so the
+# role in the URL needs CREATEDB (or superuser). This script finds one:
+#
+#   1. DATABASE_URL already set            -> used as is.
+#   2. a Postgres answering on 127.0.0.1:5432 that lets `postgres` in without a
+#      password                            -> postgres://postgres@127.0.0.1:5432/postgres
+#   3. initdb/pg_ctl found (PATH, then the highest /usr/lib/postgresql/*/bin)
+#                                          -> a throwaway cluster in a temp dir on a
+#      free 127.0.0.1 port (trust auth, fsync off), run as the `postgres` OS
+#      user when this script runs as root; stopped and deleted on exit.
+#   4. none of these                       -> explains how to get one, exits 1.
+#
+# Environment knobs:
+#   DATABASE_URL                         use this server, skip all detection.
+#   AGENT_SESSIONS_TEST_FORCE_THROWAWAY=1  skip step 2 and always start a throwaway
+#                                        cluster (to test that path, or to keep the
+#                                        tests off a shared server).
+#
+# The exit status is cargo test's (non-zero when any test fails).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+# Hide a password in a URL before printing it.
+redact() { printf '%s' "$1" | sed -E 's#(://[^:/@]+):[^@/]*@#\1:***@#'; }
+
+PG_TMP=""
+PG_CTL=""
+PG_OWNER=""   # OS user the throwaway cluster runs as when we are root
+
+# Run a command as PG_OWNER (or as ourselves when that is empty).
+as_owner() {
+  if [[ -z "$PG_OWNER" ]]; then
+    "$@"
+    return
+  fi
+  local runuser
+  runuser=$(PATH="$PATH:/usr/sbin:/sbin" command -v runuser || true)
+  if [[ -n "$runuser" ]]; then
+    "$runuser" -u "$PG_OWNER" -- "$@"
+  else
+    su -s /bin/bash "$PG_OWNER" -c "$(printf '%q ' "$@")"
+  fi
+}
+
+# shellcheck disable=SC2317  # called through the EXIT trap
+cleanup() {
+  if [[ -n "$PG_TMP" && -d "$PG_TMP" ]]; then
+    if [[ -n "$PG_CTL" && -f "$PG_TMP/data/postmaster.pid" ]]; then
+      as_owner "$PG_CTL" -D "$PG_TMP/data" -m immediate -w stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$PG_TMP"
+  fi
+}
+
+# Is something listening on 127.0.0.1:$1?
+port_answers() {
+  local port=$1
+  if command -v pg_isready >/dev/null 2>&1; then
+    pg_isready -q -h 127.0.0.1 -p "$port" -t 3
+  else
+    timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null
+  fi
+}
+
+port_in_use() {
+  timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+}
+
+# Directory holding both initdb and pg_ctl: PATH first, then the newest
+# /usr/lib/postgresql/<version>/bin.
+find_pg_bindir() {
+  local d cand=()
+  if command -v initdb >/dev/null 2>&1; then
+    cand+=("$(dirname "$(command -v initdb)")")
+  fi
+  if [[ -d /usr/lib/postgresql ]]; then
+    while IFS= read -r d; do
+      cand+=("$d/bin")
+    done < <(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort -rV)
+  fi
+  for d in ${cand[@]+"${cand[@]}"}; do
+    if [[ -x "$d/initdb" && -x "$d/pg_ctl" ]]; then
+      printf '%s\n' "$d"
+      return 0
+    fi
+  done
+  return 1
+}
+
+start_throwaway() {
+  local bindir=$1 port
+
+  if [[ $(id -u) -eq 0 ]]; then
+    # Postgres refuses to run as root.
+    if id -u postgres >/dev/null 2>&1; then PG_OWNER=postgres; else PG_OWNER=nobody; fi
+    # Under /tmp so that user can reach it whatever TMPDIR is.
+    PG_TMP=$(mktemp -d /tmp/agent-sessions-pg.XXXXXX)
+    chown "$PG_OWNER" "$PG_TMP"
+  else
+    PG_TMP=$(mktemp -d "${TMPDIR:-/tmp}/agent-sessions-pg.XXXXXX")
+  fi
+  trap cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  PG_CTL="$bindir/pg_ctl"
+
+  if ! as_owner "$bindir/initdb" -D "$PG_TMP/data" -U postgres -A trust \
+      -E UTF8 --no-locale --no-sync >"$PG_TMP/initdb.log" 2>&1; then
+    log "initdb failed:"
+    cat "$PG_TMP/initdb.log" >&2
+    exit 1
+  fi
+
+  # Prefer a fixed port (a stable DATABASE_URL between runs), else any free one.
+  local candidates=(55432) _
+  for _ in $(seq 1 20); do candidates+=($((20000 + RANDOM % 20000))); done
+  for port in "${candidates[@]}"; do
+    port_in_use "$port" && continue
+    if as_owner "$PG_CTL" -D "$PG_TMP/data" -l "$PG_TMP/postgres.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $PG_TMP -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+        start >/dev/null 2>&1; then
+      export DATABASE_URL="postgres://postgres@127.0.0.1:$port/postgres"
+      log "using a throwaway PostgreSQL cluster ($bindir, OS user ${PG_OWNER:-$(id -un)}) at $DATABASE_URL, data in $PG_TMP (removed on exit)"
+      return 0
+    fi
+  done
+  log "could not start a throwaway PostgreSQL cluster; its log:"
+  cat "$PG_TMP/postgres.log" >&2 2>/dev/null || true
+  exit 1
+}
+
+if [[ -n "${DATABASE_URL:-}" ]]; then
+  log "using PostgreSQL from DATABASE_URL: $(redact "$DATABASE_URL")"
+else
+  local_url="postgres://postgres@127.0.0.1:5432/postgres"
+  use_local=0
+  if [[ "${AGENT_SESSIONS_TEST_FORCE_THROWAWAY:-}" != "1" ]] && port_answers 5432; then
+    use_local=1
+    # If psql is at hand, make sure the passwordless login works; if it does
+    # not, a throwaway cluster is the better bet.
+    if command -v psql >/dev/null 2>&1 &&
+       ! PGCONNECT_TIMEOUT=5 psql -w -X -q -At "$local_url" -c 'select 1' >/dev/null 2>&1; then
+      log "a server answers on 127.0.0.1:5432 but refuses $local_url; trying a throwaway cluster"
+      use_local=0
+    fi
+  fi
+
+  if [[ $use_local -eq 1 ]]; then
+    export DATABASE_URL="$local_url"
+    log "using the local PostgreSQL at $DATABASE_URL"
+  elif bindir=$(find_pg_bindir); then
+    start_throwaway "$bindir"
+  else
+    cat >&2 <<'EOF'
+test.sh: no PostgreSQL found for the tests.
+  Either point the tests at a server whose role may create databases:
+      DATABASE_URL=postgres://USER:PASSWORD@HOST:5432/postgres scripts/test.sh
+  or install PostgreSQL locally (this script then starts a throwaway cluster
+  on its own, or uses a server on 127.0.0.1:5432 with trust auth):
+      sudo apt-get install postgresql        # Debian/Ubuntu
+EOF
+    exit 1
+  fi
+fi
+
+if [[ -z "$PG_TMP" ]]; then
+  exec cargo test --locked "$@"
+fi
+
+# A throwaway cluster is running: keep this shell alive so the EXIT trap stops
+# it. (A SIGTERM sent to this script alone is acted on once cargo returns; a
+# Ctrl-C reaches cargo and this script together.)
+status=0
+cargo test --locked "$@" || status=$?
+exit "$status"

@@ -1,0 +1,131 @@
+use std::fmt;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// The command line. Every option can also be given as an environment variable.
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-sessions",
+    version,
+    about = "Keeps AI-agent conversation sessions and serves them over HTTP"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub config: Config,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+pub enum Command {
+    /// Serve the HTTP API (the default).
+    Serve,
+    /// Apply the database migrations and exit.
+    Migrate,
+}
+
+#[derive(Clone, Parser)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(
+        long = "listen",
+        env = "LISTEN_ADDR",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
+    pub listen_addr: String,
+
+    /// `postgres://…` or `sqlite:…`; unset means the SQLite file `./agent-sessions.db`.
+    #[arg(long, env = "DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+
+    /// Largest number of connections to Postgres.
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub database_max_connections: u32,
+
+    /// Log lines for people (`pretty`) or for machines (`json`).
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty, global = true)]
+    pub log_format: LogFormat,
+
+    /// Request bodies larger than this many bytes are refused with 413.
+    #[arg(long, env = "MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// A request that takes longer than this many seconds is answered with 503.
+    #[arg(long, env = "REQUEST_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout_secs: u64,
+
+    /// Origins allowed to call the API from a browser, comma-separated; `*` allows any.
+    #[arg(long, env = "CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub cors_allowed_origins: Vec<String>,
+}
+
+impl Config {
+    /// The database to use: `DATABASE_URL`, or the SQLite file of the embedded default.
+    pub fn database_url(&self) -> &str {
+        self.database_url
+            .as_deref()
+            .unwrap_or("sqlite://agent-sessions.db")
+    }
+}
+
+/// Hides the database password, which must never reach a log.
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("listen_addr", &self.listen_addr)
+            .field("database", &redact_password(self.database_url()))
+            .field("database_max_connections", &self.database_max_connections)
+            .field("log_format", &self.log_format)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("request_timeout_secs", &self.request_timeout_secs)
+            .field("cors_allowed_origins", &self.cors_allowed_origins)
+            .finish()
+    }
+}
+
+fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}:***@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_reach_debug_output() {
+        let cli = Cli::parse_from([
+            "agent-sessions",
+            "--database-url",
+            "postgres://app:s3cret@db:5432/x",
+        ]);
+        let printed = format!("{:?}", cli.config);
+        assert!(!printed.contains("s3cret"), "{printed}");
+        assert!(
+            printed.contains("postgres://app:***@db:5432/x"),
+            "{printed}"
+        );
+    }
+
+    #[test]
+    fn sqlite_file_is_the_default_database() {
+        let cli = Cli::parse_from(["agent-sessions"]);
+        assert_eq!(cli.config.database_url(), "sqlite://agent-sessions.db");
+        assert_eq!(cli.command, None);
+    }
+}

@@ -1,0 +1,263 @@
+//! Extractors that reject bad input with our problem format and name the field at fault.
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::Required;
+use utoipa::IntoParams;
+use uuid::Uuid;
+
+use super::error::ApiError;
+use crate::model::{Cursor, Order, PageRequest, SessionId, DEFAULT_TENANT};
+
+/// A JSON request body. A missing `Content-Type` is taken as JSON, so `curl -d` works.
+pub struct AppJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for AppJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        if !is_json(request.headers()) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::PayloadTooLarge
+                } else {
+                    ApiError::invalid("body", rejection.body_text())
+                }
+            })?;
+        parse_json(&bytes).map(AppJson)
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
+        return true;
+    };
+    let Ok(content_type) = content_type.to_str() else {
+        return false;
+    };
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Deserializes JSON, reporting the path of the first offending field.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let field = if path == "." { "body".to_owned() } else { path };
+        ApiError::invalid(&field, error.into_inner())
+    })?;
+    deserializer
+        .end()
+        .map_err(|error| ApiError::invalid("body", error))?;
+    Ok(value)
+}
+
+/// The tenant a request acts for. Until API keys exist every request is `default`.
+pub struct Tenant(pub &'static str);
+
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(_parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        Ok(Tenant(DEFAULT_TENANT))
+    }
+}
+
+/// The `{session_id}` of the path, validated.
+pub struct SessionPath(pub SessionId);
+
+impl<S: Send + Sync> FromRequestParts<S> for SessionPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let id = path_param(parts, state, "session_id").await?;
+        Ok(SessionPath(SessionId::parse("session_id", id)?))
+    }
+}
+
+/// The `{item_id}` of the path. Item ids are UUIDs; any other text names no item, and is
+/// looked up as the nil UUID (which no item has) so that an unknown session still
+/// answers `session_not_found` first.
+pub struct ItemPath {
+    pub id: Uuid,
+    pub raw: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ItemPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_param(parts, state, "item_id").await?;
+        let id = Uuid::parse_str(&raw).unwrap_or(Uuid::nil());
+        Ok(ItemPath { id, raw })
+    }
+}
+
+async fn path_param<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    name: &str,
+) -> Result<String, ApiError> {
+    let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+        .await
+        .map_err(|rejection| ApiError::invalid(name, rejection.body_text()))?;
+    params
+        .remove(name)
+        .ok_or_else(|| ApiError::Internal(format!("the route has no `{name}` parameter")))
+}
+
+/// The query of a listing: `limit`, `order`, `after`/`before` and, for sessions,
+/// `metadata[KEY]=VALUE` filters. Unknown parameters are ignored.
+pub struct ListQuery {
+    limit: u32,
+    order: Option<Order>,
+    cursor: Option<Cursor>,
+    pub metadata: Vec<(String, String)>,
+}
+
+impl ListQuery {
+    /// The page to read, in `default_order` unless the query chose one.
+    pub fn page(&self, default_order: Order) -> PageRequest {
+        PageRequest {
+            limit: self.limit,
+            order: self.order.unwrap_or(default_order),
+            cursor: self.cursor.clone(),
+        }
+    }
+
+    pub fn parse(query: &str) -> Result<Self, ApiError> {
+        let mut limit = PageRequest::DEFAULT_LIMIT;
+        let mut order = None;
+        let mut after = None;
+        let mut before = None;
+        let mut metadata = Vec::new();
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            match &*name {
+                "limit" => {
+                    limit = value
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=PageRequest::MAX_LIMIT).contains(n))
+                        .ok_or_else(|| {
+                            ApiError::invalid(
+                                "limit",
+                                format!(
+                                    "must be an integer from 1 to {}, got `{value}`",
+                                    PageRequest::MAX_LIMIT
+                                ),
+                            )
+                        })?;
+                }
+                "order" => {
+                    order = Some(match &*value {
+                        "asc" => Order::Asc,
+                        "desc" => Order::Desc,
+                        _ => {
+                            return Err(ApiError::invalid(
+                                "order",
+                                format!("must be `asc` or `desc`, got `{value}`"),
+                            ))
+                        }
+                    });
+                }
+                "after" => after = Some(cursor_id("after", value.into_owned())?),
+                "before" => before = Some(cursor_id("before", value.into_owned())?),
+                _ => {
+                    if let Some(key) = name
+                        .strip_prefix("metadata[")
+                        .and_then(|rest| rest.strip_suffix(']'))
+                    {
+                        metadata.push((key.to_owned(), value.into_owned()));
+                    }
+                }
+            }
+        }
+        let cursor = match (after, before) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid(
+                    "before",
+                    "cannot be combined with `after`",
+                ))
+            }
+            (Some(id), None) => Some(Cursor::After(id)),
+            (None, Some(id)) => Some(Cursor::Before(id)),
+            (None, None) => None,
+        };
+        Ok(Self {
+            limit,
+            order,
+            cursor,
+            metadata,
+        })
+    }
+}
+
+fn cursor_id(field: &str, id: String) -> Result<String, ApiError> {
+    if id.is_empty() {
+        return Err(ApiError::invalid(field, "must not be empty"));
+    }
+    Ok(id)
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        ListQuery::parse(parts.uri.query().unwrap_or_default())
+    }
+}
+
+/// Documents the paging parameters for the OpenAPI document.
+impl IntoParams for ListQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        let limit = ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(PageRequest::MAX_LIMIT))
+            .default(Some(PageRequest::DEFAULT_LIMIT.into()));
+        let order = string().enum_values(Some(["asc", "desc"]));
+        let cursor = || string().min_length(Some(1));
+        let param = |name: &str, schema: ObjectBuilder, description: &str| {
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .schema(Some(schema))
+                .description(Some(description))
+                .build()
+        };
+        vec![
+            param("limit", limit, "How many rows a page holds."),
+            param(
+                "order",
+                order,
+                "Sessions are listed newest first (`desc`) and items oldest first (`asc`) unless this says otherwise.",
+            ),
+            param("after", cursor(), "Return the page that follows the row with this id."),
+            param("before", cursor(), "Return the page that precedes the row with this id."),
+        ]
+    }
+}

@@ -1,0 +1,140 @@
+//! Prometheus metrics: requests by route and status, their latency, and the database pool.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use super::error::ApiError;
+use super::AppState;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    route: String,
+    status: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RouteLabels {
+    method: String,
+    route: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct PoolLabels {
+    state: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    pool_connections: Family<PoolLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let requests = Family::<RequestLabels, Counter>::default();
+        // 1 ms to about 16 s.
+        let latency: Family<RouteLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 15)));
+        let pool_connections = Family::<PoolLabels, Gauge>::default();
+        let mut registry = Registry::default();
+        registry.register("http_requests", "HTTP requests answered", requests.clone());
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request",
+            latency.clone(),
+        );
+        registry.register(
+            "db_pool_connections",
+            "Database connections by state",
+            pool_connections.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            latency,
+            pool_connections,
+        }
+    }
+}
+
+impl Metrics {
+    fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                method: method.to_owned(),
+                route: route.to_owned(),
+                status: status.to_string(),
+            })
+            .inc();
+        self.latency
+            .get_or_create(&RouteLabels {
+                method: method.to_owned(),
+                route: route.to_owned(),
+            })
+            .observe(seconds);
+    }
+}
+
+/// Counts and times every request. The route label is the matched path template, so
+/// ids in paths do not multiply the series; unmatched paths share one label.
+pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let response = next.run(request).await;
+    metrics.observe(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+/// `GET /metrics`
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    responses((status = 200, description = "Metrics in the OpenMetrics text format", body = String,
+               content_type = "application/openmetrics-text"))
+)]
+pub async fn export(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let metrics = &state.metrics;
+    let pool = state.store.pool_stats();
+    metrics
+        .pool_connections
+        .get_or_create(&PoolLabels { state: "in_use" })
+        .set(i64::from(pool.in_use));
+    metrics
+        .pool_connections
+        .get_or_create(&PoolLabels { state: "idle" })
+        .set(i64::from(pool.idle));
+    let mut body = String::new();
+    prometheus_client::encoding::text::encode(&mut body, &metrics.registry)
+        .map_err(|e| ApiError::Internal(format!("cannot encode metrics: {e}")))?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response())
+}

@@ -1,0 +1,148 @@
+//! The router and the middleware every request passes through.
+
+mod error;
+mod extract;
+mod items;
+mod metrics;
+pub mod openapi;
+mod operations;
+mod sessions;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+use utoipa::OpenApi;
+use utoipa_swagger_ui::SwaggerUi;
+use uuid::Uuid;
+
+pub use error::{ApiError, Problem};
+pub use metrics::Metrics;
+
+use crate::config::Config;
+use crate::store::SessionStore;
+use error::InternalCause;
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn SessionStore>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// The whole API with its middleware.
+pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin> {
+    let timeout = Duration::from_secs(config.request_timeout_secs);
+    let routes = Router::new()
+        .merge(sessions::router())
+        .merge(items::router())
+        .merge(operations::router())
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi::ApiDoc::openapi()))
+        .fallback(|| async { ApiError::RouteNotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
+    // Listed outermost first: the request id exists before the span that records it,
+    // and the metrics see the answers to panics and timeouts too.
+    let layers = ServiceBuilder::new()
+        .layer(SetRequestIdLayer::x_request_id(MakeUuidV7))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(request_span)
+                .on_response(log_response)
+                .on_failure(()),
+        )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(middleware::from_fn_with_state(
+            state.metrics.clone(),
+            metrics::track,
+        ))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::Internal("the handler panicked".into()).into_response()
+        }))
+        .layer(middleware::from_fn_with_state(timeout, time_limit))
+        .layer(cors(&config.cors_allowed_origins)?)
+        .layer(DefaultBodyLimit::max(config.max_body_bytes));
+    Ok(routes.layer(layers).with_state(state))
+}
+
+#[derive(Clone, Copy)]
+struct MakeUuidV7;
+
+impl MakeRequestId for MakeUuidV7 {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        HeaderValue::from_str(&Uuid::now_v7().to_string())
+            .ok()
+            .map(RequestId::new)
+    }
+}
+
+fn request_span(request: &axum::http::Request<axum::body::Body>) -> Span {
+    let request_id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|id| id.to_str().ok())
+        .unwrap_or_default();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| request.uri().path(), MatchedPath::as_str);
+    tracing::info_span!("request", method = %request.method(), route, request_id)
+}
+
+/// Logs every answer; a 500 with the internal cause that the client never sees.
+fn log_response(response: &Response, latency: Duration, _span: &Span) {
+    let status = response.status().as_u16();
+    let millis = latency.as_secs_f64() * 1000.0;
+    match response.extensions().get::<InternalCause>() {
+        Some(InternalCause(cause)) => tracing::error!(status, millis, cause, "request failed"),
+        None => tracing::info!(status, millis, "request answered"),
+    }
+}
+
+async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Timeout(limit.as_secs()).into_response(),
+    }
+}
+
+/// A `CORS_ALLOWED_ORIGINS` entry that is not a valid origin.
+#[derive(Debug, thiserror::Error)]
+#[error("CORS_ALLOWED_ORIGINS: `{0}` is not a valid origin")]
+pub struct InvalidOrigin(String);
+
+fn cors(origins: &[String]) -> Result<CorsLayer, InvalidOrigin> {
+    let allow_origin = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        let list = origins
+            .iter()
+            .map(|o| HeaderValue::from_str(o).map_err(|_| InvalidOrigin(o.clone())))
+            .collect::<Result<Vec<_>, _>>()?;
+        AllowOrigin::list(list)
+    };
+    Ok(CorsLayer::new()
+        .allow_origin(allow_origin)
+        .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
+        .allow_headers([
+            HeaderName::from_static("content-type"),
+            HeaderName::from_static("idempotency-key"),
+            HeaderName::from_static("x-request-id"),
+        ])
+        .expose_headers([
+            HeaderName::from_static("x-request-id"),
+            HeaderName::from_static("idempotent-replayed"),
+            HeaderName::from_static("location"),
+        ]))
+}

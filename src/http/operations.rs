@@ -1,0 +1,63 @@
+//! Endpoints for operators and tooling: liveness, readiness, metrics and the API spec.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::error::{ApiError, Result};
+use super::openapi::{self, Unavailable};
+use super::{metrics, AppState};
+use crate::store::StoreError;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics::export))
+        .route("/openapi.yaml", get(openapi_yaml))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// Always `ok`.
+    status: &'static str,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "Up", body = Health)))]
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// The database answers; a load balancer sends traffic only while this is 200.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready", body = Health),
+        (status = 503, response = Unavailable),
+    ))]
+async fn readyz(State(state): State<AppState>) -> Result<Json<Health>> {
+    match tokio::time::timeout(Duration::from_secs(2), state.store.ping()).await {
+        Ok(Ok(())) => Ok(Json(Health { status: "ok" })),
+        Ok(Err(error)) => Err(ApiError::DatabaseUnavailable(error)),
+        Err(_) => Err(ApiError::DatabaseUnavailable(StoreError::Corrupt(
+            "no answer within 2 seconds".into(),
+        ))),
+    }
+}
+
+/// This API's OpenAPI document.
+#[utoipa::path(get, path = "/openapi.yaml", tag = "operations",
+    responses((status = 200, description = "The OpenAPI document", body = String, content_type = "application/yaml")))]
+async fn openapi_yaml() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/yaml")],
+        openapi::yaml(),
+    )
+}

@@ -1,0 +1,241 @@
+//! `/v1/sessions`: create, list, read, patch and delete sessions.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::{header, HeaderName, StatusCode};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Deserializer};
+use utoipa::ToSchema;
+
+use super::error::{ApiError, Result};
+use super::extract::{AppJson, ListQuery, SessionPath, Tenant};
+use super::openapi::{
+    BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType,
+};
+use super::AppState;
+use crate::model::{
+    AgentId, Metadata, MetadataPatch, NewSession, Order, Page, Session, SessionId, SessionPatch,
+};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/sessions", get(list_sessions).post(create_session))
+        .route(
+            "/v1/sessions/{session_id}",
+            get(get_session)
+                .patch(update_session)
+                .delete(delete_session),
+        )
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSessionRequest {
+    /// 1 to 128 characters of `A-Za-z0-9_.:@-`; a UUIDv7 is generated when absent.
+    #[schema(min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]+$")]
+    id: Option<String>,
+    #[schema(value_type = Option<Metadata>)]
+    metadata: Option<BTreeMap<String, String>>,
+    /// The agent that runs this session's turns unless a run names another.
+    #[schema(min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]+$")]
+    agent_id: Option<String>,
+}
+
+impl CreateSessionRequest {
+    fn into_new_session(self) -> Result<NewSession, ApiError> {
+        Ok(NewSession {
+            id: match self.id {
+                Some(id) => SessionId::parse("id", id)?,
+                None => SessionId::generate(),
+            },
+            metadata: Metadata::new(self.metadata.unwrap_or_default())?,
+            agent_id: self
+                .agent_id
+                .map(|id| AgentId::parse("agent_id", id))
+                .transpose()?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSessionRequest {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = MetadataPatch)]
+    metadata: Option<Option<BTreeMap<String, Option<String>>>>,
+    /// A new agent; null detaches the session from its agent.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]+$")]
+    agent_id: Option<Option<String>>,
+}
+
+/// Tells a field given as `null` (`Some(None)`) from a field left out (`None`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
+}
+
+impl UpdateSessionRequest {
+    fn into_patch(self) -> Result<SessionPatch, ApiError> {
+        Ok(SessionPatch {
+            metadata: self.metadata.map(|patch| match patch {
+                Some(changes) => MetadataPatch::Merge(changes),
+                None => MetadataPatch::Clear,
+            }),
+            agent_id: self
+                .agent_id
+                .map(|id| id.map(|id| AgentId::parse("agent_id", id)).transpose())
+                .transpose()?,
+        })
+    }
+}
+
+/// Create a session.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions",
+    tag = "sessions",
+    request_body = CreateSessionRequest,
+    responses(
+        (status = 201, description = "The new session", body = Session,
+         headers(("location" = String, description = "The path of the new session"))),
+        (status = 400, response = BadRequest),
+        (status = 409, response = Conflict),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn create_session(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    AppJson(request): AppJson<CreateSessionRequest>,
+) -> Result<(StatusCode, [(HeaderName, String); 1], Json<Session>)> {
+    let session = request.into_new_session()?;
+    let id = session.id.clone();
+    let created = state
+        .store
+        .create_session(tenant, session)
+        .await
+        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
+    let location = format!("/v1/sessions/{}", created.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(created),
+    ))
+}
+
+/// List sessions, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions",
+    tag = "sessions",
+    params(
+        ListQuery,
+        ("metadata" = Option<BTreeMap<String, String>>, Query, style = DeepObject, explode,
+         description = "Only sessions whose metadata holds all these pairs: `metadata[user]=alice`"),
+    ),
+    responses(
+        (status = 200, description = "A page of sessions", body = Page<Session>),
+        (status = 400, response = BadRequest),
+        (status = 500, response = Internal),
+    )
+)]
+async fn list_sessions(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    query: ListQuery,
+) -> Result<Json<Page<Session>>> {
+    let page = state
+        .store
+        .list_sessions(tenant, &query.metadata, &query.page(Order::Desc))
+        .await?;
+    Ok(Json(page))
+}
+
+/// Get a session.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{session_id}",
+    tag = "sessions",
+    params(("session_id" = String, Path, description = "The session id")),
+    responses(
+        (status = 200, description = "The session", body = Session),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn get_session(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(id): SessionPath,
+) -> Result<Json<Session>> {
+    let session = state
+        .store
+        .get_session(tenant, &id)
+        .await
+        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
+    Ok(Json(session))
+}
+
+/// Change a session's metadata (a JSON merge patch) or agent.
+#[utoipa::path(
+    patch,
+    path = "/v1/sessions/{session_id}",
+    tag = "sessions",
+    params(("session_id" = String, Path, description = "The session id")),
+    request_body = UpdateSessionRequest,
+    responses(
+        (status = 200, description = "The updated session", body = Session),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn update_session(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(id): SessionPath,
+    AppJson(request): AppJson<UpdateSessionRequest>,
+) -> Result<Json<Session>> {
+    let patch = request.into_patch()?;
+    let session = state
+        .store
+        .update_session(tenant, &id, patch)
+        .await
+        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
+    Ok(Json(session))
+}
+
+/// Delete a session with all its items.
+#[utoipa::path(
+    delete,
+    path = "/v1/sessions/{session_id}",
+    tag = "sessions",
+    params(("session_id" = String, Path, description = "The session id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn delete_session(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(id): SessionPath,
+) -> Result<StatusCode> {
+    state
+        .store
+        .delete_session(tenant, &id)
+        .await
+        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
+    Ok(StatusCode::NO_CONTENT)
+}

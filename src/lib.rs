@@ -1,0 +1,15 @@
+//! agent-sessions: a durable, multi-tenant store for AI-agent conversation sessions,
+//! served over HTTP.
+
+/// Builds the state, router and background tasks, and serves them until shutdown.
+pub mod app;
+/// Command line and environment configuration.
+pub mod config;
+/// The HTTP API: routing, middleware, extractors, the error format and one module per resource.
+pub mod http;
+/// The domain types shared by the store and the API, with their validation rules.
+pub mod model;
+/// Persistence behind the `SessionStore` trait, for Postgres and SQLite.
+pub mod store;
+/// Logging set-up.
+pub mod telemetry;

@@ -1,0 +1,22 @@
+use agent_sessions::app::{shutdown_on_signal, Application};
+use agent_sessions::config::{Cli, Command};
+use agent_sessions::{store, telemetry};
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    telemetry::init(cli.config.log_format);
+    tracing::debug!(config = ?cli.config, "starting");
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Migrate => {
+            store::connect(cli.config.database_url(), 1).await?;
+            tracing::info!("migrations applied");
+        }
+        Command::Serve => {
+            let shutdown = shutdown_on_signal();
+            Application::build(&cli.config).await?.run(shutdown).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,38 @@
+use std::fmt;
+
+/// A rejected input value, named by the field that carried it so a client can find it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidField {
+    pub field: String,
+    pub message: String,
+}
+
+impl InvalidField {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for InvalidField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for InvalidField {}
+
+/// Checks an identifier against the id alphabet of DESIGN.md (1–128 of `A-Za-z0-9_.:@-`).
+pub(crate) fn check_identifier(field: &str, value: &str) -> Result<(), InvalidField> {
+    let valid_char =
+        |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '-');
+    if value.is_empty() || value.len() > 128 || !value.chars().all(valid_char) {
+        return Err(InvalidField::new(
+            field,
+            "must be 1 to 128 characters of A-Z, a-z, 0-9 and _ . : @ -",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,86 @@
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The direction of a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    Asc,
+    Desc,
+}
+
+impl Order {
+    pub fn reverse(self) -> Self {
+        match self {
+            Order::Asc => Order::Desc,
+            Order::Desc => Order::Asc,
+        }
+    }
+}
+
+/// Where a page starts: the rows that follow an id, or the rows that precede it,
+/// in the listing's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cursor {
+    After(String),
+    Before(String),
+}
+
+/// One page request of a cursor-paginated listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    pub limit: u32,
+    pub order: Order,
+    pub cursor: Option<Cursor>,
+}
+
+impl PageRequest {
+    pub const DEFAULT_LIMIT: u32 = 100;
+    pub const MAX_LIMIT: u32 = 1000;
+
+    /// The order the store reads rows in: a `before` page is read backwards from its
+    /// cursor, then turned around by [`PageRequest::finish`].
+    pub fn scan_order(&self) -> Order {
+        match self.cursor {
+            Some(Cursor::Before(_)) => self.order.reverse(),
+            _ => self.order,
+        }
+    }
+
+    pub fn cursor_id(&self) -> Option<&str> {
+        match &self.cursor {
+            Some(Cursor::After(id) | Cursor::Before(id)) => Some(id),
+            None => None,
+        }
+    }
+
+    /// One row more than the page holds, to learn whether more follow.
+    pub fn fetch_limit(&self) -> i64 {
+        i64::from(self.limit) + 1
+    }
+
+    /// Turns rows read in [`PageRequest::scan_order`], up to [`PageRequest::fetch_limit`]
+    /// of them, into the page.
+    pub fn finish<T>(&self, mut rows: Vec<T>, id: impl Fn(&T) -> String) -> Page<T> {
+        let has_more = rows.len() > self.limit as usize;
+        rows.truncate(self.limit as usize);
+        if matches!(self.cursor, Some(Cursor::Before(_))) {
+            rows.reverse();
+        }
+        Page {
+            first_id: rows.first().map(&id),
+            last_id: rows.last().map(&id),
+            has_more,
+            data: rows,
+        }
+    }
+}
+
+/// A page of a listing. `has_more` says whether rows lie beyond this page in the
+/// direction it was read: after `last_id`, or before `first_id` for a `before` page.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub first_id: Option<String>,
+    pub last_id: Option<String>,
+    pub has_more: bool,
+}

@@ -1,0 +1,110 @@
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::field::{check_identifier, InvalidField};
+use super::metadata::{Metadata, MetadataPatch};
+
+/// The tenant every request acts as until API-key authentication exists.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// A session id: chosen by the client or a generated UUIDv7.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionId(String);
+
+impl SessionId {
+    pub fn parse(field: &str, value: String) -> Result<Self, InvalidField> {
+        check_identifier(field, &value)?;
+        Ok(Self(value))
+    }
+
+    /// A UUIDv7, so generated ids sort by creation time.
+    pub fn generate() -> Self {
+        Self(Uuid::now_v7().to_string())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The id of the agent a session runs with by default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentId(String);
+
+impl AgentId {
+    pub fn parse(field: &str, value: String) -> Result<Self, InvalidField> {
+        check_identifier(field, &value)?;
+        Ok(Self(value))
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+/// Token and call counts, summed over the runs of a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub total_tokens: i64,
+    pub llm_calls: i64,
+}
+
+/// A conversation: its metadata, its agent and counters over its items and runs.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(example = json!({
+    "id": "support-4711",
+    "created_at": "2026-11-22T10:00:00.000000Z",
+    "updated_at": "2026-11-22T10:05:00.000000Z",
+    "metadata": {"user": "alice"},
+    "agent_id": null,
+    "item_count": 2,
+    "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "llm_calls": 0}
+}))]
+pub struct Session {
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub metadata: Metadata,
+    pub agent_id: Option<String>,
+    pub item_count: i64,
+    pub usage: Usage,
+}
+
+/// What a new session starts with.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    pub id: SessionId,
+    pub metadata: Metadata,
+    pub agent_id: Option<AgentId>,
+}
+
+/// A change to a session: `None` leaves a field alone.
+#[derive(Debug, Clone, Default)]
+pub struct SessionPatch {
+    pub metadata: Option<MetadataPatch>,
+    /// `Some(None)` detaches the agent.
+    pub agent_id: Option<Option<AgentId>>,
+}
+
+impl SessionPatch {
+    /// The metadata and agent a session has after this patch.
+    pub fn apply(
+        self,
+        mut metadata: Metadata,
+        agent_id: Option<String>,
+    ) -> Result<(Metadata, Option<String>), InvalidField> {
+        if let Some(patch) = self.metadata {
+            metadata.apply(patch)?;
+        }
+        let agent_id = match self.agent_id {
+            Some(new) => new.map(AgentId::into_string),
+            None => agent_id,
+        };
+        Ok((metadata, agent_id))
+    }
+}

@@ -1,0 +1,123 @@
+//! Persistence. The [`SessionStore`] trait is the only way the rest of the service reaches
+//! the database; SQL lives in the backend modules and nowhere else.
+
+mod error;
+mod postgres;
+mod rows;
+mod sqlite;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+pub use error::StoreError;
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+use crate::model::{
+    IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
+};
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Sessions and their items. Every method acts within one tenant and never sees rows of
+/// another.
+#[async_trait]
+pub trait SessionStore: Send + Sync + 'static {
+    /// Fails with [`StoreError::SessionExists`] when the id is taken.
+    async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session>;
+
+    async fn get_session(&self, tenant: &str, id: &SessionId) -> Result<Session>;
+
+    /// Newest first unless the page asks otherwise; ties on `created_at` are broken by
+    /// insertion order, so pages never skip or repeat a session.
+    async fn list_sessions(
+        &self,
+        tenant: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<Session>>;
+
+    /// Applies the patch under a row lock, so concurrent patches never lose a key.
+    async fn update_session(
+        &self,
+        tenant: &str,
+        id: &SessionId,
+        patch: SessionPatch,
+    ) -> Result<Session>;
+
+    /// Deletes the session with all its items.
+    async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()>;
+
+    /// Appends the items in order, in one transaction, creating the session if absent.
+    /// Their `seq`s are contiguous: a concurrent append never lands between them.
+    /// With a key seen before, nothing is appended and the first append is returned.
+    async fn append_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        items: Vec<ItemBody>,
+        idempotency: Option<IdempotencyKey>,
+    ) -> Result<Appended>;
+
+    async fn list_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        page: &PageRequest,
+    ) -> Result<Page<Item>>;
+
+    async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item>;
+
+    async fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<()>;
+
+    /// Removes and returns the newest item. Concurrent pops each get a different item.
+    async fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Result<Item>;
+
+    /// Removes every item and keeps the session.
+    async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()>;
+
+    /// Forgets idempotency keys first used before `cutoff`; returns how many.
+    async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64>;
+
+    /// Answers when the database does.
+    async fn ping(&self) -> Result<()>;
+
+    fn pool_stats(&self) -> PoolStats;
+}
+
+/// The result of an append.
+#[derive(Debug, Clone)]
+pub struct Appended {
+    pub items: Vec<Item>,
+    /// True when an earlier request with the same idempotency key did the append.
+    pub replayed: bool,
+}
+
+/// Database connections, for the metrics endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub in_use: u32,
+    pub idle: u32,
+}
+
+/// Opens the database named by `url` (SQLite when it starts with `sqlite:`, Postgres for
+/// `postgres:`/`postgresql:`) and brings its schema up to date.
+pub async fn connect(url: &str, max_connections: u32) -> Result<Arc<dyn SessionStore>> {
+    if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::connect(url).await?))
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Ok(Arc::new(PgStore::connect(url, max_connections).await?))
+    } else {
+        Err(StoreError::UnsupportedUrl)
+    }
+}
+
+/// Timestamps are kept to the microsecond, the precision both databases store, so a
+/// value reads back exactly as it was written.
+fn now() -> DateTime<Utc> {
+    use chrono::SubsecRound;
+    Utc::now().trunc_subsecs(6)
+}

@@ -1,0 +1,480 @@
+//! The Postgres backend: for production and for several replicas sharing one database.
+//! Writes to one session serialize on that session's row lock.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
+use sqlx::types::Json;
+use sqlx::{Postgres, QueryBuilder};
+use uuid::Uuid;
+
+use super::rows::{
+    beyond, direction, items, new_items, replay, response_json, ItemRow, SessionRow, ITEM_COLUMNS,
+    ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
+};
+use super::{now, Appended, PoolStats, Result, SessionStore, StoreError};
+use crate::model::{
+    AgentId, IdempotencyKey, Item, ItemBody, Metadata, NewSession, Page, PageRequest, Session,
+    SessionId, SessionPatch,
+};
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+
+pub struct PgStore {
+    pool: PgPool,
+}
+
+impl PgStore {
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+        // No statement or idle transaction may hold a connection (and its locks) forever.
+        let options = PgConnectOptions::from_str(url)?.options([
+            ("statement_timeout", "30s"),
+            ("idle_in_transaction_session_timeout", "60s"),
+        ]);
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(options)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// Wraps a pool whose database is migrated already (as `#[sqlx::test]` gives).
+    pub fn from_pool(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    pub fn migrator() -> &'static Migrator {
+        &MIGRATOR
+    }
+
+    async fn session_pk(&self, tenant: &str, id: &SessionId) -> Result<i64> {
+        sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2")
+            .bind(tenant)
+            .bind(id.as_str())
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::SessionNotFound)
+    }
+}
+
+/// Locks the session row for the rest of the transaction and returns its key.
+async fn lock_session(conn: &mut PgConnection, tenant: &str, id: &SessionId) -> Result<i64> {
+    sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2 for update")
+        .bind(tenant)
+        .bind(id.as_str())
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::SessionNotFound)
+}
+
+/// Gives out `count` seqs of the session, creating it if absent, and returns its key and
+/// the last seq given. The update takes the row lock that orders concurrent appends.
+async fn reserve_seqs(
+    conn: &mut PgConnection,
+    tenant: &str,
+    id: &SessionId,
+    count: i64,
+    now: DateTime<Utc>,
+) -> Result<(i64, i64)> {
+    loop {
+        let bumped = sqlx::query_as(
+            r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4
+              where tenant_id = $1 and id = $2
+              returning pk, last_seq",
+        )
+        .bind(tenant)
+        .bind(id.as_str())
+        .bind(count)
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(reserved) = bumped {
+            return Ok(reserved);
+        }
+        // A concurrent insert of the same session makes this one wait, then do nothing;
+        // the next update then finds the row.
+        let created = sqlx::query_as(
+            r"insert into sessions (tenant_id, id, created_at, updated_at, item_count, last_seq)
+              values ($1, $2, $4, $4, $3, $3)
+              on conflict (tenant_id, id) do nothing
+              returning pk, last_seq",
+        )
+        .bind(tenant)
+        .bind(id.as_str())
+        .bind(count)
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(reserved) = created {
+            return Ok(reserved);
+        }
+    }
+}
+
+/// Claims an idempotency key for this transaction. `Some` answers a key that an earlier
+/// request claimed: a concurrent claim of the same key waits here for that request's
+/// transaction, so the two can never both append.
+async fn claim_key(
+    conn: &mut PgConnection,
+    tenant: &str,
+    key: &IdempotencyKey,
+    now: DateTime<Utc>,
+) -> Result<Option<Appended>> {
+    sqlx::query(
+        "delete from idempotency_keys where tenant_id = $1 and key = $2 and created_at < $3",
+    )
+    .bind(tenant)
+    .bind(&key.key)
+    .bind(now - IdempotencyKey::ttl())
+    .execute(&mut *conn)
+    .await?;
+    let claimed = sqlx::query(
+        r"insert into idempotency_keys (tenant_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
+          on conflict (tenant_id, key) do nothing",
+    )
+    .bind(tenant)
+    .bind(&key.key)
+    .bind(&key.fingerprint)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        == 1;
+    if claimed {
+        return Ok(None);
+    }
+    let (fingerprint, response): (Vec<u8>, Option<String>) = sqlx::query_as(
+        "select fingerprint, response from idempotency_keys where tenant_id = $1 and key = $2",
+    )
+    .bind(tenant)
+    .bind(&key.key)
+    .fetch_one(&mut *conn)
+    .await?;
+    replay(key, fingerprint, response).map(Some)
+}
+
+#[async_trait]
+impl SessionStore for PgStore {
+    async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session> {
+        let row: Option<SessionRow> = sqlx::query_as(&format!(
+            r"insert into sessions (tenant_id, id, created_at, updated_at, metadata, agent_id)
+              values ($1, $2, $3, $3, $4, $5)
+              on conflict (tenant_id, id) do nothing
+              returning {SESSION_COLUMNS}"
+        ))
+        .bind(tenant)
+        .bind(session.id.as_str())
+        .bind(now())
+        .bind(Json(&session.metadata))
+        .bind(session.agent_id.map(AgentId::into_string))
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(Session::from).ok_or(StoreError::SessionExists)
+    }
+
+    async fn get_session(&self, tenant: &str, id: &SessionId) -> Result<Session> {
+        let row: Option<SessionRow> = sqlx::query_as(&format!(
+            "select {SESSION_COLUMNS} from sessions where tenant_id = $1 and id = $2"
+        ))
+        .bind(tenant)
+        .bind(id.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(Session::from).ok_or(StoreError::SessionNotFound)
+    }
+
+    async fn list_sessions(
+        &self,
+        tenant: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<Session>> {
+        let cursor: Option<(DateTime<Utc>, i64)> = match page.cursor_id() {
+            Some(id) => Some(
+                sqlx::query_as(
+                    "select created_at, pk from sessions where tenant_id = $1 and id = $2",
+                )
+                .bind(tenant)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or(StoreError::UnknownCursor)?,
+            ),
+            None => None,
+        };
+        let scan = page.scan_order();
+        let mut query = QueryBuilder::<Postgres>::new(format!(
+            "select {SESSION_COLUMNS} from sessions where tenant_id = "
+        ));
+        query.push_bind(tenant);
+        for (key, value) in metadata {
+            let pair = Map::from_iter([(key.clone(), Value::String(value.clone()))]);
+            query.push(" and metadata @> ").push_bind(Json(pair));
+        }
+        if let Some((created_at, pk)) = cursor {
+            query.push(format!(" and (created_at, pk) {} (", beyond(scan)));
+            query
+                .push_bind(created_at)
+                .push(", ")
+                .push_bind(pk)
+                .push(")");
+        }
+        let dir = direction(scan);
+        query.push(format!(" order by created_at {dir}, pk {dir} limit "));
+        query.push_bind(page.fetch_limit());
+        let rows: Vec<SessionRow> = query.build_query_as().fetch_all(&self.pool).await?;
+        Ok(
+            page.finish(rows.into_iter().map(Session::from).collect(), |s| {
+                s.id.clone()
+            }),
+        )
+    }
+
+    async fn update_session(
+        &self,
+        tenant: &str,
+        id: &SessionId,
+        patch: SessionPatch,
+    ) -> Result<Session> {
+        let mut tx = self.pool.begin().await?;
+        let current: Option<(i64, Json<Metadata>, Option<String>)> =
+            sqlx::query_as("select pk, metadata, agent_id from sessions where tenant_id = $1 and id = $2 for update")
+                .bind(tenant)
+                .bind(id.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+        let (pk, Json(metadata), agent_id) = current.ok_or(StoreError::SessionNotFound)?;
+        let (metadata, agent_id) = patch.apply(metadata, agent_id)?;
+        let row: SessionRow = sqlx::query_as(&format!(
+            r"update sessions set metadata = $3, agent_id = $4, updated_at = $5
+              where tenant_id = $1 and pk = $2
+              returning {SESSION_COLUMNS}"
+        ))
+        .bind(tenant)
+        .bind(pk)
+        .bind(Json(&metadata))
+        .bind(agent_id)
+        .bind(now())
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(row.into())
+    }
+
+    async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()> {
+        let deleted = sqlx::query("delete from sessions where tenant_id = $1 and id = $2")
+            .bind(tenant)
+            .bind(id.as_str())
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        if deleted == 0 {
+            return Err(StoreError::SessionNotFound);
+        }
+        Ok(())
+    }
+
+    async fn append_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        bodies: Vec<ItemBody>,
+        idempotency: Option<IdempotencyKey>,
+    ) -> Result<Appended> {
+        let now = now();
+        let mut tx = self.pool.begin().await?;
+        if let Some(key) = &idempotency {
+            if let Some(first) = claim_key(&mut tx, tenant, key, now).await? {
+                return Ok(first);
+            }
+        }
+        let (session_pk, last_seq) =
+            reserve_seqs(&mut tx, tenant, session_id, bodies.len() as i64, now).await?;
+        let items = new_items(bodies, last_seq, now);
+        sqlx::query(
+            r"insert into items (id, tenant_id, session_pk, seq, created_at, body)
+              select id, $4, $5, seq, $6, body from unnest($1::uuid[], $2::bigint[], $3::text[]) as t (id, seq, body)",
+        )
+        .bind(items.iter().map(|i| i.id).collect::<Vec<Uuid>>())
+        .bind(items.iter().map(|i| i.seq).collect::<Vec<i64>>())
+        .bind(items.iter().map(|i| i.item.get()).collect::<Vec<&str>>())
+        .bind(tenant)
+        .bind(session_pk)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        if let Some(key) = &idempotency {
+            sqlx::query(
+                "update idempotency_keys set response = $3 where tenant_id = $1 and key = $2",
+            )
+            .bind(tenant)
+            .bind(&key.key)
+            .bind(response_json(&items)?)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Appended {
+            items,
+            replayed: false,
+        })
+    }
+
+    async fn list_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        page: &PageRequest,
+    ) -> Result<Page<Item>> {
+        let session_pk = self.session_pk(tenant, session_id).await?;
+        let cursor_seq: Option<i64> = match page.cursor_id() {
+            Some(id) => {
+                let id = Uuid::parse_str(id).map_err(|_| StoreError::UnknownCursor)?;
+                let seq = sqlx::query_scalar(
+                    "select seq from items where tenant_id = $1 and session_pk = $2 and id = $3",
+                )
+                .bind(tenant)
+                .bind(session_pk)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+                Some(seq.ok_or(StoreError::UnknownCursor)?)
+            }
+            None => None,
+        };
+        let scan = page.scan_order();
+        let mut query = QueryBuilder::<Postgres>::new(format!(
+            "select {ITEM_COLUMNS} from items where tenant_id = "
+        ));
+        query
+            .push_bind(tenant)
+            .push(" and session_pk = ")
+            .push_bind(session_pk);
+        if let Some(seq) = cursor_seq {
+            query
+                .push(format!(" and seq {} ", beyond(scan)))
+                .push_bind(seq);
+        }
+        query.push(format!(" order by seq {} limit ", direction(scan)));
+        query.push_bind(page.fetch_limit());
+        let rows: Vec<ItemRow> = query.build_query_as().fetch_all(&self.pool).await?;
+        Ok(page.finish(items(rows)?, |i| i.id.to_string()))
+    }
+
+    async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item> {
+        let row: Option<ItemRow> = sqlx::query_as(&format!(
+            r"select {ITEM_COLUMNS_OF_I} from items i join sessions s on s.pk = i.session_pk
+              where s.tenant_id = $1 and s.id = $2 and i.tenant_id = $1 and i.id = $3"
+        ))
+        .bind(tenant)
+        .bind(session_id.as_str())
+        .bind(item_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => row.try_into(),
+            None => {
+                self.session_pk(tenant, session_id).await?;
+                Err(StoreError::ItemNotFound)
+            }
+        }
+    }
+
+    async fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let session_pk = lock_session(&mut tx, tenant, session_id).await?;
+        let deleted =
+            sqlx::query("delete from items where tenant_id = $1 and session_pk = $2 and id = $3")
+                .bind(tenant)
+                .bind(session_pk)
+                .bind(item_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        if deleted == 0 {
+            return Err(StoreError::ItemNotFound);
+        }
+        sqlx::query("update sessions set item_count = item_count - 1, updated_at = $3 where tenant_id = $1 and pk = $2")
+            .bind(tenant)
+            .bind(session_pk)
+            .bind(now())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Result<Item> {
+        let mut tx = self.pool.begin().await?;
+        let session_pk = lock_session(&mut tx, tenant, session_id).await?;
+        let row: Option<ItemRow> = sqlx::query_as(&format!(
+            r"delete from items where id = (
+                  select id from items where tenant_id = $1 and session_pk = $2 order by seq desc limit 1
+              )
+              returning {ITEM_COLUMNS}"
+        ))
+        .bind(tenant)
+        .bind(session_pk)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let item = Item::try_from(row.ok_or(StoreError::SessionEmpty)?)?;
+        sqlx::query("update sessions set item_count = item_count - 1, updated_at = $3 where tenant_id = $1 and pk = $2")
+            .bind(tenant)
+            .bind(session_pk)
+            .bind(now())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(item)
+    }
+
+    async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let session_pk = lock_session(&mut tx, tenant, session_id).await?;
+        sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
+            .bind(tenant)
+            .bind(session_pk)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "update sessions set item_count = 0, updated_at = $3 where tenant_id = $1 and pk = $2",
+        )
+        .bind(tenant)
+        .bind(session_pk)
+        .bind(now())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {
+        let purged = sqlx::query("delete from idempotency_keys where created_at < $1")
+            .bind(cutoff)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok(purged)
+    }
+
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("select 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        let size = self.pool.size();
+        let idle = self.pool.num_idle() as u32;
+        PoolStats {
+            in_use: size.saturating_sub(idle),
+            idle,
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Rows as both backends return them, and the SQL fragments they share.
+
+use chrono::{DateTime, Utc};
+use serde_json::value::RawValue;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgTypeInfo, PgValueRef};
+use sqlx::sqlite::{SqliteTypeInfo, SqliteValueRef};
+use sqlx::types::Json;
+use sqlx::{Decode, Postgres, Sqlite, Type};
+use uuid::Uuid;
+
+use super::{Appended, StoreError};
+use crate::model::{IdempotencyKey, Item, ItemBody, Metadata, Order, Session, Usage};
+
+pub(super) const SESSION_COLUMNS: &str =
+    "id, created_at, updated_at, metadata, agent_id, item_count, \
+     input_tokens, output_tokens, total_tokens, llm_calls";
+pub(super) const ITEM_COLUMNS: &str = "id, seq, created_at, run_id, body";
+pub(super) const ITEM_COLUMNS_OF_I: &str = "i.id, i.seq, i.created_at, i.run_id, i.body";
+
+/// A point in time as a backend stores it: `timestamptz` in Postgres, microseconds since
+/// the epoch in SQLite (which has no timestamp type that sorts reliably).
+pub(super) struct Timestamp(DateTime<Utc>);
+
+impl Type<Postgres> for Timestamp {
+    fn type_info() -> PgTypeInfo {
+        <DateTime<Utc> as Type<Postgres>>::type_info()
+    }
+}
+
+impl<'r> Decode<'r, Postgres> for Timestamp {
+    fn decode(value: PgValueRef<'r>) -> Result<Self, BoxDynError> {
+        Ok(Self(<DateTime<Utc> as Decode<Postgres>>::decode(value)?))
+    }
+}
+
+impl Type<Sqlite> for Timestamp {
+    fn type_info() -> SqliteTypeInfo {
+        <i64 as Type<Sqlite>>::type_info()
+    }
+}
+
+impl<'r> Decode<'r, Sqlite> for Timestamp {
+    fn decode(value: SqliteValueRef<'r>) -> Result<Self, BoxDynError> {
+        let micros = <i64 as Decode<Sqlite>>::decode(value)?;
+        DateTime::from_timestamp_micros(micros)
+            .map(Self)
+            .ok_or_else(|| format!("timestamp out of range: {micros}").into())
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct SessionRow {
+    id: String,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    metadata: Json<Metadata>,
+    agent_id: Option<String>,
+    item_count: i64,
+    input_tokens: i64,
+    output_tokens: i64,
+    total_tokens: i64,
+    llm_calls: i64,
+}
+
+impl From<SessionRow> for Session {
+    fn from(row: SessionRow) -> Self {
+        Session {
+            id: row.id,
+            created_at: row.created_at.0,
+            updated_at: row.updated_at.0,
+            metadata: row.metadata.0,
+            agent_id: row.agent_id,
+            item_count: row.item_count,
+            usage: Usage {
+                input_tokens: row.input_tokens,
+                output_tokens: row.output_tokens,
+                total_tokens: row.total_tokens,
+                llm_calls: row.llm_calls,
+            },
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ItemRow {
+    id: Uuid,
+    seq: i64,
+    created_at: Timestamp,
+    run_id: Option<Uuid>,
+    body: String,
+}
+
+impl TryFrom<ItemRow> for Item {
+    type Error = StoreError;
+
+    fn try_from(row: ItemRow) -> Result<Self, StoreError> {
+        let item = RawValue::from_string(row.body)
+            .map_err(|e| StoreError::Corrupt(format!("item {} is not JSON: {e}", row.id)))?;
+        Ok(Item {
+            id: row.id,
+            seq: row.seq,
+            created_at: row.created_at.0,
+            run_id: row.run_id,
+            item,
+        })
+    }
+}
+
+pub(super) fn items(rows: Vec<ItemRow>) -> Result<Vec<Item>, StoreError> {
+    rows.into_iter().map(Item::try_from).collect()
+}
+
+/// `order by` direction for a scan.
+pub(super) fn direction(order: Order) -> &'static str {
+    match order {
+        Order::Asc => "asc",
+        Order::Desc => "desc",
+    }
+}
+
+/// The comparison that selects the rows after a cursor, in scan order.
+pub(super) fn beyond(order: Order) -> &'static str {
+    match order {
+        Order::Asc => ">",
+        Order::Desc => "<",
+    }
+}
+
+/// Answers a repeated idempotency key from what the first request stored.
+pub(super) fn replay(
+    key: &IdempotencyKey,
+    fingerprint: Vec<u8>,
+    response: Option<String>,
+) -> Result<Appended, StoreError> {
+    if fingerprint != key.fingerprint {
+        return Err(StoreError::IdempotencyKeyReused);
+    }
+    // The claim and its response are written in one transaction, so a visible claim
+    // always has its response.
+    let response = response.ok_or_else(|| {
+        StoreError::Corrupt(format!("idempotency key {} has no response", key.key))
+    })?;
+    let items = serde_json::from_str(&response)
+        .map_err(|e| StoreError::Corrupt(format!("idempotency key {}: {e}", key.key)))?;
+    Ok(Appended {
+        items,
+        replayed: true,
+    })
+}
+
+pub(super) fn response_json(items: &[Item]) -> Result<String, StoreError> {
+    serde_json::to_string(items)
+        .map_err(|e| StoreError::Corrupt(format!("cannot encode items: {e}")))
+}
+
+/// The items of an append whose seqs end at `last_seq`, ready to be inserted.
+pub(super) fn new_items(bodies: Vec<ItemBody>, last_seq: i64, now: DateTime<Utc>) -> Vec<Item> {
+    let first_seq = last_seq - bodies.len() as i64 + 1;
+    bodies
+        .into_iter()
+        .zip(first_seq..)
+        .map(|(body, seq)| Item {
+            id: Uuid::now_v7(),
+            seq,
+            created_at: now,
+            run_id: None,
+            item: body.into_raw(),
+        })
+        .collect()
+}
