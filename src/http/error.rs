@@ -127,6 +127,7 @@ impl From<StoreError> for ApiError {
 
 /// An RFC 9457 problem document.
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({
     "type": "urn:agent-sessions:problem:session_not_found",
     "title": "Not Found",

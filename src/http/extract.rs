@@ -64,9 +64,14 @@ fn is_json(headers: &HeaderMap) -> bool {
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        // `?` stands for a segment the parser had not identified yet (say, the key of an
+        // object cut short); the enclosing field is the best name for the error.
         let path = error.path().to_string();
-        let field = if path == "." { "body".to_owned() } else { path };
-        ApiError::invalid(&field, error.into_inner())
+        let field = match path.trim_end_matches(".?") {
+            "." | "?" => "body",
+            known => known,
+        };
+        ApiError::invalid(field, error.into_inner())
     })?;
     deserializer
         .end()

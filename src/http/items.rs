@@ -44,6 +44,7 @@ pub struct AppendItemsRequest {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AppendItemsResponse {
     /// The appended items, in order.
     data: Vec<Item>,

@@ -8,6 +8,7 @@ use super::field::InvalidField;
 
 /// One entry of a session's history.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({
     "id": "019a9f0e-2b1c-7cc2-9a51-3f1f2f0c8a10",
     "seq": 1,
@@ -22,6 +23,7 @@ pub struct Item {
     pub seq: i64,
     pub created_at: DateTime<Utc>,
     /// The run that produced the item; null for items appended by a client.
+    #[schema(required = true)]
     pub run_id: Option<Uuid>,
     /// The stored JSON object, byte for byte as it was given.
     #[schema(value_type = Object)]

@@ -78,9 +78,12 @@ impl PageRequest {
 /// A page of a listing. `has_more` says whether rows lie beyond this page in the
 /// direction it was read: after `last_id`, or before `first_id` for a `before` page.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Page<T> {
     pub data: Vec<T>,
+    #[schema(required = true)]
     pub first_id: Option<String>,
+    #[schema(required = true)]
     pub last_id: Option<String>,
     pub has_more: bool,
 }

@@ -56,6 +56,7 @@ pub struct Usage {
 
 /// A conversation: its metadata, its agent and counters over its items and runs.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({
     "id": "support-4711",
     "created_at": "2026-11-22T10:00:00.000000Z",
@@ -70,6 +71,7 @@ pub struct Session {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub metadata: Metadata,
+    #[schema(required = true)]
     pub agent_id: Option<String>,
     pub item_count: i64,
     pub usage: Usage,

@@ -50,10 +50,6 @@ impl PgStore {
         Self { pool }
     }
 
-    pub fn migrator() -> &'static Migrator {
-        &MIGRATOR
-    }
-
     async fn session_pk(&self, tenant: &str, id: &SessionId) -> Result<i64> {
         sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2")
             .bind(tenant)

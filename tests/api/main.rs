@@ -1,1 +1,5 @@
+//! The integration tests: one binary, so the crate and its dependencies link once.
 
+mod helpers;
+mod http;
+mod store;

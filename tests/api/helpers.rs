@@ -1,0 +1,217 @@
+//! What the tests share: databases for both backends and an in-process client.
+
+use std::sync::Arc;
+
+use agent_sessions::config::{Cli, Config};
+use agent_sessions::http::{self, AppState, Metrics};
+use agent_sessions::store::{PgStore, SessionStore, SqliteStore};
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use clap::Parser;
+use serde_json::Value;
+use sqlx::{PgPool, SqlitePool};
+use tempfile::TempDir;
+use tower::ServiceExt;
+
+/// A store under test with a side door to its database, for what the API cannot do
+/// (make timestamps tie, age a key).
+pub struct TestDb {
+    pub store: Arc<dyn SessionStore>,
+    raw: RawDb,
+    _dir: Option<TempDir>,
+}
+
+enum RawDb {
+    Postgres(PgPool),
+    Sqlite(SqlitePool),
+}
+
+impl TestDb {
+    pub fn postgres(pool: PgPool) -> Self {
+        Self {
+            store: Arc::new(PgStore::from_pool(pool.clone())),
+            raw: RawDb::Postgres(pool),
+            _dir: None,
+        }
+    }
+
+    pub async fn sqlite() -> Self {
+        let dir = TempDir::new().expect("a temp dir");
+        let url = format!("sqlite://{}", dir.path().join("test.db").display());
+        let store = SqliteStore::connect(&url).await.expect("SQLite opens");
+        let raw = SqlitePool::connect(&url).await.expect("SQLite opens twice");
+        Self {
+            store: Arc::new(store),
+            raw: RawDb::Sqlite(raw),
+            _dir: Some(dir),
+        }
+    }
+
+    /// Runs one SQL statement that is the same in both dialects.
+    pub async fn execute(&self, sql: &str) {
+        self.execute_either(sql, sql).await;
+    }
+
+    /// Runs the statement written for this backend.
+    pub async fn execute_either(&self, postgres: &str, sqlite: &str) {
+        match &self.raw {
+            RawDb::Postgres(pool) => sqlx::query(postgres).execute(pool).await.map(drop),
+            RawDb::Sqlite(pool) => sqlx::query(sqlite).execute(pool).await.map(drop),
+        }
+        .expect("the statement runs");
+    }
+}
+
+/// The configuration a test starts from: the defaults, whatever the environment says.
+pub fn test_config() -> Config {
+    let mut config = Cli::parse_from(["agent-sessions"]).config;
+    config.listen_addr = "127.0.0.1:0".into();
+    config.database_url = None;
+    config.max_body_bytes = 16 * 1024 * 1024;
+    config.request_timeout_secs = 30;
+    config.cors_allowed_origins = Vec::new();
+    config
+}
+
+/// The router in process, called without a socket.
+pub struct TestApp {
+    pub router: Router,
+    /// Keeps the database (and its temp dir) alive as long as the app.
+    _db: TestDb,
+}
+
+impl TestApp {
+    pub async fn sqlite() -> Self {
+        Self::new(TestDb::sqlite().await, &test_config())
+    }
+
+    pub fn postgres(pool: PgPool) -> Self {
+        Self::new(TestDb::postgres(pool), &test_config())
+    }
+
+    pub fn new(db: TestDb, config: &Config) -> Self {
+        let state = AppState {
+            store: db.store.clone(),
+            metrics: Arc::new(Metrics::default()),
+        };
+        let router = http::router(state, config).expect("the router builds");
+        Self { router, _db: db }
+    }
+
+    pub async fn get(&self, uri: &str) -> TestResponse {
+        self.call(Method::GET, uri, None).await
+    }
+
+    pub async fn delete(&self, uri: &str) -> TestResponse {
+        self.call(Method::DELETE, uri, None).await
+    }
+
+    pub async fn post(&self, uri: &str, body: Value) -> TestResponse {
+        self.call(Method::POST, uri, Some(body)).await
+    }
+
+    pub async fn patch(&self, uri: &str, body: Value) -> TestResponse {
+        self.call(Method::PATCH, uri, Some(body)).await
+    }
+
+    pub async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> TestResponse {
+        let request = Request::builder().method(method).uri(uri);
+        let request = match body {
+            Some(body) => request
+                .header("content-type", "application/json")
+                .body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        };
+        self.send(request.expect("a valid request")).await
+    }
+
+    pub async fn send(&self, request: Request<Body>) -> TestResponse {
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("the router answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("the body is readable");
+        TestResponse {
+            status,
+            headers,
+            text: String::from_utf8(bytes.to_vec()).expect("the body is UTF-8"),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct TestResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub text: String,
+}
+
+impl TestResponse {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().expect("an ASCII header"))
+    }
+
+    /// Asserts the status and the JSON body, and returns the body.
+    pub fn expect(&self, status: StatusCode) -> Value {
+        assert_eq!(self.status, status, "body: {}", self.text);
+        if self.text.is_empty() {
+            Value::Null
+        } else {
+            self.json()
+        }
+    }
+
+    /// Asserts a problem+json answer with this status and code; returns its detail.
+    pub fn expect_problem(&self, status: StatusCode, code: &str) -> String {
+        assert_eq!(self.status, status, "body: {}", self.text);
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json")
+        );
+        let problem = self.json();
+        assert_eq!(problem["code"], code, "{problem}");
+        assert_eq!(problem["status"], status.as_u16(), "{problem}");
+        assert_eq!(
+            problem["type"],
+            format!("urn:agent-sessions:problem:{code}")
+        );
+        assert!(problem["title"].is_string(), "{problem}");
+        problem["detail"].as_str().expect("a detail").to_owned()
+    }
+}
+
+/// Declares each listed `async fn(TestDb)` as a test on Postgres and one on SQLite.
+macro_rules! on_both_backends {
+    ($($test:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[sqlx::test(migrations = "./migrations/postgres")]
+                async fn $test(pool: sqlx::PgPool) {
+                    super::$test($crate::helpers::TestDb::postgres(pool)).await
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $test() {
+                    super::$test($crate::helpers::TestDb::sqlite().await).await
+                }
+            )*
+        }
+    };
+}
+pub(crate) use on_both_backends;

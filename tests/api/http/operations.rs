@@ -1,0 +1,118 @@
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::json;
+
+use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn every_response_carries_a_request_id() {
+    let app = TestApp::sqlite().await;
+    let given = Request::get("/healthz")
+        .header("x-request-id", "trace-me-42")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(
+        app.send(given).await.header("x-request-id"),
+        Some("trace-me-42")
+    );
+    for response in [
+        app.get("/healthz").await,
+        app.get("/v1/sessions/missing").await,
+        app.get("/nowhere").await,
+        app.post("/v1/sessions", json!({"id": 1})).await,
+    ] {
+        let id = response.header("x-request-id").expect("a request id");
+        assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+    }
+}
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let app = TestApp::sqlite().await;
+    assert_eq!(
+        app.get("/healthz").await.expect(StatusCode::OK),
+        json!({"status": "ok"})
+    );
+    assert_eq!(
+        app.get("/readyz").await.expect(StatusCode::OK),
+        json!({"status": "ok"})
+    );
+}
+
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn a_lost_database_is_503_on_readyz_and_an_opaque_500_elsewhere(pool: sqlx::PgPool) {
+    let app = TestApp::postgres(pool.clone());
+    app.get("/readyz").await.expect(StatusCode::OK);
+    pool.close().await;
+    app.get("/readyz")
+        .await
+        .expect_problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
+    let response = app.get("/v1/sessions/any").await;
+    let detail = response.expect_problem(StatusCode::INTERNAL_SERVER_ERROR, "internal_error");
+    assert_eq!(
+        detail, "an internal error occurred",
+        "internal causes stay in the log"
+    );
+    assert!(!response.text.to_lowercase().contains("pool"));
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_report_the_pool() {
+    let app = TestApp::sqlite().await;
+    app.get("/v1/sessions/a").await;
+    app.get("/v1/sessions/b").await;
+    app.get("/healthz").await;
+    let response = app.get("/metrics").await;
+    assert_eq!(response.status, StatusCode::OK);
+    assert!(response
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    let text = &response.text;
+    assert!(
+        text.contains(
+            r#"http_requests_total{method="GET",route="/v1/sessions/{session_id}",status="404"} 2"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"http_request_duration_seconds_bucket{"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"db_pool_connections{state="idle"}"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"db_pool_connections{state="in_use"}"#),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_committed_openapi_yaml_is_what_the_code_generates() {
+    let generated = agent_sessions::http::openapi::yaml();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.yaml");
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(path, generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "openapi.yaml is stale: run `UPDATE_OPENAPI=1 scripts/test.sh the_committed_openapi_yaml` and commit it"
+    );
+    let app = TestApp::sqlite().await;
+    let served = app.get("/openapi.yaml").await;
+    assert_eq!(served.status, StatusCode::OK);
+    assert_eq!(served.text, generated);
+    let spec: serde_json::Value =
+        serde_json::from_str(&app.get("/openapi.json").await.text).unwrap();
+    assert!(spec["paths"]["/v1/sessions/{session_id}/items/last"]["delete"].is_object());
+    let docs = app.get("/docs/").await;
+    assert_eq!(docs.status, StatusCode::OK);
+    assert!(
+        docs.text.contains("swagger"),
+        "{}",
+        &docs.text[..200.min(docs.text.len())]
+    );
+}
