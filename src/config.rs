@@ -124,8 +124,10 @@ mod tests {
 
     #[test]
     fn sqlite_file_is_the_default_database() {
-        let cli = Cli::parse_from(["agent-sessions"]);
+        let mut cli = Cli::parse_from(["agent-sessions", "migrate"]);
+        assert_eq!(cli.command, Some(Command::Migrate));
+        // The environment of a test run may name a database; the default applies without.
+        cli.config.database_url = None;
         assert_eq!(cli.config.database_url(), "sqlite://agent-sessions.db");
-        assert_eq!(cli.command, None);
     }
 }

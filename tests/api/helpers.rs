@@ -215,3 +215,58 @@ macro_rules! on_both_backends {
     };
 }
 pub(crate) use on_both_backends;
+
+/// A database of its own on the test Postgres server (`DATABASE_URL`), for a process
+/// that needs a URL rather than a pool.
+pub struct ScratchDatabase {
+    pub url: String,
+    name: String,
+    admin: PgPool,
+}
+
+pub async fn scratch_postgres() -> ScratchDatabase {
+    let admin_url =
+        std::env::var("DATABASE_URL").expect("DATABASE_URL names the test Postgres server");
+    let admin = PgPool::connect(&admin_url)
+        .await
+        .expect("the test Postgres answers");
+    let name = format!("scratch_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("create database {name}"))
+        .execute(&admin)
+        .await
+        .expect("a database can be created");
+    ScratchDatabase {
+        url: with_database(&admin_url, &name),
+        name,
+        admin,
+    }
+}
+
+impl ScratchDatabase {
+    pub async fn drop(self) {
+        sqlx::query(&format!(
+            "drop database if exists {} with (force)",
+            self.name
+        ))
+        .execute(&self.admin)
+        .await
+        .expect("the database can be dropped");
+    }
+}
+
+/// The same server URL with another database name.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let authority_end = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
+    let mut out = format!("{}/{name}", &base[..authority_end]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}

@@ -2,4 +2,6 @@
 
 mod helpers;
 mod http;
+mod process;
+mod socket;
 mod store;

@@ -1,0 +1,260 @@
+//! The real binary as a child process: crash durability and graceful shutdown.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+
+use crate::helpers::{scratch_postgres, ScratchDatabase};
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    /// Starts the binary on `database_url` and waits until it listens.
+    async fn start(database_url: &str) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-sessions"))
+            .env("DATABASE_URL", database_url)
+            .env("LISTEN_ADDR", "127.0.0.1:0")
+            .env("LOG_FORMAT", "json")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the binary starts");
+        let (addr_tx, addr_rx) = oneshot::channel();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        tokio::spawn(async move {
+            let mut addr_tx = Some(addr_tx);
+            // Keep reading to the end, so the child never blocks on a full pipe.
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(event) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if event["message"] == "listening" {
+                    if let Some(tx) = addr_tx.take() {
+                        let _ = tx.send(event["addr"].as_str().unwrap_or_default().to_owned());
+                    }
+                }
+            }
+        });
+        let addr = tokio::time::timeout(Duration::from_secs(30), addr_rx)
+            .await
+            .expect("the server listens within 30 s")
+            .expect("the server logged its address");
+        Server {
+            child,
+            base: format!("http://{addr}"),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("the server runs").to_string();
+        let status = std::process::Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// Appends 2-item batches from several clients, kills the server with SIGKILL under
+/// load, restarts it and checks that every acknowledged batch is there exactly once and
+/// no batch is there by half.
+async fn acknowledged_writes_survive_kill_9(database_url: &str) {
+    let mut server = Server::start(database_url).await;
+    let acknowledged: Arc<Mutex<HashMap<String, (i64, i64)>>> = Arc::default();
+    let mut clients = Vec::new();
+    for client_no in 0..6 {
+        let url = server.url("/v1/sessions/crash/items");
+        let acknowledged = acknowledged.clone();
+        clients.push(tokio::spawn(async move {
+            let http = client();
+            for n in 0.. {
+                let batch = format!("{client_no}-{n}");
+                let body =
+                    json!({"items": [{"batch": batch, "part": 0}, {"batch": batch, "part": 1}]});
+                let Ok(response) = http.post(&url).json(&body).send().await else {
+                    return;
+                };
+                if response.status() != 201 {
+                    return;
+                }
+                let Ok(answer) = response.json::<Value>().await else {
+                    return;
+                };
+                let seqs = (
+                    answer["data"][0]["seq"].as_i64().unwrap(),
+                    answer["data"][1]["seq"].as_i64().unwrap(),
+                );
+                acknowledged.lock().unwrap().insert(batch, seqs);
+            }
+        }));
+    }
+    // Kill once a good number of writes are in, while the clients keep writing.
+    for _ in 0..200 {
+        if acknowledged.lock().unwrap().len() >= 150 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    server.child.start_kill().unwrap();
+    server.child.wait().await.unwrap();
+    for client in clients {
+        client.await.unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(
+        acknowledged.len() >= 20,
+        "too few writes before the kill: {}",
+        acknowledged.len()
+    );
+
+    let server = Server::start(database_url).await;
+    let http = client();
+    let mut stored = Vec::new();
+    let mut after = None::<String>;
+    loop {
+        let mut url = server.url("/v1/sessions/crash/items?limit=1000");
+        if let Some(id) = &after {
+            url.push_str(&format!("&after={id}"));
+        }
+        let page: Value = http.get(url).send().await.unwrap().json().await.unwrap();
+        stored.extend(page["data"].as_array().unwrap().iter().cloned());
+        if page["has_more"] != true {
+            break;
+        }
+        after = page["last_id"].as_str().map(String::from);
+    }
+    let mut found: HashMap<String, (i64, i64)> = HashMap::new();
+    for pair in stored.chunks(2) {
+        assert_eq!(pair.len(), 2, "half a batch was stored");
+        let batch = pair[0]["item"]["batch"].as_str().unwrap().to_owned();
+        assert_eq!(
+            pair[1]["item"]["batch"],
+            batch.as_str(),
+            "batches interleaved"
+        );
+        assert_eq!(
+            (
+                pair[0]["item"]["part"].as_i64(),
+                pair[1]["item"]["part"].as_i64()
+            ),
+            (Some(0), Some(1))
+        );
+        let seqs = (
+            pair[0]["seq"].as_i64().unwrap(),
+            pair[1]["seq"].as_i64().unwrap(),
+        );
+        assert!(
+            found.insert(batch.clone(), seqs).is_none(),
+            "batch {batch} stored twice"
+        );
+    }
+    for (batch, seqs) in &acknowledged {
+        assert_eq!(
+            found.get(batch),
+            Some(seqs),
+            "acknowledged batch {batch} is lost"
+        );
+    }
+    let session: Value = http
+        .get(server.url("/v1/sessions/crash"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(session["item_count"].as_u64(), Some(stored.len() as u64));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_kill_9_on_sqlite() {
+    let dir = TempDir::new().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("crash.db").display());
+    acknowledged_writes_survive_kill_9(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_kill_9_on_postgres() {
+    let database: ScratchDatabase = scratch_postgres().await;
+    acknowledged_writes_survive_kill_9(&database.url).await;
+    database.drop().await;
+}
+
+/// SIGTERM stops the server only after the request in flight is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_request_in_flight_finish() {
+    let dir = TempDir::new().unwrap();
+    let mut server = Server::start(&format!(
+        "sqlite://{}",
+        dir.path().join("term.db").display()
+    ))
+    .await;
+    let (body_tx, body_rx) = tokio::sync::mpsc::channel::<Result<&'static str, std::io::Error>>(4);
+    let stream = tokio_stream_from(body_rx);
+    let request = client()
+        .post(server.url("/v1/sessions/slow/items"))
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(stream))
+        .send();
+    let in_flight = tokio::spawn(request);
+    body_tx
+        .send(Ok(r#"{"items": [{"role": "user", "#))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    server.signal("-TERM");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server quit with a request in flight"
+    );
+    body_tx
+        .send(Ok(r#""content": "finish me"}]}"#))
+        .await
+        .unwrap();
+    drop(body_tx);
+
+    let response = in_flight
+        .await
+        .unwrap()
+        .expect("the request in flight is answered");
+    assert_eq!(response.status(), 201);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["data"][0]["item"]["content"], "finish me");
+    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
+        .await
+        .expect("the server stops after SIGTERM")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+/// A body stream fed from a channel, for a request that arrives slowly.
+fn tokio_stream_from(
+    mut rx: tokio::sync::mpsc::Receiver<Result<&'static str, std::io::Error>>,
+) -> impl futures::Stream<Item = Result<&'static str, std::io::Error>> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
