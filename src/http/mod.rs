@@ -71,7 +71,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
             ApiError::Internal("the handler panicked".into()).into_response()
         }))
         .layer(middleware::from_fn_with_state(timeout, time_limit))
-        .layer(cors(&config.cors_allowed_origins)?)
+        .option_layer(cors(&config.cors_allowed_origins)?)
         .layer(DefaultBodyLimit::max(config.max_body_bytes));
     Ok(routes.layer(layers).with_state(state))
 }
@@ -122,7 +122,11 @@ async fn time_limit(State(limit): State<Duration>, request: Request, next: Next)
 #[error("CORS_ALLOWED_ORIGINS: `{0}` is not a valid origin")]
 pub struct InvalidOrigin(String);
 
-fn cors(origins: &[String]) -> Result<CorsLayer, InvalidOrigin> {
+/// CORS for the configured origins; none configured, no CORS headers at all.
+fn cors(origins: &[String]) -> Result<Option<CorsLayer>, InvalidOrigin> {
+    if origins.is_empty() {
+        return Ok(None);
+    }
     let allow_origin = if origins.iter().any(|o| o == "*") {
         AllowOrigin::any()
     } else {
@@ -132,17 +136,19 @@ fn cors(origins: &[String]) -> Result<CorsLayer, InvalidOrigin> {
             .collect::<Result<Vec<_>, _>>()?;
         AllowOrigin::list(list)
     };
-    Ok(CorsLayer::new()
-        .allow_origin(allow_origin)
-        .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
-        .allow_headers([
-            HeaderName::from_static("content-type"),
-            HeaderName::from_static("idempotency-key"),
-            HeaderName::from_static("x-request-id"),
-        ])
-        .expose_headers([
-            HeaderName::from_static("x-request-id"),
-            HeaderName::from_static("idempotent-replayed"),
-            HeaderName::from_static("location"),
-        ]))
+    Ok(Some(
+        CorsLayer::new()
+            .allow_origin(allow_origin)
+            .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
+            .allow_headers([
+                HeaderName::from_static("content-type"),
+                HeaderName::from_static("idempotency-key"),
+                HeaderName::from_static("x-request-id"),
+            ])
+            .expose_headers([
+                HeaderName::from_static("x-request-id"),
+                HeaderName::from_static("idempotent-replayed"),
+                HeaderName::from_static("location"),
+            ]),
+    ))
 }

@@ -258,3 +258,25 @@ fn tokio_stream_from(
 ) -> impl futures::Stream<Item = Result<&'static str, std::io::Error>> {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
+
+#[tokio::test]
+async fn migrate_applies_the_schema_and_exits() {
+    let dir = TempDir::new().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("migrated.db").display());
+    let status = Command::new(env!("CARGO_BIN_EXE_agent-sessions"))
+        .arg("migrate")
+        .env("DATABASE_URL", &url)
+        .env("LOG_FORMAT", "json")
+        .stdout(Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let tables: Vec<String> =
+        sqlx::query_scalar("select name from sqlite_master where type = 'table' and name not like '\\_%' escape '\\' order by name")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(tables, ["idempotency_keys", "items", "sessions"]);
+}

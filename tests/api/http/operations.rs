@@ -116,3 +116,62 @@ async fn the_committed_openapi_yaml_is_what_the_code_generates() {
         &docs.text[..200.min(docs.text.len())]
     );
 }
+
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn a_request_over_the_time_limit_is_503(pool: sqlx::PgPool) {
+    let mut config = crate::helpers::test_config();
+    config.request_timeout_secs = 1;
+    let app = TestApp::new(crate::helpers::TestDb::postgres(pool.clone()), &config);
+    app.post("/v1/sessions", json!({"id": "locked"}))
+        .await
+        .expect(StatusCode::CREATED);
+    // Hold the session's row lock, so the patch waits for it.
+    let mut blocker = pool.begin().await.unwrap();
+    sqlx::query("select 1 from sessions where id = 'locked' for update")
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+    let detail = app
+        .patch("/v1/sessions/locked", json!({"metadata": {"a": "b"}}))
+        .await
+        .expect_problem(StatusCode::SERVICE_UNAVAILABLE, "request_timeout");
+    assert!(detail.contains('1'), "{detail}");
+    blocker.rollback().await.unwrap();
+    // The abandoned patch changed nothing; the next one goes through.
+    assert_eq!(
+        app.get("/v1/sessions/locked").await.expect(StatusCode::OK)["metadata"],
+        json!({})
+    );
+    app.patch("/v1/sessions/locked", json!({"metadata": {"a": "b"}}))
+        .await
+        .expect(StatusCode::OK);
+}
+
+#[tokio::test]
+async fn cors_answers_only_for_configured_origins() {
+    let preflight = |origin: &str| {
+        Request::options("/v1/sessions")
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let closed = TestApp::sqlite().await;
+    let response = closed.send(preflight("https://app.example")).await;
+    assert_eq!(response.header("access-control-allow-origin"), None);
+
+    let mut config = crate::helpers::test_config();
+    config.cors_allowed_origins = vec!["https://app.example".into()];
+    let open = TestApp::new(crate::helpers::TestDb::sqlite().await, &config);
+    let response = open.send(preflight("https://app.example")).await;
+    assert_eq!(
+        response.header("access-control-allow-origin"),
+        Some("https://app.example")
+    );
+    assert!(response
+        .header("access-control-allow-methods")
+        .unwrap()
+        .contains("POST"));
+    let response = open.send(preflight("https://other.example")).await;
+    assert_eq!(response.header("access-control-allow-origin"), None);
+}

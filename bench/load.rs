@@ -1,0 +1,162 @@
+//! Load benchmark: append and tail-read throughput and latency over real HTTP.
+//!
+//! `cargo bench --bench load -- [sqlite|postgres] [seconds] [clients]`
+//!
+//! The service runs in this process on a loopback port (release build), the clients are
+//! reqwest tasks in the same runtime, so client and server share the machine; numbers
+//! are for comparing changes on one machine, not for capacity planning.
+//! `postgres` uses a scratch database on the server named by `DATABASE_URL`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_sessions::app::Application;
+use agent_sessions::config::Cli;
+use agent_sessions::store::{self, SessionStore};
+use clap::Parser;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let backend = args.first().map_or("sqlite", String::as_str).to_owned();
+    let seconds: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10);
+    let clients: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(16);
+
+    let dir = tempfile::TempDir::new().unwrap();
+    let (url, scratch) = match backend.as_str() {
+        "postgres" => {
+            let admin_url =
+                std::env::var("DATABASE_URL").expect("DATABASE_URL names a Postgres server");
+            let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
+            let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
+            sqlx::query(&format!("create database {name}"))
+                .execute(&admin)
+                .await
+                .unwrap();
+            let base = admin_url
+                .rsplit_once('/')
+                .map_or(admin_url.as_str(), |(b, _)| b)
+                .to_owned();
+            (format!("{base}/{name}"), Some((admin, name)))
+        }
+        _ => (
+            format!("sqlite://{}", dir.path().join("bench.db").display()),
+            None,
+        ),
+    };
+    let mut config = Cli::parse_from(["agent-sessions"]).config;
+    config.listen_addr = "127.0.0.1:0".into();
+    config.database_max_connections = 20;
+    let store: Arc<dyn SessionStore> = store::connect(&url, config.database_max_connections)
+        .await
+        .unwrap();
+    let app = Application::with_store(&config, store).await.unwrap();
+    let base = format!("http://{}", app.local_addr().unwrap());
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(app.run(shutdown.clone()));
+    let http = reqwest::Client::new();
+
+    println!("backend {backend}, {clients} clients, {seconds} s per phase");
+    let append = run_phase(clients, seconds, |client, n| {
+        let http = http.clone();
+        let url = format!("{base}/v1/sessions/bench-{client}/items");
+        async move {
+            let body = json!({"items": [{"role": "user", "content": format!("message {n} of client {client}")}]});
+            let response = http.post(url).json(&body).send().await.unwrap();
+            assert_eq!(response.status(), 201);
+        }
+    })
+    .await;
+    report("append 1 item (own session)", &append, seconds);
+
+    let shared = run_phase(clients, seconds, |client, n| {
+        let http = http.clone();
+        let url = format!("{base}/v1/sessions/bench-shared/items");
+        async move {
+            let body = json!({"items": [{"role": "user", "content": format!("message {n} of client {client}")}]});
+            let response = http.post(url).json(&body).send().await.unwrap();
+            assert_eq!(response.status(), 201);
+        }
+    })
+    .await;
+    report("append 1 item (one shared session)", &shared, seconds);
+
+    if let Some((_, name)) = &scratch {
+        // Autovacuum would analyze a table after a load like this; without statistics the
+        // planner sorts a whole session instead of walking its (session_pk, seq) index.
+        let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
+        let scratch_pool = sqlx::PgPool::connect(&format!("{base}/{name}"))
+            .await
+            .unwrap();
+        sqlx::query("analyze").execute(&scratch_pool).await.unwrap();
+        scratch_pool.close().await;
+    }
+    let tail = run_phase(clients, seconds, |client, _| {
+        let http = http.clone();
+        let url = format!("{base}/v1/sessions/bench-{client}/items?order=desc&limit=20");
+        async move {
+            let response = http.get(url).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.bytes().await.unwrap();
+        }
+    })
+    .await;
+    report("tail read, newest 20 items", &tail, seconds);
+
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+    if let Some((admin, name)) = scratch {
+        sqlx::query(&format!("drop database {name} with (force)"))
+            .execute(&admin)
+            .await
+            .unwrap();
+    }
+}
+
+/// Runs `clients` loops of `call` for `seconds`; returns every call's latency.
+async fn run_phase<F, Fut>(clients: usize, seconds: u64, call: F) -> Vec<Duration>
+where
+    F: Fn(usize, u64) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let call = Arc::new(call);
+    let mut tasks = Vec::new();
+    for client in 0..clients {
+        let call = call.clone();
+        tasks.push(async move {
+            let mut latencies = Vec::new();
+            let mut n = 0;
+            while Instant::now() < deadline {
+                let started = Instant::now();
+                call(client, n).await;
+                latencies.push(started.elapsed());
+                n += 1;
+            }
+            latencies
+        });
+    }
+    futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+fn report(name: &str, latencies: &[Duration], seconds: u64) {
+    let mut sorted = latencies.to_vec();
+    sorted.sort();
+    let at = |q: f64| sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)];
+    println!(
+        "{name:<40} {:>8.0} req/s   p50 {:>7.2} ms   p99 {:>7.2} ms   ({} requests)",
+        sorted.len() as f64 / seconds as f64,
+        at(0.50).as_secs_f64() * 1000.0,
+        at(0.99).as_secs_f64() * 1000.0,
+        sorted.len()
+    );
+}
