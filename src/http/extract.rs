@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::error::ApiError;
 use crate::model::{Cursor, Order, PageRequest, SessionId, DEFAULT_TENANT};
+use crate::store::StoreError;
 
 /// A JSON request body. A missing `Content-Type` is taken as JSON, so `curl -d` works.
 pub struct AppJson<T>(pub T);
@@ -149,6 +150,23 @@ impl ListQuery {
             limit: self.limit,
             order: self.order.unwrap_or(default_order),
             cursor: self.cursor.clone(),
+        }
+    }
+
+    /// Maps a store error of this listing, naming the cursor parameter when the cursor
+    /// is what was wrong.
+    pub fn store_error(&self, error: StoreError, session_id: Option<&str>) -> ApiError {
+        match (error, &self.cursor) {
+            (StoreError::UnknownCursor, Some(Cursor::After(id))) => {
+                ApiError::invalid("after", format!("no row with id `{id}` in this listing"))
+            }
+            (StoreError::UnknownCursor, Some(Cursor::Before(id))) => {
+                ApiError::invalid("before", format!("no row with id `{id}` in this listing"))
+            }
+            (error, _) => match session_id {
+                Some(session_id) => ApiError::from_store(error, session_id, None),
+                None => error.into(),
+            },
         }
     }
 

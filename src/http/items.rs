@@ -76,7 +76,7 @@ async fn list_items(
         .store
         .list_items(tenant, &id, &query.page(Order::Asc))
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
+        .map_err(|e| query.store_error(e, Some(id.as_str())))?;
     Ok(Json(page))
 }
 

@@ -153,7 +153,8 @@ async fn list_sessions(
     let page = state
         .store
         .list_sessions(tenant, &query.metadata, &query.page(Order::Desc))
-        .await?;
+        .await
+        .map_err(|e| query.store_error(e, None))?;
     Ok(Json(page))
 }
 

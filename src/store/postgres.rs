@@ -14,8 +14,8 @@ use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::rows::{
-    beyond, direction, items, new_items, replay, response_json, ItemRow, SessionRow, ITEM_COLUMNS,
-    ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
+    beyond, direction, item_cursor, items, items_page_query, new_items, replay, response_json,
+    ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
 };
 use super::{now, Appended, PoolStats, Result, SessionStore, StoreError};
 use crate::model::{
@@ -329,38 +329,26 @@ impl SessionStore for PgStore {
         session_id: &SessionId,
         page: &PageRequest,
     ) -> Result<Page<Item>> {
-        let session_pk = self.session_pk(tenant, session_id).await?;
-        let cursor_seq: Option<i64> = match page.cursor_id() {
-            Some(id) => {
-                let id = Uuid::parse_str(id).map_err(|_| StoreError::UnknownCursor)?;
-                let seq = sqlx::query_scalar(
+        let cursor = item_cursor(page);
+        let rows: Vec<ItemRow> = items_page_query(tenant, session_id.as_str(), cursor, page)
+            .build_query_as()
+            .fetch_all(&self.pool)
+            .await?;
+        if rows.is_empty() {
+            // No rows: the session may be missing, or the cursor not in it.
+            let session_pk = self.session_pk(tenant, session_id).await?;
+            if let Some(cursor) = cursor {
+                let known: Option<i64> = sqlx::query_scalar(
                     "select seq from items where tenant_id = $1 and session_pk = $2 and id = $3",
                 )
                 .bind(tenant)
                 .bind(session_pk)
-                .bind(id)
+                .bind(cursor)
                 .fetch_optional(&self.pool)
                 .await?;
-                Some(seq.ok_or(StoreError::UnknownCursor)?)
+                known.ok_or(StoreError::UnknownCursor)?;
             }
-            None => None,
-        };
-        let scan = page.scan_order();
-        let mut query = QueryBuilder::<Postgres>::new(format!(
-            "select {ITEM_COLUMNS} from items where tenant_id = "
-        ));
-        query
-            .push_bind(tenant)
-            .push(" and session_pk = ")
-            .push_bind(session_pk);
-        if let Some(seq) = cursor_seq {
-            query
-                .push(format!(" and seq {} ", beyond(scan)))
-                .push_bind(seq);
         }
-        query.push(format!(" order by seq {} limit ", direction(scan)));
-        query.push_bind(page.fetch_limit());
-        let rows: Vec<ItemRow> = query.build_query_as().fetch_all(&self.pool).await?;
         Ok(page.finish(items(rows)?, |i| i.id.to_string()))
     }
 

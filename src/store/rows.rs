@@ -6,11 +6,11 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgTypeInfo, PgValueRef};
 use sqlx::sqlite::{SqliteTypeInfo, SqliteValueRef};
 use sqlx::types::Json;
-use sqlx::{Decode, Postgres, Sqlite, Type};
+use sqlx::{Database, Decode, Encode, Postgres, QueryBuilder, Sqlite, Type};
 use uuid::Uuid;
 
 use super::{Appended, StoreError};
-use crate::model::{IdempotencyKey, Item, ItemBody, Metadata, Order, Session, Usage};
+use crate::model::{IdempotencyKey, Item, ItemBody, Metadata, Order, PageRequest, Session, Usage};
 
 pub(super) const SESSION_COLUMNS: &str =
     "id, created_at, updated_at, metadata, agent_id, item_count, \
@@ -109,6 +109,56 @@ impl TryFrom<ItemRow> for Item {
 
 pub(super) fn items(rows: Vec<ItemRow>) -> Result<Vec<Item>, StoreError> {
     rows.into_iter().map(Item::try_from).collect()
+}
+
+/// One page of a session's items in one statement, the hot path of every agent turn.
+/// An unknown session or cursor yields no rows; the caller then finds out which.
+pub(super) fn items_page_query<'a, DB>(
+    tenant: &'a str,
+    session_id: &'a str,
+    cursor: Option<Uuid>,
+    page: &PageRequest,
+) -> QueryBuilder<'a, DB>
+where
+    DB: Database,
+    DB::Arguments<'a>: Default,
+    &'a str: Encode<'a, DB> + Type<DB>,
+    Uuid: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let scan = page.scan_order();
+    let mut query = QueryBuilder::new(format!(
+        "select {ITEM_COLUMNS} from items where tenant_id = "
+    ));
+    query
+        .push_bind(tenant)
+        .push(" and session_pk = (select pk from sessions where tenant_id = ")
+        .push_bind(tenant)
+        .push(" and id = ")
+        .push_bind(session_id)
+        .push(")");
+    if let Some(cursor) = cursor {
+        query
+            .push(format!(
+                " and seq {} (select c.seq from items c join sessions s on s.pk = c.session_pk where s.tenant_id = ",
+                beyond(scan)
+            ))
+            .push_bind(tenant)
+            .push(" and s.id = ")
+            .push_bind(session_id)
+            .push(" and c.id = ")
+            .push_bind(cursor)
+            .push(")");
+    }
+    query.push(format!(" order by seq {} limit ", direction(scan)));
+    query.push_bind(page.fetch_limit());
+    query
+}
+
+/// A cursor as the item id it names; text that is no UUID names no item.
+pub(super) fn item_cursor(page: &PageRequest) -> Option<Uuid> {
+    page.cursor_id()
+        .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()))
 }
 
 /// `order by` direction for a scan.

@@ -214,7 +214,12 @@ async fn bad_queries_and_paths_name_the_parameter() {
         ("/v1/sessions?after=a&before=b", "before"),
         ("/v1/sessions/s/items?limit=0", "limit"),
         ("/v1/sessions/s/items?order=DESC", "order"),
-        ("/v1/sessions/s/items?after=not-an-item", "after"),
+        ("/v1/sessions/s/items?after=not-an-item", "after:"),
+        (
+            "/v1/sessions/s/items?before=019a9f0e-2b1c-7cc2-9a51-3f1f2f0c8a10",
+            "before:",
+        ),
+        ("/v1/sessions?before=nobody", "before:"),
         ("/v1/sessions/bad%20id", "session_id"),
         ("/v1/sessions/bad%20id/items", "session_id"),
         ("/v1/sessions/%C3%A9/items", "session_id"),
