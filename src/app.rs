@@ -4,6 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +25,9 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     store: Arc<dyn SessionStore>,
+    /// How long a client may take to send request headers, and how long shutdown waits
+    /// for requests in flight: the request time limit.
+    patience: Duration,
 }
 
 impl Application {
@@ -41,6 +48,7 @@ impl Application {
             listener,
             router,
             store,
+            patience: Duration::from_secs(config.request_timeout_secs),
         })
     }
 
@@ -48,13 +56,52 @@ impl Application {
         self.listener.local_addr()
     }
 
-    /// Serves until `shutdown` is cancelled, then lets requests in flight finish.
+    /// Serves until `shutdown` is cancelled, then stops accepting, lets requests in flight
+    /// finish and closes idle connections. A client that holds its connection longer
+    /// than the request time limit is cut off, so shutdown always ends.
     pub async fn run(self, shutdown: CancellationToken) -> io::Result<()> {
         tracing::info!(addr = %self.local_addr()?, "listening");
         let purger = tokio::spawn(purge_idempotency_keys(self.store, shutdown.clone()));
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .await?;
+        let mut server = auto::Builder::new(TokioExecutor::new());
+        // Without a timer hyper applies no header timeout: a client could hold a
+        // connection forever by sending its headers slowly.
+        server
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.patience);
+        let connections = GracefulShutdown::new();
+        loop {
+            let stream = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(error) => {
+                        // Out of file descriptors, say: wait rather than spin.
+                        tracing::warn!(%error, "cannot accept a connection");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+                _ = shutdown.cancelled() => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let service = TowerToHyperService::new(self.router.clone());
+            let connection = server
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .into_owned();
+            let connection = connections.watch(connection);
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "connection ended with an error");
+                }
+            });
+        }
+        drop(self.listener);
+        tokio::select! {
+            _ = connections.shutdown() => {}
+            _ = tokio::time::sleep(self.patience) => {
+                tracing::warn!("connections still open at the shutdown deadline are closed");
+            }
+        }
         shutdown.cancel();
         let _ = purger.await;
         tracing::info!("stopped");

@@ -40,7 +40,7 @@ pub struct Config {
     pub database_url: Option<String>,
 
     /// Largest number of connections to Postgres.
-    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", global = true, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub database_max_connections: u32,
 
     /// Log lines for people (`pretty`) or for machines (`json`).
@@ -48,15 +48,20 @@ pub struct Config {
     pub log_format: LogFormat,
 
     /// Request bodies larger than this many bytes are refused with 413.
-    #[arg(long, env = "MAX_BODY_BYTES", default_value_t = 16 * 1024 * 1024)]
+    #[arg(long, env = "MAX_BODY_BYTES", global = true, default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
     /// A request that takes longer than this many seconds is answered with 503.
-    #[arg(long, env = "REQUEST_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "REQUEST_TIMEOUT_SECS", global = true, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout_secs: u64,
 
     /// Origins allowed to call the API from a browser, comma-separated; `*` allows any.
-    #[arg(long, env = "CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "CORS_ALLOWED_ORIGINS",
+        global = true,
+        value_delimiter = ','
+    )]
     pub cors_allowed_origins: Vec<String>,
 }
 
@@ -84,17 +89,33 @@ impl fmt::Debug for Config {
     }
 }
 
+/// Hides the password of a URL, given before the host or as a `password=` parameter.
 fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let mut redacted = match base.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('@') {
+            Some((userinfo, host)) => {
+                let user = userinfo.split(':').next().unwrap_or_default();
+                format!("{scheme}://{user}:***@{host}")
+            }
+            None => base.to_owned(),
+        },
+        None => base.to_owned(),
     };
-    match rest.split_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => url.to_owned(),
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+                _ => param.to_owned(),
+            })
+            .collect();
+        redacted.push('?');
+        redacted.push_str(&params.join("&"));
     }
+    redacted
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -119,6 +140,27 @@ mod tests {
         assert!(
             printed.contains("postgres://app:***@db:5432/x"),
             "{printed}"
+        );
+        let in_query = redact_password("postgres://db/x?user=app&password=s3cret&sslmode=require");
+        assert_eq!(
+            in_query,
+            "postgres://db/x?user=app&password=***&sslmode=require"
+        );
+    }
+
+    #[test]
+    fn options_may_follow_the_subcommand() {
+        let cli = Cli::parse_from([
+            "agent-sessions",
+            "serve",
+            "--request-timeout-secs",
+            "5",
+            "--max-body-bytes",
+            "10",
+        ]);
+        assert_eq!(
+            (cli.config.request_timeout_secs, cli.config.max_body_bytes),
+            (5, 10)
         );
     }
 

@@ -120,6 +120,9 @@ impl From<StoreError> for ApiError {
             }
             StoreError::IdempotencyKeyReused => Self::IdempotencyKeyReused,
             StoreError::Invalid(field) => field.into(),
+            StoreError::Database(
+                error @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)),
+            ) => Self::DatabaseUnavailable(StoreError::Database(error)),
             other => Self::Internal(other.to_string()),
         }
     }

@@ -1,6 +1,6 @@
 //! Extractors that reject bad input with our problem format and name the field at fault.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
@@ -14,10 +14,10 @@ use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::error::ApiError;
-use crate::model::{Cursor, Order, PageRequest, SessionId, DEFAULT_TENANT};
+use crate::model::{Cursor, Metadata, Order, PageRequest, SessionId, DEFAULT_TENANT};
 use crate::store::StoreError;
 
-/// A JSON request body. A missing `Content-Type` is taken as JSON, so `curl -d` works.
+/// A JSON request body. A missing `Content-Type` is taken as JSON.
 pub struct AppJson<T>(pub T);
 
 impl<T, S> FromRequest<S> for AppJson<T>
@@ -212,10 +212,16 @@ impl ListQuery {
                         .strip_prefix("metadata[")
                         .and_then(|rest| rest.strip_suffix(']'))
                     {
-                        metadata.push((key.to_owned(), value.into_owned()));
+                        metadata.push(metadata_filter(key, value.into_owned())?);
                     }
                 }
             }
+        }
+        if metadata.len() > Metadata::MAX_KEYS {
+            return Err(ApiError::invalid(
+                "metadata",
+                format!("at most {} filters are allowed", Metadata::MAX_KEYS),
+            ));
         }
         let cursor = match (after, before) {
             (Some(_), Some(_)) => {
@@ -238,10 +244,20 @@ impl ListQuery {
 }
 
 fn cursor_id(field: &str, id: String) -> Result<String, ApiError> {
-    if id.is_empty() {
-        return Err(ApiError::invalid(field, "must not be empty"));
+    if id.is_empty() || id.contains('\0') {
+        return Err(ApiError::invalid(field, "must be a non-empty id"));
     }
     Ok(id)
+}
+
+/// A `metadata[KEY]=VALUE` filter. A pair that no metadata can hold would match nothing;
+/// it is refused instead, as is a query with more filters than a session can have keys.
+fn metadata_filter(key: &str, value: String) -> Result<(String, String), ApiError> {
+    let field = format!("metadata[{key}]");
+    let pair = Metadata::new(BTreeMap::from([(key.to_owned(), value)]))
+        .map_err(|e| ApiError::invalid(&field, e.message))?;
+    let (key, value) = pair.iter().next().expect("one pair");
+    Ok((key.clone(), value.clone()))
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for ListQuery {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
+use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -92,7 +92,7 @@ impl Metrics {
 /// ids in paths do not multiply the series; unmatched paths share one label.
 pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().to_string();
+    let method = method_label(request.method());
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -105,6 +105,26 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
         started.elapsed().as_secs_f64(),
     );
     response
+}
+
+/// Methods outside the standard set share one label, so clients cannot create series.
+fn method_label(method: &Method) -> String {
+    const KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::PATCH,
+        Method::DELETE,
+        Method::OPTIONS,
+        Method::CONNECT,
+        Method::TRACE,
+    ];
+    if KNOWN.contains(method) {
+        method.to_string()
+    } else {
+        "other".to_owned()
+    }
 }
 
 /// `GET /metrics`

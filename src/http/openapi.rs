@@ -4,12 +4,15 @@
 use std::sync::OnceLock;
 
 use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::{Ref, RefOr};
-use utoipa::{OpenApi, ToResponse};
+use utoipa::{Modify, OpenApi, ToResponse};
 
 use super::error::Problem;
 use super::{items, metrics, operations, sessions};
+use crate::model::IDENTIFIER_PATTERN;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -49,6 +52,7 @@ use super::{items, metrics, operations, sessions};
         Internal
     ),
     ),
+    modifiers(&ContractDetails),
     tags(
         (name = "sessions", description = "Conversation sessions"),
         (name = "items", description = "A session's history"),
@@ -56,6 +60,77 @@ use super::{items, metrics, operations, sessions};
     )
 )]
 pub struct ApiDoc;
+
+/// What holds for every operation, added in one place rather than on each handler.
+struct ContractDetails;
+
+impl Modify for ContractDetails {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let request_id = || {
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::String))
+                .description(Some("The request's `x-request-id`, or a generated UUIDv7"))
+                .build()
+        };
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                if path.starts_with("/v1/") {
+                    // Any request can run into the time limit or a lost database.
+                    operation
+                        .responses
+                        .responses
+                        .entry("503".into())
+                        .or_insert_with(|| Ref::from_response_name("Unavailable").into());
+                }
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    match parameter.name.as_str() {
+                        "session_id" => parameter.schema = Some(identifier_schema().into()),
+                        "Idempotency-Key" => {
+                            parameter.schema = Some(idempotency_key_schema().into())
+                        }
+                        _ => {}
+                    }
+                }
+                for response in operation.responses.responses.values_mut() {
+                    if let RefOr::T(response) = response {
+                        response.headers.insert("x-request-id".into(), request_id());
+                    }
+                }
+            }
+        }
+        if let Some(components) = openapi.components.as_mut() {
+            for response in components.responses.values_mut() {
+                if let RefOr::T(response) = response {
+                    response.headers.insert("x-request-id".into(), request_id());
+                }
+            }
+        }
+    }
+}
+
+fn identifier_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(128))
+        .pattern(Some(IDENTIFIER_PATTERN))
+        .into()
+}
+
+fn idempotency_key_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(255))
+        .pattern(Some("^[!-~]+$"))
+        .into()
+}
 
 /// The document as YAML, generated once.
 pub fn yaml() -> &'static str {
@@ -88,7 +163,7 @@ problem_responses! {
     KeyReused => "`idempotency_key_reused`: the key came with a different request before",
     PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
     UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",
-    Unavailable => "`database_unavailable`",
+    Unavailable => "`database_unavailable`, or `request_timeout` when the request ran over the time limit",
     Internal => "`internal_error`: logged with the request id",
 }
 

@@ -34,12 +34,20 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionRequest {
     /// 1 to 128 characters of `A-Za-z0-9_.:@-`; a UUIDv7 is generated when absent.
-    #[schema(min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]+$")]
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
+    )]
     id: Option<String>,
     #[schema(value_type = Option<Metadata>)]
     metadata: Option<BTreeMap<String, String>>,
     /// The agent that runs this session's turns unless a run names another.
-    #[schema(min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]+$")]
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
+    )]
     agent_id: Option<String>,
 }
 
@@ -67,7 +75,7 @@ pub struct UpdateSessionRequest {
     metadata: Option<Option<BTreeMap<String, Option<String>>>>,
     /// A new agent; null detaches the session from its agent.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]+$")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$")]
     agent_id: Option<Option<String>>,
 }
 

@@ -24,7 +24,11 @@ impl fmt::Display for InvalidField {
 
 impl std::error::Error for InvalidField {}
 
-/// Checks an identifier against the id alphabet of DESIGN.md (1–128 of `A-Za-z0-9_.:@-`).
+/// The id alphabet of DESIGN.md as a JSON Schema pattern. At least one character is not a
+/// dot: URL clients rewrite the path segments `.` and `..`, so such ids could not be reached.
+pub const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$";
+
+/// Checks an identifier: 1–128 of `A-Za-z0-9_.:@-`, not only dots.
 pub(crate) fn check_identifier(field: &str, value: &str) -> Result<(), InvalidField> {
     let valid_char =
         |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '-');
@@ -33,6 +37,9 @@ pub(crate) fn check_identifier(field: &str, value: &str) -> Result<(), InvalidFi
             field,
             "must be 1 to 128 characters of A-Z, a-z, 0-9 and _ . : @ -",
         ));
+    }
+    if value.chars().all(|c| c == '.') {
+        return Err(InvalidField::new(field, "must not consist of dots only"));
     }
     Ok(())
 }

@@ -1,4 +1,7 @@
 use chrono::{DateTime, Utc};
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
@@ -36,10 +39,14 @@ pub struct Item {
 pub struct ItemBody(Box<RawValue>);
 
 impl ItemBody {
+    /// Accepts a JSON object that any JSON library can read back: the raw text was only
+    /// checked for syntax, so escapes, nesting depth and number range are checked here.
     pub fn new(field: &str, raw: Box<RawValue>) -> Result<Self, InvalidField> {
         if !raw.get().trim_start().starts_with('{') {
             return Err(InvalidField::new(field, "must be a JSON object"));
         }
+        serde_json::from_str::<Readable>(raw.get())
+            .map_err(|e| InvalidField::new(field, e.to_string()))?;
         Ok(Self(raw))
     }
 
@@ -49,5 +56,58 @@ impl ItemBody {
 
     pub fn into_raw(self) -> Box<RawValue> {
         self.0
+    }
+}
+
+/// Reads a whole JSON value without keeping it, so the parser decodes every string
+/// (rejecting lone surrogates), applies its nesting limit (128) and converts every number
+/// (rejecting those beyond the range of a double).
+struct Readable;
+
+impl<'de> Deserialize<'de> for Readable {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Readable)
+    }
+}
+
+impl<'de> Visitor<'de> for Readable {
+    type Value = Readable;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_unit<E>(self) -> Result<Readable, E> {
+        Ok(Readable)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Readable, A::Error> {
+        while seq.next_element::<Readable>()?.is_some() {}
+        Ok(Readable)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Readable, A::Error> {
+        while map.next_entry::<Readable, Readable>()?.is_some() {}
+        Ok(Readable)
     }
 }

@@ -7,7 +7,6 @@ use utoipa::{PartialSchema, ToSchema};
 
 use super::field::InvalidField;
 
-const MAX_KEYS: usize = 64;
 const MAX_KEY_CHARS: usize = 64;
 const MAX_VALUE_CHARS: usize = 512;
 
@@ -18,6 +17,8 @@ const MAX_VALUE_CHARS: usize = 512;
 pub struct Metadata(BTreeMap<String, String>);
 
 impl Metadata {
+    pub const MAX_KEYS: usize = 64;
+
     pub fn new(pairs: BTreeMap<String, String>) -> Result<Self, InvalidField> {
         let metadata = Self(pairs);
         metadata.check()?;
@@ -53,10 +54,14 @@ impl Metadata {
     }
 
     fn check(&self) -> Result<(), InvalidField> {
-        if self.0.len() > MAX_KEYS {
+        if self.0.len() > Self::MAX_KEYS {
             return Err(InvalidField::new(
                 "metadata",
-                format!("at most {MAX_KEYS} keys are allowed, got {}", self.0.len()),
+                format!(
+                    "at most {} keys are allowed, got {}",
+                    Self::MAX_KEYS,
+                    self.0.len()
+                ),
             ));
         }
         for (key, value) in &self.0 {
@@ -67,6 +72,19 @@ impl Metadata {
                     format!(
                         "keys must be 1 to {MAX_KEY_CHARS} characters, `{key}` has {key_chars}"
                     ),
+                ));
+            }
+            // Postgres cannot store U+0000 in text or jsonb.
+            if key.contains('\0') {
+                return Err(InvalidField::new(
+                    "metadata",
+                    "keys must not contain U+0000",
+                ));
+            }
+            if value.contains('\0') {
+                return Err(InvalidField::new(
+                    format!("metadata.{key}"),
+                    "values must not contain U+0000",
                 ));
             }
             if value.chars().count() > MAX_VALUE_CHARS {
@@ -130,7 +148,8 @@ fn metadata_schema(patch: bool) -> Schema {
             SchemaType::new(Type::Object)
         })
         .description(Some(description))
-        .max_properties(Some(MAX_KEYS))
+        // A patch may name more keys than the limit (removals); the merged result may not.
+        .max_properties((!patch).then_some(Metadata::MAX_KEYS))
         .property_names(Some(names))
         .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(value.into()))));
     object.into()

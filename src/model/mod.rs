@@ -8,7 +8,7 @@ mod metadata;
 mod page;
 mod session;
 
-pub use field::InvalidField;
+pub use field::{InvalidField, IDENTIFIER_PATTERN};
 pub use idempotency::IdempotencyKey;
 pub use item::{Item, ItemBody};
 pub use metadata::{Metadata, MetadataPatch};

@@ -59,9 +59,15 @@ impl PageRequest {
     }
 
     /// Turns rows read in [`PageRequest::scan_order`], up to [`PageRequest::fetch_limit`]
-    /// of them, into the page.
-    pub fn finish<T>(&self, mut rows: Vec<T>, id: impl Fn(&T) -> String) -> Page<T> {
-        let has_more = rows.len() > self.limit as usize;
+    /// of them, into the page. `cut_short` says the store stopped reading before the limit
+    /// although more rows were there.
+    pub fn finish<T>(
+        &self,
+        mut rows: Vec<T>,
+        cut_short: bool,
+        id: impl Fn(&T) -> String,
+    ) -> Page<T> {
+        let has_more = cut_short || rows.len() > self.limit as usize;
         rows.truncate(self.limit as usize);
         if matches!(self.cursor, Some(Cursor::Before(_))) {
             rows.reverse();

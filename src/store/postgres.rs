@@ -14,8 +14,8 @@ use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::rows::{
-    beyond, direction, item_cursor, items, items_page_query, new_items, replay, response_json,
-    ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
+    beyond, direction, item_cursor, items, items_page_query, new_items, read_item_rows, replay,
+    response_json, ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
 };
 use super::{now, Appended, PoolStats, Result, SessionStore, StoreError};
 use crate::model::{
@@ -123,37 +123,42 @@ async fn claim_key(
     key: &IdempotencyKey,
     now: DateTime<Utc>,
 ) -> Result<Option<Appended>> {
-    sqlx::query(
-        "delete from idempotency_keys where tenant_id = $1 and key = $2 and created_at < $3",
-    )
-    .bind(tenant)
-    .bind(&key.key)
-    .bind(now - IdempotencyKey::ttl())
-    .execute(&mut *conn)
-    .await?;
-    let claimed = sqlx::query(
-        r"insert into idempotency_keys (tenant_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
-          on conflict (tenant_id, key) do nothing",
-    )
-    .bind(tenant)
-    .bind(&key.key)
-    .bind(&key.fingerprint)
-    .bind(now)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected()
-        == 1;
-    if claimed {
-        return Ok(None);
+    // Loops only if the key expires and is purged between the insert and the select.
+    loop {
+        sqlx::query(
+            "delete from idempotency_keys where tenant_id = $1 and key = $2 and created_at < $3",
+        )
+        .bind(tenant)
+        .bind(&key.key)
+        .bind(now - IdempotencyKey::ttl())
+        .execute(&mut *conn)
+        .await?;
+        let claimed = sqlx::query(
+            r"insert into idempotency_keys (tenant_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
+              on conflict (tenant_id, key) do nothing",
+        )
+        .bind(tenant)
+        .bind(&key.key)
+        .bind(&key.fingerprint)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected()
+            == 1;
+        if claimed {
+            return Ok(None);
+        }
+        let first: Option<(Vec<u8>, Option<String>)> = sqlx::query_as(
+            "select fingerprint, response from idempotency_keys where tenant_id = $1 and key = $2",
+        )
+        .bind(tenant)
+        .bind(&key.key)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some((fingerprint, response)) = first {
+            return replay(key, fingerprint, response).map(Some);
+        }
     }
-    let (fingerprint, response): (Vec<u8>, Option<String>) = sqlx::query_as(
-        "select fingerprint, response from idempotency_keys where tenant_id = $1 and key = $2",
-    )
-    .bind(tenant)
-    .bind(&key.key)
-    .fetch_one(&mut *conn)
-    .await?;
-    replay(key, fingerprint, response).map(Some)
 }
 
 #[async_trait]
@@ -227,7 +232,7 @@ impl SessionStore for PgStore {
         query.push_bind(page.fetch_limit());
         let rows: Vec<SessionRow> = query.build_query_as().fetch_all(&self.pool).await?;
         Ok(
-            page.finish(rows.into_iter().map(Session::from).collect(), |s| {
+            page.finish(rows.into_iter().map(Session::from).collect(), false, |s| {
                 s.id.clone()
             }),
         )
@@ -330,10 +335,12 @@ impl SessionStore for PgStore {
         page: &PageRequest,
     ) -> Result<Page<Item>> {
         let cursor = item_cursor(page);
-        let rows: Vec<ItemRow> = items_page_query(tenant, session_id.as_str(), cursor, page)
-            .build_query_as()
-            .fetch_all(&self.pool)
-            .await?;
+        let (rows, cut_short) = read_item_rows(
+            items_page_query(tenant, session_id.as_str(), cursor, page)
+                .build_query_as()
+                .fetch(&self.pool),
+        )
+        .await?;
         if rows.is_empty() {
             // No rows: the session may be missing, or the cursor not in it.
             let session_pk = self.session_pk(tenant, session_id).await?;
@@ -349,7 +356,7 @@ impl SessionStore for PgStore {
                 known.ok_or(StoreError::UnknownCursor)?;
             }
         }
-        Ok(page.finish(items(rows)?, |i| i.id.to_string()))
+        Ok(page.finish(items(rows)?, cut_short, |i| i.id.to_string()))
     }
 
     async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item> {
@@ -399,7 +406,7 @@ impl SessionStore for PgStore {
         let mut tx = self.pool.begin().await?;
         let session_pk = lock_session(&mut tx, tenant, session_id).await?;
         let row: Option<ItemRow> = sqlx::query_as(&format!(
-            r"delete from items where id = (
+            r"delete from items where tenant_id = $1 and session_pk = $2 and id = (
                   select id from items where tenant_id = $1 and session_pk = $2 order by seq desc limit 1
               )
               returning {ITEM_COLUMNS}"

@@ -1,6 +1,9 @@
 //! Rows as both backends return them, and the SQL fragments they share.
 
+use std::pin::pin;
+
 use chrono::{DateTime, Utc};
+use futures::{Stream, TryStreamExt};
 use serde_json::value::RawValue;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgTypeInfo, PgValueRef};
@@ -153,6 +156,28 @@ where
     query.push(format!(" order by seq {} limit ", direction(scan)));
     query.push_bind(page.fetch_limit());
     query
+}
+
+/// The most item text one page carries, so a page of large items cannot exhaust memory.
+/// A page holds at least one item whatever its size.
+pub(super) const PAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Reads a page's rows as they arrive, stopping before the row that would take the page
+/// over [`PAGE_BYTES`]. Returns the rows and whether the budget cut the page short.
+pub(super) async fn read_item_rows(
+    rows: impl Stream<Item = Result<ItemRow, sqlx::Error>>,
+) -> Result<(Vec<ItemRow>, bool), StoreError> {
+    let mut rows = pin!(rows);
+    let mut read = Vec::new();
+    let mut bytes = 0;
+    while let Some(row) = rows.try_next().await? {
+        bytes += row.body.len();
+        if !read.is_empty() && bytes > PAGE_BYTES {
+            return Ok((read, true));
+        }
+        read.push(row);
+    }
+    Ok((read, false))
 }
 
 /// A cursor as the item id it names; text that is no UUID names no item.

@@ -17,8 +17,8 @@ use sqlx::{QueryBuilder, Sqlite};
 use uuid::Uuid;
 
 use super::rows::{
-    beyond, direction, item_cursor, items, items_page_query, new_items, replay, response_json,
-    ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
+    beyond, direction, item_cursor, items, items_page_query, new_items, read_item_rows, replay,
+    response_json, ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
 };
 use super::{now, Appended, PoolStats, Result, SessionStore, StoreError};
 use crate::model::{
@@ -241,7 +241,7 @@ impl SessionStore for SqliteStore {
         query.push_bind(page.fetch_limit());
         let rows: Vec<SessionRow> = query.build_query_as().fetch_all(&self.reader).await?;
         Ok(
-            page.finish(rows.into_iter().map(Session::from).collect(), |s| {
+            page.finish(rows.into_iter().map(Session::from).collect(), false, |s| {
                 s.id.clone()
             }),
         )
@@ -344,10 +344,12 @@ impl SessionStore for SqliteStore {
         page: &PageRequest,
     ) -> Result<Page<Item>> {
         let cursor = item_cursor(page);
-        let rows: Vec<ItemRow> = items_page_query(tenant, session_id.as_str(), cursor, page)
-            .build_query_as()
-            .fetch_all(&self.reader)
-            .await?;
+        let (rows, cut_short) = read_item_rows(
+            items_page_query(tenant, session_id.as_str(), cursor, page)
+                .build_query_as()
+                .fetch(&self.reader),
+        )
+        .await?;
         if rows.is_empty() {
             // No rows: the session may be missing, or the cursor not in it.
             let session_pk = self.session_pk(tenant, session_id).await?;
@@ -363,7 +365,7 @@ impl SessionStore for SqliteStore {
                 known.ok_or(StoreError::UnknownCursor)?;
             }
         }
-        Ok(page.finish(items(rows)?, |i| i.id.to_string()))
+        Ok(page.finish(items(rows)?, cut_short, |i| i.id.to_string()))
     }
 
     async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item> {
@@ -408,7 +410,7 @@ impl SessionStore for SqliteStore {
         let mut tx = self.writer.begin().await?;
         let session_pk = session_pk(&mut tx, tenant, session_id).await?;
         let row: Option<ItemRow> = sqlx::query_as(&format!(
-            r"delete from items where id = (
+            r"delete from items where tenant_id = ?1 and session_pk = ?2 and id = (
                   select id from items where tenant_id = ?1 and session_pk = ?2 order by seq desc limit 1
               )
               returning {ITEM_COLUMNS}"

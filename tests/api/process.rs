@@ -21,7 +21,12 @@ struct Server {
 impl Server {
     /// Starts the binary on `database_url` and waits until it listens.
     async fn start(database_url: &str) -> Server {
+        Self::start_with(database_url, &[]).await
+    }
+
+    async fn start_with(database_url: &str, env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agent-sessions"))
+            .envs(env.iter().copied())
             .env("DATABASE_URL", database_url)
             .env("LISTEN_ADDR", "127.0.0.1:0")
             .env("LOG_FORMAT", "json")
@@ -279,4 +284,40 @@ async fn migrate_applies_the_schema_and_exits() {
             .await
             .unwrap();
     assert_eq!(tables, ["idempotency_keys", "items", "sessions"]);
+}
+
+/// A client that never finishes its request headers holds neither the server nor its
+/// shutdown: the connection is dropped after the request time limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_client_cannot_hold_the_server() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let dir = TempDir::new().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("slow.db").display());
+    let mut server = Server::start_with(&url, &[("REQUEST_TIMEOUT_SECS", "2")]).await;
+    let addr = server.base.trim_start_matches("http://").to_owned();
+
+    // Headers that never end: the server hangs up after the time limit.
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut buf)).await;
+    assert!(
+        read.is_ok(),
+        "the server kept a connection without headers open"
+    );
+
+    // And such a client does not keep a stopping server alive.
+    let mut stuck = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stuck.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.signal("-TERM");
+    let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
+        .await
+        .expect("the server stops despite the stuck client")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    drop(stuck);
 }

