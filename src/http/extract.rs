@@ -40,6 +40,11 @@ where
                     ApiError::invalid("body", rejection.body_text())
                 }
             })?;
+        // serde reads a struct from a JSON array too (its fields in order), so `[null, null]`
+        // would be a valid PATCH; every request body of this API is an object.
+        if !bytes.trim_ascii_start().starts_with(b"{") {
+            return Err(ApiError::invalid("body", "must be a JSON object"));
+        }
         parse_json(&bytes).map(AppJson)
     }
 }
@@ -278,7 +283,7 @@ impl IntoParams for ListQuery {
             .maximum(Some(PageRequest::MAX_LIMIT))
             .default(Some(PageRequest::DEFAULT_LIMIT.into()));
         let order = string().enum_values(Some(["asc", "desc"]));
-        let cursor = || string().min_length(Some(1));
+        let cursor = || string().min_length(Some(1)).pattern(Some("^[^\\u0000]+$"));
         let param = |name: &str, schema: ObjectBuilder, description: &str| {
             ParameterBuilder::new()
                 .name(name)

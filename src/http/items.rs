@@ -3,12 +3,11 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::routing::get;
+use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use super::error::{ApiError, Result};
 use super::extract::{AppJson, ItemPath, ListQuery, SessionPath, Tenant};
@@ -28,7 +27,7 @@ pub fn router() -> Router<AppState> {
         )
         .route(
             "/v1/sessions/{session_id}/items/last",
-            get(get_last).delete(pop_last_item),
+            delete(pop_last_item),
         )
         .route(
             "/v1/sessions/{session_id}/items/{item_id}",
@@ -183,20 +182,6 @@ async fn get_item(
         .get_item(tenant, &id, item.id)
         .await
         .map_err(|e| ApiError::from_store(e, id.as_str(), Some(&item.raw)))?;
-    Ok(Json(found))
-}
-
-/// `GET …/items/last` asks for the item with id `last`, which no item has.
-async fn get_last(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    SessionPath(id): SessionPath,
-) -> Result<Json<Item>> {
-    let found = state
-        .store
-        .get_item(tenant, &id, Uuid::nil())
-        .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), Some("last")))?;
     Ok(Json(found))
 }
 

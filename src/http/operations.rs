@@ -55,7 +55,7 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Health>> {
 
 /// This API's OpenAPI document.
 #[utoipa::path(get, path = "/openapi.yaml", tag = "operations",
-    responses((status = 200, description = "The OpenAPI document", body = String, content_type = "application/yaml")))]
+    responses((status = 200, description = "The OpenAPI document", body = Object, content_type = "application/yaml")))]
 async fn openapi_yaml() -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/yaml")],

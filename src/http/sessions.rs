@@ -88,6 +88,13 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 
 impl UpdateSessionRequest {
     fn into_patch(self) -> Result<SessionPatch, ApiError> {
+        if let Some(Some(changes)) = &self.metadata {
+            for (key, value) in changes {
+                // The same limits as stored metadata; a null value checks its key only.
+                let probe = value.clone().unwrap_or_default();
+                Metadata::new(BTreeMap::from([(key.clone(), probe)]))?;
+            }
+        }
         Ok(SessionPatch {
             metadata: self.metadata.map(|patch| match patch {
                 Some(changes) => MetadataPatch::Merge(changes),
@@ -144,7 +151,7 @@ async fn create_session(
     tag = "sessions",
     params(
         ListQuery,
-        ("metadata" = Option<BTreeMap<String, String>>, Query, style = DeepObject, explode,
+        ("metadata" = Option<Metadata>, Query, style = DeepObject, explode,
          description = "Only sessions whose metadata holds all these pairs: `metadata[user]=alice`"),
     ),
     responses(

@@ -130,11 +130,13 @@ fn metadata_schema(patch: bool) -> Schema {
         } else {
             SchemaType::new(Type::String)
         })
-        .max_length(Some(MAX_VALUE_CHARS));
+        .max_length(Some(MAX_VALUE_CHARS))
+        .pattern(Some("^[^\\u0000]*$"));
     let names = ObjectBuilder::new()
         .schema_type(Type::String)
         .min_length(Some(1))
-        .max_length(Some(MAX_KEY_CHARS));
+        .max_length(Some(MAX_KEY_CHARS))
+        .pattern(Some("^[^\\u0000]*$"));
     let description = if patch {
         "A JSON merge patch of the metadata: a string sets a key, null removes it; \
          `null` for the whole object removes every key."
