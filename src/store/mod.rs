@@ -115,6 +115,23 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<Arc<dyn SessionS
     }
 }
 
+/// Finds why a page of items came back empty: no such session, or a cursor that names no
+/// item of it. Neither means the page is simply empty. Only empty pages pay for this.
+async fn explain_empty_page(
+    store: &dyn SessionStore,
+    tenant: &str,
+    session_id: &SessionId,
+    cursor: Option<Uuid>,
+) -> Result<()> {
+    match cursor {
+        Some(cursor) => match store.get_item(tenant, session_id, cursor).await {
+            Err(StoreError::ItemNotFound) => Err(StoreError::UnknownCursor),
+            other => other.map(drop),
+        },
+        None => store.get_session(tenant, session_id).await.map(drop),
+    }
+}
+
 /// Timestamps are kept to the microsecond, the precision both databases store, so a
 /// value reads back exactly as it was written.
 fn now() -> DateTime<Utc> {

@@ -17,7 +17,7 @@ use super::rows::{
     beyond, direction, item_cursor, items, items_page_query, new_items, read_item_rows, replay,
     response_json, ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
 };
-use super::{now, Appended, PoolStats, Result, SessionStore, StoreError};
+use super::{explain_empty_page, now, Appended, PoolStats, Result, SessionStore, StoreError};
 use crate::model::{
     AgentId, IdempotencyKey, Item, ItemBody, Metadata, NewSession, Page, PageRequest, Session,
     SessionId, SessionPatch,
@@ -68,6 +68,25 @@ async fn lock_session(conn: &mut PgConnection, tenant: &str, id: &SessionId) -> 
         .fetch_optional(conn)
         .await?
         .ok_or(StoreError::SessionNotFound)
+}
+
+/// Moves the session's item count by `change` and marks it updated.
+async fn count_items(
+    conn: &mut PgConnection,
+    tenant: &str,
+    session_pk: i64,
+    change: i64,
+) -> Result<()> {
+    sqlx::query(
+        "update sessions set item_count = item_count + $3, updated_at = $4 where tenant_id = $1 and pk = $2",
+    )
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(change)
+    .bind(now())
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// Gives out `count` seqs of the session, creating it if absent, and returns its key and
@@ -342,19 +361,7 @@ impl SessionStore for PgStore {
         )
         .await?;
         if rows.is_empty() {
-            // No rows: the session may be missing, or the cursor not in it.
-            let session_pk = self.session_pk(tenant, session_id).await?;
-            if let Some(cursor) = cursor {
-                let known: Option<i64> = sqlx::query_scalar(
-                    "select seq from items where tenant_id = $1 and session_pk = $2 and id = $3",
-                )
-                .bind(tenant)
-                .bind(session_pk)
-                .bind(cursor)
-                .fetch_optional(&self.pool)
-                .await?;
-                known.ok_or(StoreError::UnknownCursor)?;
-            }
+            explain_empty_page(self, tenant, session_id, cursor).await?;
         }
         Ok(page.finish(items(rows)?, cut_short, |i| i.id.to_string()))
     }
@@ -392,12 +399,7 @@ impl SessionStore for PgStore {
         if deleted == 0 {
             return Err(StoreError::ItemNotFound);
         }
-        sqlx::query("update sessions set item_count = item_count - 1, updated_at = $3 where tenant_id = $1 and pk = $2")
-            .bind(tenant)
-            .bind(session_pk)
-            .bind(now())
-            .execute(&mut *tx)
-            .await?;
+        count_items(&mut tx, tenant, session_pk, -1).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -416,12 +418,7 @@ impl SessionStore for PgStore {
         .fetch_optional(&mut *tx)
         .await?;
         let item = Item::try_from(row.ok_or(StoreError::SessionEmpty)?)?;
-        sqlx::query("update sessions set item_count = item_count - 1, updated_at = $3 where tenant_id = $1 and pk = $2")
-            .bind(tenant)
-            .bind(session_pk)
-            .bind(now())
-            .execute(&mut *tx)
-            .await?;
+        count_items(&mut tx, tenant, session_pk, -1).await?;
         tx.commit().await?;
         Ok(item)
     }
@@ -429,19 +426,13 @@ impl SessionStore for PgStore {
     async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let session_pk = lock_session(&mut tx, tenant, session_id).await?;
-        sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
+        let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
             .bind(tenant)
             .bind(session_pk)
             .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "update sessions set item_count = 0, updated_at = $3 where tenant_id = $1 and pk = $2",
-        )
-        .bind(tenant)
-        .bind(session_pk)
-        .bind(now())
-        .execute(&mut *tx)
-        .await?;
+            .await?
+            .rows_affected();
+        count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -20,7 +20,7 @@ use super::rows::{
     beyond, direction, item_cursor, items, items_page_query, new_items, read_item_rows, replay,
     response_json, ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
 };
-use super::{now, Appended, PoolStats, Result, SessionStore, StoreError};
+use super::{explain_empty_page, now, Appended, PoolStats, Result, SessionStore, StoreError};
 use crate::model::{
     AgentId, IdempotencyKey, Item, ItemBody, Metadata, NewSession, Page, PageRequest, Session,
     SessionId, SessionPatch,
@@ -149,19 +149,17 @@ async fn count_items(
     conn: &mut SqliteConnection,
     tenant: &str,
     session_pk: i64,
-    change: Option<i64>,
+    change: i64,
 ) -> Result<()> {
-    let sql = match change {
-        Some(_) => "update sessions set item_count = item_count + ?3, updated_at = ?4 where tenant_id = ?1 and pk = ?2",
-        None => "update sessions set item_count = 0, updated_at = ?4 where tenant_id = ?1 and pk = ?2",
-    };
-    sqlx::query(sql)
-        .bind(tenant)
-        .bind(session_pk)
-        .bind(change.unwrap_or(0))
-        .bind(now().timestamp_micros())
-        .execute(conn)
-        .await?;
+    sqlx::query(
+        "update sessions set item_count = item_count + ?3, updated_at = ?4 where tenant_id = ?1 and pk = ?2",
+    )
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(change)
+    .bind(now().timestamp_micros())
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -351,19 +349,7 @@ impl SessionStore for SqliteStore {
         )
         .await?;
         if rows.is_empty() {
-            // No rows: the session may be missing, or the cursor not in it.
-            let session_pk = self.session_pk(tenant, session_id).await?;
-            if let Some(cursor) = cursor {
-                let known: Option<i64> = sqlx::query_scalar(
-                    "select seq from items where tenant_id = ? and session_pk = ? and id = ?",
-                )
-                .bind(tenant)
-                .bind(session_pk)
-                .bind(cursor)
-                .fetch_optional(&self.reader)
-                .await?;
-                known.ok_or(StoreError::UnknownCursor)?;
-            }
+            explain_empty_page(self, tenant, session_id, cursor).await?;
         }
         Ok(page.finish(items(rows)?, cut_short, |i| i.id.to_string()))
     }
@@ -401,7 +387,7 @@ impl SessionStore for SqliteStore {
         if deleted == 0 {
             return Err(StoreError::ItemNotFound);
         }
-        count_items(&mut tx, tenant, session_pk, Some(-1)).await?;
+        count_items(&mut tx, tenant, session_pk, -1).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -420,7 +406,7 @@ impl SessionStore for SqliteStore {
         .fetch_optional(&mut *tx)
         .await?;
         let item = Item::try_from(row.ok_or(StoreError::SessionEmpty)?)?;
-        count_items(&mut tx, tenant, session_pk, Some(-1)).await?;
+        count_items(&mut tx, tenant, session_pk, -1).await?;
         tx.commit().await?;
         Ok(item)
     }
@@ -428,12 +414,13 @@ impl SessionStore for SqliteStore {
     async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()> {
         let mut tx = self.writer.begin().await?;
         let session_pk = session_pk(&mut tx, tenant, session_id).await?;
-        sqlx::query("delete from items where tenant_id = ? and session_pk = ?")
+        let cleared = sqlx::query("delete from items where tenant_id = ? and session_pk = ?")
             .bind(tenant)
             .bind(session_pk)
             .execute(&mut *tx)
-            .await?;
-        count_items(&mut tx, tenant, session_pk, None).await?;
+            .await?
+            .rows_affected();
+        count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
         tx.commit().await?;
         Ok(())
     }
