@@ -270,3 +270,9 @@ fn with_database(url: &str, name: &str) -> String {
     }
     out
 }
+
+/// GETs `url` over HTTP and reads the answer as JSON.
+pub async fn get_json(http: &reqwest::Client, url: impl reqwest::IntoUrl) -> Value {
+    let response = http.get(url).send().await.expect("the server answers");
+    response.json().await.expect("a JSON answer")
+}

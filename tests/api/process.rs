@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
-use crate::helpers::{scratch_postgres, ScratchDatabase};
+use crate::helpers::{get_json, scratch_postgres, ScratchDatabase};
 
 struct Server {
     child: Child,
@@ -144,7 +144,7 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
         if let Some(id) = &after {
             url.push_str(&format!("&after={id}"));
         }
-        let page: Value = http.get(url).send().await.unwrap().json().await.unwrap();
+        let page: Value = get_json(&http, url).await;
         stored.extend(page["data"].as_array().unwrap().iter().cloned());
         if page["has_more"] != true {
             break;
@@ -183,14 +183,7 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
             "acknowledged batch {batch} is lost"
         );
     }
-    let session: Value = http
-        .get(server.url("/v1/sessions/crash"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let session: Value = get_json(&http, server.url("/v1/sessions/crash")).await;
     assert_eq!(session["item_count"].as_u64(), Some(stored.len() as u64));
 }
 

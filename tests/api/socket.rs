@@ -7,7 +7,7 @@ use futures::future::join_all;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{test_config, TestDb};
+use crate::helpers::{get_json, test_config, TestDb};
 
 async fn concurrent_http_appends_stay_whole(db: TestDb) {
     let app = Application::with_store(&test_config(), db.store.clone())
@@ -31,14 +31,7 @@ async fn concurrent_http_appends_stay_whole(db: TestDb) {
     });
     join_all(appends).await;
 
-    let page: Value = http
-        .get(format!("{base}/v1/sessions/shared/items?limit=1000"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page: Value = get_json(&http, format!("{base}/v1/sessions/shared/items?limit=1000")).await;
     let items = page["data"].as_array().unwrap();
     assert_eq!(items.len(), 128);
     let mut clients = HashSet::new();

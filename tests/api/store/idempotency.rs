@@ -1,5 +1,5 @@
 use agent_sessions::model::{IdempotencyKey, ItemBody, Order};
-use agent_sessions::store::StoreError;
+use agent_sessions::store::{Appended, StoreError};
 use futures::future::join_all;
 
 use super::{bodies, page, sid, T};
@@ -16,23 +16,26 @@ fn key(key: &str, session: &str, items: &[ItemBody]) -> Option<IdempotencyKey> {
     Some(IdempotencyKey::new(key, &sid(session), items).expect("a valid key"))
 }
 
+/// Appends `items` to `session` with the Idempotency-Key `key`.
+async fn append_keyed(
+    db: &TestDb,
+    session: &str,
+    key_text: &str,
+    items: &[ItemBody],
+) -> Result<Appended, StoreError> {
+    let idempotency = key(key_text, session, items);
+    db.store
+        .append_items(T, &sid(session), items.to_vec(), idempotency)
+        .await
+}
+
 async fn a_repeated_key_returns_the_first_append(db: TestDb) {
     let items = bodies(&[r#"{"a":1}"#.into(), r#"{"b":2}"#.into()]);
-    let first = db
-        .store
-        .append_items(T, &sid("idem"), items.clone(), key("k-1", "idem", &items))
-        .await
-        .unwrap();
+    let first = append_keyed(&db, "idem", "k-1", &items).await.unwrap();
     assert!(!first.replayed);
-    let again = db
-        .store
-        .append_items(T, &sid("idem"), items.clone(), key("k-1", "idem", &items))
-        .await
-        .unwrap();
+    let again = append_keyed(&db, "idem", "k-1", &items).await.unwrap();
     assert!(again.replayed);
-    let ids = |a: &agent_sessions::store::Appended| {
-        a.items.iter().map(|i| (i.id, i.seq)).collect::<Vec<_>>()
-    };
+    let ids = |a: &Appended| a.items.iter().map(|i| (i.id, i.seq)).collect::<Vec<_>>();
     assert_eq!(ids(&again), ids(&first));
     assert_eq!(again.items[0].item.get(), r#"{"a":1}"#);
     assert_eq!(again.items[0].created_at, first.items[0].created_at);
@@ -47,11 +50,7 @@ async fn a_repeated_key_returns_the_first_append(db: TestDb) {
 
     // Still the first answer after the items are gone.
     db.store.clear_items(T, &sid("idem")).await.unwrap();
-    let later = db
-        .store
-        .append_items(T, &sid("idem"), items.clone(), key("k-1", "idem", &items))
-        .await
-        .unwrap();
+    let later = append_keyed(&db, "idem", "k-1", &items).await.unwrap();
     assert_eq!(ids(&later), ids(&first));
     assert_eq!(
         db.store
@@ -65,29 +64,15 @@ async fn a_repeated_key_returns_the_first_append(db: TestDb) {
 
 async fn a_key_with_another_request_is_refused(db: TestDb) {
     let items = bodies(&[r#"{"a":1}"#.into()]);
-    db.store
-        .append_items(T, &sid("s1"), items.clone(), key("k", "s1", &items))
-        .await
-        .unwrap();
+    append_keyed(&db, "s1", "k", &items).await.unwrap();
     let other_items = bodies(&[r#"{"a":2}"#.into()]);
-    let reused = db
-        .store
-        .append_items(
-            T,
-            &sid("s1"),
-            other_items.clone(),
-            key("k", "s1", &other_items),
-        )
-        .await;
+    let reused = append_keyed(&db, "s1", "k", &other_items).await;
     assert!(
         matches!(reused, Err(StoreError::IdempotencyKeyReused)),
         "{reused:?}"
     );
     // The same body for another session is another request too.
-    let elsewhere = db
-        .store
-        .append_items(T, &sid("s2"), items.clone(), key("k", "s2", &items))
-        .await;
+    let elsewhere = append_keyed(&db, "s2", "k", &items).await;
     assert!(
         matches!(elsewhere, Err(StoreError::IdempotencyKeyReused)),
         "{elsewhere:?}"
@@ -134,24 +119,14 @@ async fn concurrent_requests_with_one_key_append_once(db: TestDb) {
 
 async fn keys_expire_after_a_day(db: TestDb) {
     let items = bodies(&[r#"{"a":1}"#.into()]);
-    db.store
-        .append_items(T, &sid("old"), items.clone(), key("aged", "old", &items))
-        .await
-        .unwrap();
-    db.store
-        .append_items(T, &sid("old"), items.clone(), key("fresh", "old", &items))
-        .await
-        .unwrap();
+    append_keyed(&db, "old", "aged", &items).await.unwrap();
+    append_keyed(&db, "old", "fresh", &items).await.unwrap();
     // Nothing is a day old yet.
     let cutoff = || chrono::Utc::now() - IdempotencyKey::ttl();
     assert_eq!(db.store.purge_idempotency_keys(cutoff()).await.unwrap(), 0);
 
     age_key(&db, "aged").await;
-    let retried = db
-        .store
-        .append_items(T, &sid("old"), items.clone(), key("aged", "old", &items))
-        .await
-        .unwrap();
+    let retried = append_keyed(&db, "old", "aged", &items).await.unwrap();
     assert!(!retried.replayed, "an expired key is a new key");
     assert_eq!(
         db.store
@@ -164,17 +139,9 @@ async fn keys_expire_after_a_day(db: TestDb) {
 
     age_key(&db, "fresh").await;
     assert_eq!(db.store.purge_idempotency_keys(cutoff()).await.unwrap(), 1);
-    let after_purge = db
-        .store
-        .append_items(T, &sid("old"), items.clone(), key("fresh", "old", &items))
-        .await
-        .unwrap();
+    let after_purge = append_keyed(&db, "old", "fresh", &items).await.unwrap();
     assert!(!after_purge.replayed);
-    let replayed = db
-        .store
-        .append_items(T, &sid("old"), items.clone(), key("aged", "old", &items))
-        .await
-        .unwrap();
+    let replayed = append_keyed(&db, "old", "aged", &items).await.unwrap();
     assert!(replayed.replayed, "the key renewed by its retry is kept");
 }
 
