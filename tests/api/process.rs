@@ -16,6 +16,8 @@ use crate::helpers::{get_json, scratch_postgres, ScratchDatabase};
 struct Server {
     child: Child,
     base: String,
+    /// Every JSON log event the server wrote so far.
+    events: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Server {
@@ -38,6 +40,8 @@ impl Server {
             .expect("the binary starts");
         let (addr_tx, addr_rx) = oneshot::channel();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let log = events.clone();
         tokio::spawn(async move {
             let mut addr_tx = Some(addr_tx);
             // Keep reading to the end, so the child never blocks on a full pipe.
@@ -50,6 +54,7 @@ impl Server {
                         let _ = tx.send(event["addr"].as_str().unwrap_or_default().to_owned());
                     }
                 }
+                log.lock().unwrap().push(event);
             }
         });
         let addr = tokio::time::timeout(Duration::from_secs(30), addr_rx)
@@ -59,6 +64,7 @@ impl Server {
         Server {
             child,
             base: format!("http://{addr}"),
+            events,
         }
     }
 
@@ -241,6 +247,10 @@ async fn sigterm_lets_the_request_in_flight_finish() {
         .unwrap()
         .expect("the request in flight is answered");
     assert_eq!(response.status(), 201);
+    let request_id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["data"][0]["item"]["content"], "finish me");
     let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
@@ -248,6 +258,18 @@ async fn sigterm_lets_the_request_in_flight_finish() {
         .expect("the server stops after SIGTERM")
         .unwrap();
     assert!(status.success(), "{status:?}");
+
+    // The request's log line carries its id, route and status.
+    let events = server.events.lock().unwrap();
+    let answered = events
+        .iter()
+        .find(|e| {
+            e["message"] == "request answered" && e["span"]["request_id"] == request_id.as_str()
+        })
+        .unwrap_or_else(|| panic!("no log line carries request id {request_id}: {events:?}"));
+    assert_eq!(answered["status"], 201);
+    assert_eq!(answered["span"]["route"], "/v1/sessions/{session_id}/items");
+    assert_eq!(answered["level"], "INFO");
 }
 
 /// A body stream fed from a channel, for a request that arrives slowly.
