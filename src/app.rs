@@ -12,8 +12,9 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::http::{self, AppState, Metrics};
+use crate::http::{self, AppState};
 use crate::model::IdempotencyKey;
+use crate::runs::Runs;
 use crate::store::{self, SessionStore};
 
 /// How often expired idempotency keys are purged.
@@ -25,6 +26,7 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     store: Arc<dyn SessionStore>,
+    runs: Runs,
     /// How long a client may take to send request headers, and how long shutdown waits
     /// for requests in flight: the request time limit.
     patience: Duration,
@@ -38,16 +40,15 @@ impl Application {
 
     /// Builds the service on a store that is open already.
     pub async fn with_store(config: &Config, store: Arc<dyn SessionStore>) -> anyhow::Result<Self> {
-        let state = AppState {
-            store: store.clone(),
-            metrics: Arc::new(Metrics::default()),
-        };
+        let state = AppState::new(store.clone(), config)?;
+        let runs = state.runs.clone();
         let router = http::router(state, config)?;
         let listener = TcpListener::bind(&config.listen_addr).await?;
         Ok(Self {
             listener,
             router,
             store,
+            runs,
             patience: Duration::from_secs(config.request_timeout_secs),
         })
     }
@@ -62,6 +63,8 @@ impl Application {
     pub async fn run(self, shutdown: CancellationToken) -> io::Result<()> {
         tracing::info!(addr = %self.local_addr()?, "listening");
         let purger = tokio::spawn(purge_idempotency_keys(self.store, shutdown.clone()));
+        let stop_workers = CancellationToken::new();
+        let mut workers = self.runs.start(stop_workers.clone());
         let mut server = auto::Builder::new(TokioExecutor::new());
         // Without a timer hyper applies no header timeout: a client could hold a
         // connection forever by sending its headers slowly.
@@ -104,6 +107,15 @@ impl Application {
         }
         shutdown.cancel();
         let _ = purger.await;
+        // Runs in hand get what is left of the deadline; one cut off is claimed again
+        // when its lease lapses.
+        stop_workers.cancel();
+        let drained = async { while workers.join_next().await.is_some() {} };
+        if tokio::time::timeout(self.patience, drained).await.is_err() {
+            tracing::warn!(
+                "runs still executing at the shutdown deadline are left to their leases"
+            );
+        }
         tracing::info!("stopped");
         Ok(())
     }

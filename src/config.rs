@@ -1,4 +1,5 @@
 use std::fmt;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -63,6 +64,87 @@ pub struct Config {
         value_delimiter = ','
     )]
     pub cors_allowed_origins: Vec<String>,
+
+    /// The OpenAI-compatible API runs call, up to and including `/v1`.
+    #[arg(
+        long,
+        env = "LLM_BASE_URL",
+        global = true,
+        default_value = "https://api.openai.com/v1"
+    )]
+    pub llm_base_url: String,
+
+    /// Sent as `Authorization: Bearer …`; local servers usually need none.
+    #[arg(long, env = "LLM_API_KEY", global = true, hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+
+    /// The model of runs whose agent names none.
+    #[arg(long, env = "LLM_MODEL", global = true)]
+    pub llm_model: Option<String>,
+
+    /// Retries of an LLM call after 429, 5xx, connection errors and timeouts.
+    #[arg(long, env = "LLM_MAX_RETRIES", global = true, default_value_t = 3)]
+    pub llm_max_retries: u32,
+
+    /// Seconds to wait for the LLM's response headers, or between two streamed chunks.
+    #[arg(long, env = "LLM_IDLE_TIMEOUT_SECS", global = true, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub llm_idle_timeout_secs: u64,
+
+    /// Seconds one LLM call may take in all.
+    #[arg(long, env = "LLM_TIMEOUT_SECS", global = true, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub llm_timeout_secs: u64,
+
+    /// Worker tasks executing runs in this process; 0 leaves the runs to other replicas.
+    #[arg(long, env = "RUN_WORKERS", global = true, default_value_t = 4)]
+    pub run_workers: usize,
+
+    /// Seconds a worker's claim on a run lasts unless renewed.
+    #[arg(long, env = "RUN_LEASE_SECS", global = true, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub run_lease_secs: u64,
+
+    /// Claims of one run before a lost worker fails it with `worker_lost`.
+    #[arg(long, env = "RUN_MAX_ATTEMPTS", global = true, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub run_max_attempts: u32,
+
+    /// Seconds a run created without `stream` or `background` is waited for before the
+    /// answer is 202 with the run as it stands.
+    #[arg(long, env = "RUN_WAIT_SECS", global = true, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub run_wait_secs: u64,
+
+    /// Hosts (`host` or `host:port`) webhook tools may call, comma-separated; empty
+    /// refuses every webhook tool.
+    #[arg(
+        long,
+        env = "TOOL_WEBHOOK_ALLOWED_HOSTS",
+        global = true,
+        value_delimiter = ','
+    )]
+    pub tool_webhook_allowed_hosts: Vec<String>,
+}
+
+impl Config {
+    pub fn llm_settings(&self) -> crate::llm::LlmSettings {
+        crate::llm::LlmSettings {
+            base_url: self.llm_base_url.clone(),
+            api_key: self.llm_api_key.clone().filter(|key| !key.is_empty()),
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(self.llm_timeout_secs),
+            idle_timeout: Duration::from_secs(self.llm_idle_timeout_secs),
+            max_retries: self.llm_max_retries,
+            retry_base_delay: Duration::from_millis(500),
+            retry_max_delay: Duration::from_secs(30),
+        }
+    }
+
+    pub fn run_settings(&self) -> crate::runs::RunSettings {
+        crate::runs::RunSettings {
+            workers: self.run_workers,
+            lease: Duration::from_secs(self.run_lease_secs),
+            max_attempts: self.run_max_attempts,
+            webhooks: crate::model::WebhookPolicy::new(&self.tool_webhook_allowed_hosts),
+            ..crate::runs::RunSettings::default()
+        }
+    }
 }
 
 impl Config {
@@ -85,6 +167,20 @@ impl fmt::Debug for Config {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("request_timeout_secs", &self.request_timeout_secs)
             .field("cors_allowed_origins", &self.cors_allowed_origins)
+            .field("llm_base_url", &self.llm_base_url)
+            .field("llm_api_key", &self.llm_api_key.as_ref().map(|_| "***"))
+            .field("llm_model", &self.llm_model)
+            .field("llm_max_retries", &self.llm_max_retries)
+            .field("llm_idle_timeout_secs", &self.llm_idle_timeout_secs)
+            .field("llm_timeout_secs", &self.llm_timeout_secs)
+            .field("run_workers", &self.run_workers)
+            .field("run_lease_secs", &self.run_lease_secs)
+            .field("run_max_attempts", &self.run_max_attempts)
+            .field("run_wait_secs", &self.run_wait_secs)
+            .field(
+                "tool_webhook_allowed_hosts",
+                &self.tool_webhook_allowed_hosts,
+            )
             .finish()
     }
 }

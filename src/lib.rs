@@ -7,8 +7,13 @@ pub mod app;
 pub mod config;
 /// The HTTP API: routing, middleware, extractors, the error format and one module per resource.
 pub mod http;
+/// The LLM client the run worker calls: a trait and its OpenAI-compatible implementation.
+pub mod llm;
 /// The domain types shared by the store and the API, with their validation rules.
 pub mod model;
+/// The run engine: the worker pool that claims queued runs, calls the LLM, runs tools and
+/// commits turns, and the streams of run events.
+pub mod runs;
 /// Persistence behind the `SessionStore` trait, for Postgres and SQLite.
 pub mod store;
 /// Logging set-up.

@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::model::InvalidField;
+use crate::model::{ConfigError, InvalidField};
 use crate::store::StoreError;
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -22,6 +22,18 @@ pub enum ApiError {
     ItemNotFound(String),
     #[error("{0}")]
     SessionEmpty(String),
+    #[error("{0}")]
+    AgentNotFound(String),
+    #[error("{0}")]
+    RunNotFound(String),
+    #[error("{0}")]
+    SessionBusy(String),
+    #[error("{0}")]
+    RunFinished(String),
+    #[error("{0}")]
+    RunNotWaiting(String),
+    #[error("{0}")]
+    NotImplemented(String),
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyKeyReused,
     #[error("the request body is larger than the server accepts (MAX_BODY_BYTES)")]
@@ -43,7 +55,11 @@ pub enum ApiError {
 impl ApiError {
     pub fn status_code(&self) -> StatusCode {
         match self {
-            Self::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            Self::InvalidRequest(_) | Self::NotImplemented(_) => StatusCode::BAD_REQUEST,
+            Self::AgentNotFound(_) | Self::RunNotFound(_) => StatusCode::NOT_FOUND,
+            Self::SessionBusy(_) | Self::RunFinished(_) | Self::RunNotWaiting(_) => {
+                StatusCode::CONFLICT
+            }
             Self::SessionNotFound(_)
             | Self::ItemNotFound(_)
             | Self::SessionEmpty(_)
@@ -66,6 +82,12 @@ impl ApiError {
             Self::SessionExists(_) => "session_exists",
             Self::ItemNotFound(_) => "item_not_found",
             Self::SessionEmpty(_) => "session_empty",
+            Self::AgentNotFound(_) => "agent_not_found",
+            Self::RunNotFound(_) => "run_not_found",
+            Self::SessionBusy(_) => "session_busy",
+            Self::RunFinished(_) => "run_finished",
+            Self::RunNotWaiting(_) => "run_not_requires_action",
+            Self::NotImplemented(_) => "not_implemented",
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
@@ -97,7 +119,19 @@ impl ApiError {
             (StoreError::SessionEmpty, _) => {
                 Self::SessionEmpty(format!("session `{session_id}` has no items"))
             }
+            (StoreError::SessionBusy(active), _) => Self::SessionBusy(format!(
+                "session `{session_id}` has an unfinished run `{active}`; wait for it, cancel it or pass if_busy: \"enqueue\""
+            )),
             (other, _) => other.into(),
+        }
+    }
+}
+
+impl From<ConfigError> for ApiError {
+    fn from(error: ConfigError) -> Self {
+        match error {
+            ConfigError::Invalid(field) => field.into(),
+            ConfigError::NotImplemented(detail) => Self::NotImplemented(detail),
         }
     }
 }
@@ -119,6 +153,17 @@ impl From<StoreError> for ApiError {
                 Self::InvalidRequest("after/before: the cursor names no row of this listing".into())
             }
             StoreError::IdempotencyKeyReused => Self::IdempotencyKeyReused,
+            StoreError::AgentNotFound => Self::AgentNotFound("agent not found".into()),
+            StoreError::RunNotFound => Self::RunNotFound("run not found".into()),
+            StoreError::SessionBusy(active) => {
+                Self::SessionBusy(format!("the session has an unfinished run `{active}`"))
+            }
+            StoreError::RunFinished(status) => {
+                Self::RunFinished(format!("the run has finished as `{status}`"))
+            }
+            StoreError::RunNotWaiting(status) => Self::RunNotWaiting(format!(
+                "the run is `{status}`, not waiting for tool outputs"
+            )),
             StoreError::Invalid(field) => field.into(),
             StoreError::Database(
                 error @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)),

@@ -126,6 +126,22 @@ impl<S: Send + Sync> FromRequestParts<S> for ItemPath {
     }
 }
 
+/// The `{run_id}` of the path; like an item id, text that is no UUID names no run.
+pub struct RunPath {
+    pub id: Uuid,
+    pub raw: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for RunPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_param(parts, state, "run_id").await?;
+        let id = Uuid::parse_str(&raw).unwrap_or(Uuid::nil());
+        Ok(RunPath { id, raw })
+    }
+}
+
 async fn path_param<S: Send + Sync>(
     parts: &mut Parts,
     state: &S,
@@ -304,4 +320,11 @@ impl IntoParams for ListQuery {
             param("before", cursor(), "Return the page that precedes the row with this id."),
         ]
     }
+}
+
+/// Tells a field given as `null` (`Some(None)`) from a field left out (`None`).
+pub fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
 }

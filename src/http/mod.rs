@@ -1,11 +1,13 @@
 //! The router and the middleware every request passes through.
 
+mod agents;
 mod error;
 mod extract;
 mod items;
 mod metrics;
 pub mod openapi;
 mod operations;
+mod runs;
 mod sessions;
 
 use std::sync::Arc;
@@ -32,6 +34,8 @@ pub use error::{ApiError, Problem};
 pub use metrics::Metrics;
 
 use crate::config::Config;
+use crate::llm::OpenAiClient;
+use crate::runs::Runs;
 use crate::store::SessionStore;
 use error::InternalCause;
 
@@ -40,6 +44,26 @@ use error::InternalCause;
 pub struct AppState {
     pub store: Arc<dyn SessionStore>,
     pub metrics: Arc<Metrics>,
+    pub runs: Runs,
+    /// The model of runs whose agents name none (`LLM_MODEL`).
+    pub default_model: Option<String>,
+    /// How long a run that is neither streamed nor in the background is waited for.
+    pub run_wait: Duration,
+}
+
+impl AppState {
+    /// The state of a service on `store`, with the LLM client and run engine `config`
+    /// describes. The run workers are not started.
+    pub fn new(store: Arc<dyn SessionStore>, config: &Config) -> anyhow::Result<Self> {
+        let llm = Arc::new(OpenAiClient::new(config.llm_settings())?);
+        Ok(Self {
+            runs: Runs::new(store.clone(), llm, config.run_settings()),
+            store,
+            metrics: Arc::new(Metrics::default()),
+            default_model: config.llm_model.clone().filter(|m| !m.is_empty()),
+            run_wait: Duration::from_secs(config.run_wait_secs),
+        })
+    }
 }
 
 /// The whole API with its middleware.
@@ -48,6 +72,8 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
     let routes = Router::new()
         .merge(sessions::router())
         .merge(items::router())
+        .merge(agents::router())
+        .merge(runs::router())
         .merge(operations::router())
         .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi::ApiDoc::openapi()))
         .fallback(|| async { ApiError::RouteNotFound })
@@ -111,6 +137,10 @@ fn log_response(response: &Response, latency: Duration, _span: &Span) {
 }
 
 async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    if runs::waits_for_a_run(&request) {
+        // Bounded by RUN_WAIT_SECS, or a stream that lives as long as its run.
+        return next.run(request).await;
+    }
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => ApiError::Timeout(limit.as_secs()).into_response(),

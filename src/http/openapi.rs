@@ -11,15 +11,16 @@ use utoipa::openapi::{Ref, RefOr};
 use utoipa::{Modify, OpenApi, ToResponse};
 
 use super::error::Problem;
-use super::{items, metrics, operations, sessions};
+use super::{agents, items, metrics, operations, runs, sessions};
 use crate::model::IDENTIFIER_PATTERN;
 
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "agent-sessions",
-        description = "Keeps AI-agent conversation sessions and their items. Errors are \
-                       RFC 9457 problem documents with a stable `code`.",
+        description = "Keeps AI-agent conversation sessions and their items, and runs agent \
+                       turns against them. Errors are RFC 9457 problem documents with a \
+                       stable `code`.",
         license(name = "MIT", identifier = "MIT"),
     ),
     paths(
@@ -34,13 +35,24 @@ use crate::model::IDENTIFIER_PATTERN;
         items::delete_item,
         items::pop_last_item,
         items::clear_items,
+        agents::create_agent,
+        agents::list_agents,
+        agents::get_agent,
+        agents::update_agent,
+        agents::delete_agent,
+        runs::create_run,
+        runs::list_runs,
+        runs::get_run,
+        runs::run_events,
+        runs::cancel_run,
+        runs::submit_tool_outputs,
         operations::healthz,
         operations::readyz,
         operations::openapi_yaml,
         metrics::export,
     ),
     components(
-        schemas(Problem),
+        schemas(Problem, runs::RunStreamEvent, runs::MessageDelta, runs::ItemCreated),
         responses(
         BadRequest,
         NotFound,
@@ -56,6 +68,8 @@ use crate::model::IDENTIFIER_PATTERN;
     tags(
         (name = "sessions", description = "Conversation sessions"),
         (name = "items", description = "A session's history"),
+        (name = "agents", description = "Reusable run configuration"),
+        (name = "runs", description = "Running the agent's next turn over a session"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )
 )]
@@ -157,9 +171,9 @@ macro_rules! problem_responses {
 }
 
 problem_responses! {
-    BadRequest => "`invalid_request`: the detail names the field at fault",
-    NotFound => "`session_not_found`, `item_not_found` or `session_empty`",
-    Conflict => "`session_exists`: the id is taken",
+    BadRequest => "`invalid_request`: the detail names the field at fault; `not_implemented` for `context.strategy: compact`",
+    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found` or `run_not_found`",
+    Conflict => "`session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this",
     KeyReused => "`idempotency_key_reused`: the key came with a different request before",
     PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
     UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",

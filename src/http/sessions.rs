@@ -6,11 +6,11 @@ use axum::extract::State;
 use axum::http::{header, HeaderName, StatusCode};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, Result};
-use super::extract::{AppJson, ListQuery, SessionPath, Tenant};
+use super::extract::{present, AppJson, ListQuery, SessionPath, Tenant};
 use super::openapi::{
     BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
@@ -42,7 +42,9 @@ pub struct CreateSessionRequest {
     id: Option<String>,
     #[schema(value_type = Option<Metadata>)]
     metadata: Option<BTreeMap<String, String>>,
-    /// The agent that runs this session's turns unless a run names another.
+    /// The agent that runs this session's turns unless a run names another. It is looked
+    /// up when a run starts: a run on a session whose agent does not exist is 404
+    /// `agent_not_found`.
     #[schema(
         min_length = 1,
         max_length = 128,
@@ -77,13 +79,6 @@ pub struct UpdateSessionRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$")]
     agent_id: Option<Option<String>>,
-}
-
-/// Tells a field given as `null` (`Some(None)`) from a field left out (`None`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<T>, D::Error> {
-    T::deserialize(deserializer).map(Some)
 }
 
 impl UpdateSessionRequest {

@@ -1,4 +1,6 @@
-use crate::model::InvalidField;
+use uuid::Uuid;
+
+use crate::model::{InvalidField, RunStatus};
 
 /// What can go wrong in the store, in domain terms. Database failures stay opaque.
 #[derive(Debug, thiserror::Error)]
@@ -11,6 +13,16 @@ pub enum StoreError {
     ItemNotFound,
     #[error("the session has no items")]
     SessionEmpty,
+    #[error("agent not found")]
+    AgentNotFound,
+    #[error("run not found")]
+    RunNotFound,
+    #[error("the session has an unfinished run")]
+    SessionBusy(Uuid),
+    #[error("the run has finished")]
+    RunFinished(RunStatus),
+    #[error("the run is not waiting for tool outputs")]
+    RunNotWaiting(RunStatus),
     #[error("the cursor names no row of this listing")]
     UnknownCursor,
     #[error("the idempotency key was used with a different request")]

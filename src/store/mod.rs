@@ -1,9 +1,12 @@
 //! Persistence. The [`SessionStore`] trait is the only way the rest of the service reaches
 //! the database; SQL lives in the backend modules and nowhere else.
 
+mod agents;
 mod error;
 mod postgres;
 mod rows;
+mod run_rows;
+mod runs;
 mod sqlite;
 
 use std::sync::Arc;
@@ -12,8 +15,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+pub use agents::AgentStore;
 pub use error::StoreError;
 pub use postgres::PgStore;
+pub use runs::{Claim, RunStore};
 pub use sqlite::SqliteStore;
 
 use crate::model::{
@@ -22,10 +27,10 @@ use crate::model::{
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Sessions and their items. Every method acts within one tenant and never sees rows of
-/// another.
+/// Sessions and their items, and through its supertraits agents and runs. Every method
+/// acts within one tenant and never sees rows of another.
 #[async_trait]
-pub trait SessionStore: Send + Sync + 'static {
+pub trait SessionStore: AgentStore + RunStore + Send + Sync + 'static {
     /// Fails with [`StoreError::SessionExists`] when the id is taken.
     async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session>;
 
@@ -48,7 +53,7 @@ pub trait SessionStore: Send + Sync + 'static {
         patch: SessionPatch,
     ) -> Result<Session>;
 
-    /// Deletes the session with all its items.
+    /// Deletes the session with all its items and runs.
     async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()>;
 
     /// Appends the items in order, in one transaction, creating the session if absent.
@@ -134,7 +139,7 @@ async fn explain_empty_page(
 
 /// Timestamps are kept to the microsecond, the precision both databases store, so a
 /// value reads back exactly as it was written.
-fn now() -> DateTime<Utc> {
+pub fn now() -> DateTime<Utc> {
     use chrono::SubsecRound;
     Utc::now().trunc_subsecs(6)
 }

@@ -25,6 +25,12 @@ pub(super) const ITEM_COLUMNS_OF_I: &str = "i.id, i.seq, i.created_at, i.run_id,
 /// the epoch in SQLite (which has no timestamp type that sorts reliably).
 pub(super) struct Timestamp(DateTime<Utc>);
 
+impl Timestamp {
+    pub(super) fn into_inner(self) -> DateTime<Utc> {
+        self.0
+    }
+}
+
 impl Type<Postgres> for Timestamp {
     fn type_info() -> PgTypeInfo {
         <DateTime<Utc> as Type<Postgres>>::type_info()

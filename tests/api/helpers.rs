@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use agent_sessions::config::{Cli, Config};
-use agent_sessions::http::{self, AppState, Metrics};
+use agent_sessions::http::{self, AppState};
+use agent_sessions::runs::Runs;
 use agent_sessions::store::{PgStore, SessionStore, SqliteStore};
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
@@ -12,6 +13,7 @@ use clap::Parser;
 use serde_json::Value;
 use sqlx::{PgPool, SqlitePool};
 use tempfile::TempDir;
+use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 /// A store under test with a side door to its database, for what the API cannot do
@@ -71,14 +73,35 @@ pub fn test_config() -> Config {
     config.max_body_bytes = 16 * 1024 * 1024;
     config.request_timeout_secs = 30;
     config.cors_allowed_origins = Vec::new();
+    // Nothing listens on the discard port: a run that reaches the LLM fails fast.
+    config.llm_base_url = "http://127.0.0.1:9/v1".into();
+    config.llm_api_key = None;
+    config.llm_model = Some("test-model".into());
+    config.llm_max_retries = 0;
+    config.run_workers = 2;
+    config.tool_webhook_allowed_hosts = Vec::new();
     config
 }
 
 /// The router in process, called without a socket.
 pub struct TestApp {
     pub router: Router,
+    pub runs: Runs,
+    _workers: Workers,
     /// Keeps the database (and its temp dir) alive as long as the app.
     _db: TestDb,
+}
+
+/// The run workers of a test app, stopped with it.
+struct Workers {
+    stop: CancellationToken,
+    _tasks: tokio::task::JoinSet<()>,
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
 }
 
 impl TestApp {
@@ -91,12 +114,20 @@ impl TestApp {
     }
 
     pub fn new(db: TestDb, config: &Config) -> Self {
-        let state = AppState {
-            store: db.store.clone(),
-            metrics: Arc::new(Metrics::default()),
-        };
+        let state = AppState::new(db.store.clone(), config).expect("the state builds");
+        let stop = CancellationToken::new();
+        let workers = state.runs.start(stop.clone());
+        let runs = state.runs.clone();
         let router = http::router(state, config).expect("the router builds");
-        Self { router, _db: db }
+        Self {
+            router,
+            runs,
+            _workers: Workers {
+                stop,
+                _tasks: workers,
+            },
+            _db: db,
+        }
     }
 
     pub async fn get(&self, uri: &str) -> TestResponse {

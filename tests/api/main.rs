@@ -1,7 +1,10 @@
 //! The integration tests: one binary, so the crate and its dependencies link once.
 
+mod fake_llm;
 mod helpers;
 mod http;
+mod llm;
 mod process;
+mod runs;
 mod socket;
 mod store;

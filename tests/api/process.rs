@@ -298,7 +298,17 @@ async fn migrate_applies_the_schema_and_exits() {
             .fetch_all(&pool)
             .await
             .unwrap();
-    assert_eq!(tables, ["idempotency_keys", "items", "sessions"]);
+    assert_eq!(
+        tables,
+        [
+            "agents",
+            "idempotency_keys",
+            "items",
+            "run_events",
+            "runs",
+            "sessions"
+        ]
+    );
 }
 
 /// A client that never finishes its request headers holds neither the server nor its

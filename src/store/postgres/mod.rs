@@ -1,6 +1,9 @@
 //! The Postgres backend: for production and for several replicas sharing one database.
 //! Writes to one session serialize on that session's row lock.
 
+mod agents;
+mod runs;
+
 use std::str::FromStr;
 use std::time::Duration;
 

@@ -2,6 +2,9 @@
 //! single connection, so transactions never contend for the write lock; reads use a pool
 //! of their own and see committed data (WAL mode).
 
+mod agents;
+mod runs;
+
 use std::str::FromStr;
 use std::time::Duration;
 

@@ -1,0 +1,274 @@
+//! `/v1/agents`: reusable run configuration.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderName, StatusCode};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::error::{ApiError, Result};
+use super::extract::{present, AppJson, ListQuery, Tenant};
+use super::openapi::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
+use super::AppState;
+use crate::model::{
+    Agent, AgentConfig, AgentPatch, ContextConfig, Metadata, MetadataPatch, Order, Page, Tool,
+};
+use crate::store::StoreError;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/agents", get(list_agents).post(create_agent))
+        .route(
+            "/v1/agents/{agent_id}",
+            get(get_agent).patch(update_agent).delete(delete_agent),
+        )
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateAgentRequest {
+    #[schema(max_length = 256)]
+    name: Option<String>,
+    /// Absent: the server default (`LLM_MODEL`).
+    #[schema(min_length = 1, max_length = 256)]
+    model: Option<String>,
+    /// Sent first, as the system message, on every LLM call.
+    instructions: Option<String>,
+    #[schema(minimum = 0, maximum = 2)]
+    temperature: Option<f64>,
+    #[schema(minimum = 1)]
+    max_output_tokens: Option<u32>,
+    #[schema(max_items = 128)]
+    tools: Option<Vec<Tool>>,
+    /// LLM calls a run may make; 10 when absent.
+    #[schema(minimum = 1, maximum = 100)]
+    max_turns: Option<u32>,
+    context: Option<ContextConfig>,
+    #[schema(value_type = Option<Metadata>)]
+    metadata: Option<BTreeMap<String, String>>,
+}
+
+impl CreateAgentRequest {
+    fn into_parts(self) -> (AgentConfig, Option<BTreeMap<String, String>>) {
+        let config = AgentConfig {
+            name: self.name,
+            model: self.model,
+            instructions: self.instructions,
+            temperature: self.temperature,
+            max_output_tokens: self.max_output_tokens,
+            tools: self.tools,
+            max_turns: self.max_turns,
+            context: self.context,
+        };
+        (config, self.metadata)
+    }
+}
+
+/// A field left out stays as it is; `null` resets it to its default.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateAgentRequest {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, max_length = 256)]
+    name: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 256)]
+    model: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    instructions: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>, minimum = 0, maximum = 2)]
+    temperature: Option<Option<f64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u32>, minimum = 1)]
+    max_output_tokens: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<Tool>>, max_items = 128)]
+    tools: Option<Option<Vec<Tool>>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    max_turns: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<ContextConfig>)]
+    context: Option<Option<ContextConfig>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = MetadataPatch)]
+    metadata: Option<Option<BTreeMap<String, Option<String>>>>,
+}
+
+/// The agent named `id`, as a 404 that names it when there is none.
+pub(super) async fn find_agent(state: &AppState, tenant: &str, id: &str) -> Result<Agent> {
+    state
+        .store
+        .get_agent(tenant, id)
+        .await
+        .map_err(|error| agent_error(error, id))
+}
+
+fn agent_error(error: StoreError, id: &str) -> ApiError {
+    match error {
+        StoreError::AgentNotFound => ApiError::AgentNotFound(format!("no agent with id `{id}`")),
+        other => other.into(),
+    }
+}
+
+/// Create an agent.
+#[utoipa::path(
+    post,
+    path = "/v1/agents",
+    tag = "agents",
+    request_body = CreateAgentRequest,
+    responses(
+        (status = 201, description = "The new agent", body = Agent,
+         headers(("location" = String, description = "The path of the new agent"))),
+        (status = 400, response = BadRequest),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn create_agent(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    AppJson(request): AppJson<CreateAgentRequest>,
+) -> Result<(StatusCode, [(HeaderName, String); 1], Json<Agent>)> {
+    let (config, metadata) = request.into_parts();
+    config.validate("", &state.runs.settings().webhooks)?;
+    let metadata = Metadata::new(metadata.unwrap_or_default())?;
+    let agent = Agent::new(config, metadata, crate::store::now());
+    state.store.create_agent(tenant, &agent).await?;
+    let location = format!("/v1/agents/{}", agent.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(agent),
+    ))
+}
+
+/// List agents, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/agents",
+    tag = "agents",
+    params(ListQuery),
+    responses(
+        (status = 200, description = "A page of agents", body = Page<Agent>),
+        (status = 400, response = BadRequest),
+        (status = 500, response = Internal),
+    )
+)]
+async fn list_agents(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    query: ListQuery,
+) -> Result<Json<Page<Agent>>> {
+    let page = state
+        .store
+        .list_agents(tenant, &query.page(Order::Desc))
+        .await
+        .map_err(|e| query.store_error(e, None))?;
+    Ok(Json(page))
+}
+
+/// Get an agent.
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{agent_id}",
+    tag = "agents",
+    params(("agent_id" = String, Path, description = "The agent id")),
+    responses(
+        (status = 200, description = "The agent", body = Agent),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn get_agent(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+) -> Result<Json<Agent>> {
+    Ok(Json(find_agent(&state, tenant, &id).await?))
+}
+
+/// Change an agent.
+#[utoipa::path(
+    patch,
+    path = "/v1/agents/{agent_id}",
+    tag = "agents",
+    params(("agent_id" = String, Path, description = "The agent id")),
+    request_body = UpdateAgentRequest,
+    responses(
+        (status = 200, description = "The updated agent", body = Agent),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn update_agent(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+    AppJson(request): AppJson<UpdateAgentRequest>,
+) -> Result<Json<Agent>> {
+    if let Some(Some(changes)) = &request.metadata {
+        for (key, value) in changes {
+            let probe = value.clone().unwrap_or_default();
+            Metadata::new(BTreeMap::from([(key.clone(), probe)]))?;
+        }
+    }
+    let patch = AgentPatch {
+        name: request.name,
+        model: request.model,
+        instructions: request.instructions,
+        temperature: request.temperature,
+        max_output_tokens: request.max_output_tokens,
+        tools: request.tools,
+        max_turns: request.max_turns,
+        context: request.context,
+        metadata: request.metadata.map(|patch| match patch {
+            Some(changes) => MetadataPatch::Merge(changes),
+            None => MetadataPatch::Clear,
+        }),
+    };
+    patch
+        .as_config()
+        .validate("", &state.runs.settings().webhooks)?;
+    let agent = state
+        .store
+        .update_agent(tenant, &id, patch)
+        .await
+        .map_err(|e| agent_error(e, &id))?;
+    Ok(Json(agent))
+}
+
+/// Delete an agent. Sessions that name it keep the name; their runs then answer 404
+/// `agent_not_found` until the session names another agent.
+#[utoipa::path(
+    delete,
+    path = "/v1/agents/{agent_id}",
+    tag = "agents",
+    params(("agent_id" = String, Path, description = "The agent id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn delete_agent(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    state
+        .store
+        .delete_agent(tenant, &id)
+        .await
+        .map_err(|e| agent_error(e, &id))?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,567 @@
+//! `/v1/sessions/{session_id}/runs`: run the agent's next turn, follow it, cancel it,
+//! answer its client tools.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::agents::find_agent;
+use super::error::{ApiError, Result};
+use super::extract::{AppJson, ListQuery, RunPath, SessionPath, Tenant};
+use super::openapi::{
+    BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType,
+};
+use super::AppState;
+use crate::model::{
+    run_items, AgentConfig, IfBusy, ItemBody, Metadata, NewRun, Order, Page, Run, RunConfig,
+    RunEvent, SessionId, ToolOutput, DEFAULT_MAX_TURNS,
+};
+use crate::store::StoreError;
+
+const MAX_INPUT_ITEMS: usize = 1000;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/v1/sessions/{session_id}/runs",
+            get(list_runs).post(create_run),
+        )
+        .route("/v1/sessions/{session_id}/runs/{run_id}", get(get_run))
+        .route(
+            "/v1/sessions/{session_id}/runs/{run_id}/events",
+            get(run_events),
+        )
+        .route(
+            "/v1/sessions/{session_id}/runs/{run_id}/cancel",
+            post(cancel_run),
+        )
+        .route(
+            "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
+            post(submit_tool_outputs),
+        )
+}
+
+/// Requests that wait for a run, which the general time limit must not cut off: they
+/// are bounded by `RUN_WAIT_SECS` or live exactly as long as the run.
+pub(super) fn waits_for_a_run(request: &Request) -> bool {
+    let path = request.uri().path();
+    let under_runs = path.starts_with("/v1/sessions/") && path.contains("/runs");
+    match *request.method() {
+        Method::POST => {
+            under_runs
+                && (path.ends_with("/runs")
+                    || path.ends_with("/tool_outputs")
+                    || path.ends_with("/cancel"))
+        }
+        Method::GET => under_runs && path.ends_with("/events"),
+        _ => false,
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRunRequest {
+    /// A string (a user message), one item, or a list of 1 to 1000 items.
+    #[schema(value_type = RunInput)]
+    input: Box<RawValue>,
+    /// An agent whose configuration overrides the session's agent.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
+    )]
+    agent_id: Option<String>,
+    /// Configuration that overrides `agent_id`'s, the session's agent and the defaults.
+    agent: Option<AgentConfig>,
+    /// Answer with the run's events as server-sent events.
+    stream: Option<bool>,
+    /// Answer 202 at once; the run executes in the background.
+    background: Option<bool>,
+    if_busy: Option<IfBusy>,
+    #[schema(value_type = Option<Metadata>)]
+    metadata: Option<BTreeMap<String, String>>,
+}
+
+/// What a run is given: a string, one item, or a list of items.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum RunInput {
+    Text(String),
+    Item(serde_json::Map<String, serde_json::Value>),
+    Items(Vec<serde_json::Map<String, serde_json::Value>>),
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOutputsRequest {
+    /// One output for each of `required_action.tool_calls`.
+    #[schema(min_items = 1, max_items = 128)]
+    outputs: Vec<ToolOutput>,
+    /// Answer with the run's further events as server-sent events.
+    stream: Option<bool>,
+}
+
+/// The `data` of a `message.delta` event.
+#[derive(Serialize, ToSchema)]
+pub struct MessageDelta {
+    pub delta: String,
+}
+
+/// The `data` of an `item.created` event: an item the run generated, in the shape it
+/// will have in the session.
+#[derive(Serialize, ToSchema)]
+pub struct ItemCreated {
+    #[schema(value_type = Object)]
+    pub item: serde_json::Value,
+}
+
+/// The items of a run's input.
+fn parse_input(input: &RawValue) -> Result<Vec<Box<RawValue>>> {
+    let text = input.get().trim_start();
+    if text.starts_with('"') {
+        let message: String =
+            serde_json::from_str(text).map_err(|e| ApiError::invalid("input", e))?;
+        return Ok(vec![run_items::user_message(&message)]);
+    }
+    if text.starts_with('{') {
+        let item =
+            RawValue::from_string(text.to_owned()).map_err(|e| ApiError::invalid("input", e))?;
+        return Ok(vec![ItemBody::new("input", item)?.into_raw()]);
+    }
+    if text.starts_with('[') {
+        let items: Vec<Box<RawValue>> =
+            serde_json::from_str(text).map_err(|e| ApiError::invalid("input", e))?;
+        if items.is_empty() || items.len() > MAX_INPUT_ITEMS {
+            return Err(ApiError::invalid(
+                "input",
+                format!("must hold 1 to {MAX_INPUT_ITEMS} items"),
+            ));
+        }
+        return items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| Ok(ItemBody::new(&format!("input[{i}]"), item)?.into_raw()))
+            .collect();
+    }
+    Err(ApiError::invalid(
+        "input",
+        "must be a string, an item object or a list of items",
+    ))
+}
+
+/// The run's configuration: inline over `agent_id`'s agent over the session's agent over
+/// the server default.
+async fn resolve_config(
+    state: &AppState,
+    tenant: &str,
+    session_id: &SessionId,
+    agent_id: Option<&str>,
+    inline: Option<AgentConfig>,
+) -> Result<RunConfig> {
+    let mut config = AgentConfig {
+        model: state.default_model.clone(),
+        ..AgentConfig::default()
+    };
+    match state.store.get_session(tenant, session_id).await {
+        Ok(session) => {
+            if let Some(id) = session.agent_id {
+                let agent = find_agent(state, tenant, &id).await.map_err(|_| {
+                    ApiError::AgentNotFound(format!(
+                        "session `{}` names agent `{id}`, which does not exist",
+                        session_id.as_str()
+                    ))
+                })?;
+                config = agent.config().over(config);
+            }
+        }
+        Err(StoreError::SessionNotFound) => {}
+        Err(error) => return Err(error.into()),
+    }
+    if let Some(id) = agent_id {
+        crate::model::AgentId::parse("agent_id", id.to_owned())?;
+        config = find_agent(state, tenant, id).await?.config().over(config);
+    }
+    if let Some(inline) = inline {
+        inline.validate("agent.", &state.runs.settings().webhooks)?;
+        config = inline.over(config);
+    }
+    let model = config.model.ok_or_else(|| {
+        ApiError::invalid(
+            "agent.model",
+            "no model is configured: give the agent one or set LLM_MODEL",
+        )
+    })?;
+    Ok(RunConfig {
+        model,
+        instructions: config.instructions,
+        temperature: config.temperature,
+        max_output_tokens: config.max_output_tokens,
+        tools: config.tools.unwrap_or_default(),
+        max_turns: config.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+        max_input_tokens: config.context.and_then(|c| c.max_input_tokens),
+    })
+}
+
+/// Run the agent's next turn.
+///
+/// Waits for the run and answers 200 with it (or 202 when it outlasts `RUN_WAIT_SECS`);
+/// with `stream: true` answers its events as `text/event-stream`; with
+/// `background: true` answers 202 at once.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{session_id}/runs",
+    tag = "runs",
+    params(("session_id" = String, Path, description = "The session id; created if absent")),
+    request_body = CreateRunRequest,
+    responses(
+        (status = 200, description = "The finished run, or its events with `stream: true`", content(
+            (Run = "application/json"),
+            (RunStreamEvent = "text/event-stream"),
+        )),
+        (status = 202, description = "The queued (or still running) run", body = Run,
+         headers(("location" = String, description = "The path of the run"))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn create_run(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(session_id): SessionPath,
+    AppJson(request): AppJson<CreateRunRequest>,
+) -> Result<Response> {
+    let stream = request.stream.unwrap_or(false);
+    let background = request.background.unwrap_or(false);
+    if stream && background {
+        return Err(ApiError::invalid(
+            "stream",
+            "cannot be combined with background: true",
+        ));
+    }
+    let input = parse_input(&request.input)?;
+    let metadata = Metadata::new(request.metadata.unwrap_or_default())?;
+    let config = resolve_config(
+        &state,
+        tenant,
+        &session_id,
+        request.agent_id.as_deref(),
+        request.agent,
+    )
+    .await?;
+    let run = NewRun {
+        id: Uuid::now_v7(),
+        input,
+        config,
+        metadata,
+    };
+    let run = state
+        .store
+        .create_run(
+            tenant,
+            &session_id,
+            run,
+            request.if_busy.unwrap_or_default(),
+        )
+        .await
+        .map_err(|e| ApiError::from_store(e, session_id.as_str(), None))?;
+    state.runs.wake();
+    if background {
+        return Ok(accepted(run));
+    }
+    if stream {
+        return Ok(sse(state.runs.events(tenant, &session_id, run.id, 0)));
+    }
+    wait(&state, tenant, &session_id, run.id, 0).await
+}
+
+/// Waits for the run to finish or need the client: 200; 202 once `RUN_WAIT_SECS` pass.
+async fn wait(
+    state: &AppState,
+    tenant: &str,
+    session_id: &SessionId,
+    run_id: Uuid,
+    after: i64,
+) -> Result<Response> {
+    let waited = tokio::time::timeout(
+        state.run_wait,
+        state.runs.wait(tenant, session_id, run_id, after),
+    )
+    .await;
+    match waited {
+        Ok(run) => Ok(Json(run.map_err(|e| run_error(e, session_id, run_id))?).into_response()),
+        Err(_) => {
+            let run = state
+                .store
+                .get_run(tenant, session_id, run_id)
+                .await
+                .map_err(|e| run_error(e, session_id, run_id))?;
+            Ok(accepted(run))
+        }
+    }
+}
+
+fn accepted(run: Run) -> Response {
+    let location = format!("/v1/sessions/{}/runs/{}", run.session_id, run.id);
+    (
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(run),
+    )
+        .into_response()
+}
+
+fn run_error(
+    error: StoreError,
+    session_id: &SessionId,
+    run_id: impl std::fmt::Display,
+) -> ApiError {
+    match error {
+        StoreError::RunNotFound => ApiError::RunNotFound(format!(
+            "no run with id `{run_id}` in session `{}`",
+            session_id.as_str()
+        )),
+        other => ApiError::from_store(other, session_id.as_str(), None),
+    }
+}
+
+/// The events as server-sent events, with keep-alive comments while the run is quiet.
+fn sse(events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static) -> Response {
+    let events = events
+        .take_while(|event| {
+            if let Err(error) = event {
+                tracing::warn!(%error, "a run's event stream broke off");
+            }
+            std::future::ready(event.is_ok())
+        })
+        .filter_map(|event| std::future::ready(event.ok()))
+        .map(|event| {
+            Ok::<_, Infallible>(
+                Event::default()
+                    .event(event.event)
+                    .id(event.seq.to_string())
+                    .data(event.data.get()),
+            )
+        });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// List a session's runs, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{session_id}/runs",
+    tag = "runs",
+    params(("session_id" = String, Path, description = "The session id"), ListQuery),
+    responses(
+        (status = 200, description = "A page of runs", body = Page<Run>),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn list_runs(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(session_id): SessionPath,
+    query: ListQuery,
+) -> Result<Json<Page<Run>>> {
+    let page = state
+        .store
+        .list_runs(tenant, &session_id, &query.page(Order::Desc))
+        .await
+        .map_err(|e| query.store_error(e, Some(session_id.as_str())))?;
+    Ok(Json(page))
+}
+
+/// Get a run.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{session_id}/runs/{run_id}",
+    tag = "runs",
+    params(
+        ("session_id" = String, Path, description = "The session id"),
+        ("run_id" = String, Path, description = "The run id"),
+    ),
+    responses(
+        (status = 200, description = "The run", body = Run),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn get_run(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(session_id): SessionPath,
+    run: RunPath,
+) -> Result<Json<Run>> {
+    let found = state
+        .store
+        .get_run(tenant, &session_id, run.id)
+        .await
+        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+    Ok(Json(found))
+}
+
+/// Follow a run's events.
+///
+/// Replays the events from the start, or after the `Last-Event-ID` header, then follows
+/// them live. The stream ends after `run.completed`, `run.failed`, `run.cancelled` or
+/// `run.requires_action`.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{session_id}/runs/{run_id}/events",
+    tag = "runs",
+    params(
+        ("session_id" = String, Path, description = "The session id"),
+        ("run_id" = String, Path, description = "The run id"),
+        ("Last-Event-ID" = Option<i64>, Header, description = "Replay the events after this one"),
+    ),
+    responses(
+        (status = 200, description = "The run's events", content((RunStreamEvent = "text/event-stream"))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+async fn run_events(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(session_id): SessionPath,
+    run: RunPath,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let after = match headers.get("last-event-id") {
+        None => 0,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .filter(|seq| *seq >= 0)
+            .ok_or_else(|| ApiError::invalid("Last-Event-ID", "must be an event id (a number)"))?,
+    };
+    state
+        .store
+        .get_run(tenant, &session_id, run.id)
+        .await
+        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+    Ok(sse(state.runs.events(tenant, &session_id, run.id, after)))
+}
+
+/// Cancel a run that has not finished. Its history stays exactly as it was.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{session_id}/runs/{run_id}/cancel",
+    tag = "runs",
+    params(
+        ("session_id" = String, Path, description = "The session id"),
+        ("run_id" = String, Path, description = "The run id"),
+    ),
+    responses(
+        (status = 200, description = "The cancelled run", body = Run),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 500, response = Internal),
+    )
+)]
+async fn cancel_run(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(session_id): SessionPath,
+    run: RunPath,
+) -> Result<Json<Run>> {
+    let cancelled = state
+        .runs
+        .cancel(tenant, &session_id, run.id)
+        .await
+        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+    Ok(Json(cancelled))
+}
+
+/// Answer a `requires_action` run's client tool calls; the run goes on.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
+    tag = "runs",
+    params(
+        ("session_id" = String, Path, description = "The session id"),
+        ("run_id" = String, Path, description = "The run id"),
+    ),
+    request_body = ToolOutputsRequest,
+    responses(
+        (status = 200, description = "The run once it finishes or needs the client again, or its events with `stream: true`", content(
+            (Run = "application/json"),
+            (RunStreamEvent = "text/event-stream"),
+        )),
+        (status = 202, description = "The run, still executing after RUN_WAIT_SECS", body = Run),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 500, response = Internal),
+    )
+)]
+async fn submit_tool_outputs(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(session_id): SessionPath,
+    run: RunPath,
+    AppJson(request): AppJson<ToolOutputsRequest>,
+) -> Result<Response> {
+    if request.outputs.is_empty() {
+        return Err(ApiError::invalid(
+            "outputs",
+            "must hold at least one output",
+        ));
+    }
+    // The events of the continuation follow the ones stored so far.
+    let (events, _) = state
+        .store
+        .run_events(tenant, &session_id, run.id, 0)
+        .await
+        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+    let after = events.last().map_or(0, |e| e.seq);
+    state
+        .store
+        .submit_tool_outputs(tenant, &session_id, run.id, &request.outputs)
+        .await
+        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+    state.runs.wake();
+    if request.stream.unwrap_or(false) {
+        return Ok(sse(state.runs.events(tenant, &session_id, run.id, after)));
+    }
+    wait(&state, tenant, &session_id, run.id, after).await
+}
+
+/// One server-sent event of a run: `event:` names it, `id:` numbers it from 1 within
+/// the run, `data:` is JSON —
+/// `run.created`, `run.started`, `run.requires_action`, `run.completed`, `run.failed`
+/// and `run.cancelled` carry the [`Run`]; `message.delta` carries a [`MessageDelta`];
+/// `item.created` an [`ItemCreated`].
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum RunStreamEvent {
+    Run(Box<Run>),
+    MessageDelta(MessageDelta),
+    ItemCreated(ItemCreated),
+}

@@ -1,0 +1,327 @@
+//! Runs: one agent turn over a session, from `queued` to a final status.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::agent::Tool;
+use super::field::InvalidField;
+use super::metadata::Metadata;
+use super::session::Usage;
+
+/// `queued → running → (requires_action ⇄ running) → completed | failed | cancelled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    RequiresAction,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub const ALL: [RunStatus; 6] = [
+        Self::Queued,
+        Self::Running,
+        Self::RequiresAction,
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::RequiresAction => "requires_action",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// No further change can happen.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One turn of an agent over a session.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    pub id: Uuid,
+    pub session_id: String,
+    pub status: RunStatus,
+    pub created_at: DateTime<Utc>,
+    #[schema(required = true)]
+    pub started_at: Option<DateTime<Utc>>,
+    #[schema(required = true)]
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The model the run calls.
+    pub model: String,
+    /// The items the run was given; appended to the session when it completes.
+    #[schema(value_type = Vec<Object>)]
+    pub input: Vec<Box<RawValue>>,
+    /// The items the run generated so far: function calls, their outputs, the
+    /// assistant's message.
+    #[schema(value_type = Vec<Object>)]
+    pub output: Vec<Box<RawValue>>,
+    /// Set while the run waits for the client's tool outputs.
+    #[schema(required = true)]
+    pub required_action: Option<RequiredAction>,
+    pub usage: Usage,
+    #[schema(required = true)]
+    pub error: Option<RunError>,
+    pub metadata: Metadata,
+}
+
+/// The client tools the model called; answer them with `tool_outputs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequiredAction {
+    pub tool_calls: Vec<RequiredToolCall>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequiredToolCall {
+    pub call_id: String,
+    pub name: String,
+    /// The JSON text the model produced, unparsed.
+    pub arguments: String,
+}
+
+/// Why a run failed, with a stable `code` (`llm_rate_limited`, `max_turns_exceeded`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunError {
+    pub code: String,
+    pub message: String,
+}
+
+impl RunError {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The configuration a run executes with, resolved from its layers when it was created,
+/// so later changes to an agent never alter a queued run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub model: String,
+    pub instructions: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+    pub tools: Vec<Tool>,
+    pub max_turns: u32,
+    pub max_input_tokens: Option<u64>,
+}
+
+/// A run with what the worker needs to carry it on: its configuration and how many LLM
+/// calls it has made. Stored as one document; status and lease live in columns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run: Run,
+    pub config: RunConfig,
+    pub turns: u32,
+}
+
+impl RunRecord {
+    /// Moves the run to `status`, which is final or `requires_action`, and returns the
+    /// event that announces it, numbered after `last_event_seq`.
+    pub fn end(
+        &mut self,
+        status: RunStatus,
+        error: Option<RunError>,
+        last_event_seq: i64,
+        now: DateTime<Utc>,
+    ) -> RunEvent {
+        self.run.status = status;
+        if status.is_final() {
+            self.run.finished_at = Some(now);
+            self.run.required_action = None;
+        }
+        self.run.error = error;
+        RunEvent::for_status(last_event_seq + 1, &self.run)
+    }
+}
+
+/// One event of a run's stream. `seq` is the SSE `id`: consecutive from 1 within a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunEvent {
+    pub seq: i64,
+    pub event: String,
+    pub data: Box<RawValue>,
+}
+
+impl RunEvent {
+    pub const CREATED: &'static str = "run.created";
+    pub const STARTED: &'static str = "run.started";
+    pub const MESSAGE_DELTA: &'static str = "message.delta";
+    pub const ITEM_CREATED: &'static str = "item.created";
+    pub const REQUIRES_ACTION: &'static str = "run.requires_action";
+    pub const COMPLETED: &'static str = "run.completed";
+    pub const FAILED: &'static str = "run.failed";
+    pub const CANCELLED: &'static str = "run.cancelled";
+
+    pub fn new(seq: i64, event: &str, data: &impl Serialize) -> Self {
+        let text = serde_json::to_string(data).expect("event data serializes");
+        Self {
+            seq,
+            event: event.to_owned(),
+            data: RawValue::from_string(text).expect("serialized JSON is valid"),
+        }
+    }
+
+    /// The event that carries the run in `status`.
+    pub fn for_status(seq: i64, run: &Run) -> Self {
+        let name = match run.status {
+            RunStatus::Queued => Self::CREATED,
+            RunStatus::Running => Self::STARTED,
+            RunStatus::RequiresAction => Self::REQUIRES_ACTION,
+            RunStatus::Completed => Self::COMPLETED,
+            RunStatus::Failed => Self::FAILED,
+            RunStatus::Cancelled => Self::CANCELLED,
+        };
+        Self::new(seq, name, run)
+    }
+
+    /// After this event nothing follows until the client acts, or ever.
+    pub fn ends_stream(&self) -> bool {
+        matches!(
+            self.event.as_str(),
+            Self::REQUIRES_ACTION | Self::COMPLETED | Self::FAILED | Self::CANCELLED
+        )
+    }
+}
+
+/// What a new run needs; the store gives it its status and timestamps.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: Uuid,
+    pub input: Vec<Box<RawValue>>,
+    pub config: RunConfig,
+    pub metadata: Metadata,
+}
+
+/// What to do when the session has an active run already.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IfBusy {
+    /// 409 `session_busy`.
+    #[default]
+    Reject,
+    /// Queue behind the active run; runs of a session execute in creation order.
+    Enqueue,
+}
+
+/// A client tool's answer to one of the run's `required_action.tool_calls`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOutput {
+    pub call_id: String,
+    /// What the tool returned, as text the model reads.
+    pub output: String,
+}
+
+impl RequiredAction {
+    /// The `function_call_output` items that answer the calls, in the order of the calls.
+    /// Every call needs exactly one output, and no output may name another call.
+    pub fn answer(&self, outputs: &[ToolOutput]) -> Result<Vec<Box<RawValue>>, InvalidField> {
+        for (i, output) in outputs.iter().enumerate() {
+            let field = format!("outputs[{i}].call_id");
+            if !self.tool_calls.iter().any(|c| c.call_id == output.call_id) {
+                return Err(InvalidField::new(
+                    field,
+                    format!("the run is not waiting for call `{}`", output.call_id),
+                ));
+            }
+            if outputs[..i].iter().any(|o| o.call_id == output.call_id) {
+                return Err(InvalidField::new(
+                    field,
+                    format!("call `{}` is answered twice", output.call_id),
+                ));
+            }
+        }
+        self.tool_calls
+            .iter()
+            .map(|call| {
+                outputs
+                    .iter()
+                    .find(|o| o.call_id == call.call_id)
+                    .map(|o| items::function_call_output(&call.call_id, &o.output))
+                    .ok_or_else(|| {
+                        InvalidField::new(
+                            "outputs",
+                            format!("no output for call `{}`", call.call_id),
+                        )
+                    })
+            })
+            .collect()
+    }
+}
+
+/// The shapes of the items a run generates: the OpenAI Responses items that agent SDKs
+/// read back from a session.
+pub mod items {
+    use serde_json::value::RawValue;
+
+    /// Keys are written in the order the Responses API uses, which a map would sort.
+    fn raw(text: String) -> Box<RawValue> {
+        RawValue::from_string(text).expect("the shapes below are valid JSON")
+    }
+
+    fn string(text: &str) -> String {
+        serde_json::to_string(text).expect("a string serializes")
+    }
+
+    pub fn assistant_message(text: &str) -> Box<RawValue> {
+        raw(format!(
+            r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":{},"annotations":[]}}]}}"#,
+            string(text)
+        ))
+    }
+
+    pub fn function_call(call_id: &str, name: &str, arguments: &str) -> Box<RawValue> {
+        raw(format!(
+            r#"{{"type":"function_call","call_id":{},"name":{},"arguments":{}}}"#,
+            string(call_id),
+            string(name),
+            string(arguments)
+        ))
+    }
+
+    pub fn function_call_output(call_id: &str, output: &str) -> Box<RawValue> {
+        raw(format!(
+            r#"{{"type":"function_call_output","call_id":{},"output":{}}}"#,
+            string(call_id),
+            string(output)
+        ))
+    }
+
+    /// A string input of a run, as the user message it stands for.
+    pub fn user_message(text: &str) -> Box<RawValue> {
+        raw(format!(r#"{{"role":"user","content":{}}}"#, string(text)))
+    }
+}

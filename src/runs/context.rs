@@ -1,0 +1,406 @@
+//! Turns stored session items (OpenAI *Responses* item shapes) into the Chat Completions
+//! messages of one LLM call, within a token budget.
+//!
+//! | item | message |
+//! |---|---|
+//! | `{"role": "user"\|"system"\|"developer"\|"assistant", "content": "…"}`, `type` absent or `"message"` | same role, the string as content; `developer` becomes `system`, since many OpenAI-compatible servers reject `developer` |
+//! | the same with `"content": [parts]` | the `text` of `input_text`, `output_text` and `text` parts (and, for the assistant, the `refusal` of `refusal` parts) joined with `"\n"`, so separate parts never run into one word; other parts (images, files…) are dropped |
+//! | `{"type": "function_call", "call_id", "name", "arguments"}` | an assistant message with `tool_calls`; consecutive calls (once skipped items are left out) share one message, as parallel calls do |
+//! | `{"type": "function_call_output", "call_id", "output"}` | a `tool` message answering `call_id`: a string `output` as is, an array of content parts as their texts joined with `"\n"`, anything else as its compact JSON |
+//! | anything else: reasoning, unknown types or roles, missing or ill-typed fields, messages with no text | nothing: a stored item must never make a run fail |
+//!
+//! Servers reject a tool call without its answer and an answer without its call, so each
+//! output is paired with the latest unanswered earlier call of the same `call_id`, across
+//! history and current alike, and unpaired calls and outputs are left out of the input.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::llm::{Message, Role, ToolCall};
+
+/// Why the context cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the instructions and this run's input need about {needed} tokens, over the budget of {budget}"
+)]
+pub struct ContextTooLong {
+    pub needed: u64,
+    pub budget: u64,
+}
+
+/// Builds the messages for one LLM call: the instructions first (as a system message, when
+/// given and non-empty), then the history that fits the budget, then `current` (this run's
+/// input and everything it generated so far), which is always kept whole.
+///
+/// History is dropped oldest first, in units that are never split: a tool-calls message goes
+/// with the messages answering it and everything between them, so trimming cannot orphan a
+/// call. A unit reaching into `current` counts as current. `needed` in the error counts the
+/// instructions and every current unit.
+pub fn build_messages(
+    instructions: Option<&str>,
+    history: &[Value],
+    current: &[Value],
+    max_input_tokens: Option<u64>,
+) -> Result<Vec<Message>, ContextTooLong> {
+    let items: Vec<(bool, Parsed)> = (history.iter().map(|v| (false, v)))
+        .chain(current.iter().map(|v| (true, v)))
+        .filter_map(|(is_current, v)| parse(v).map(|p| (is_current, p)))
+        .collect();
+
+    // partner[i]: the index in `items` of the call an output answers, or of a call's output.
+    let mut partner = vec![None; items.len()];
+    let mut pending: HashMap<&str, usize> = HashMap::new();
+    for (i, (_, item)) in items.iter().enumerate() {
+        match item {
+            Parsed::Call(call) => _ = pending.insert(&call.call_id, i),
+            Parsed::Output(call_id, _) => {
+                if let Some(call) = pending.remove(call_id.as_str()) {
+                    (partner[call], partner[i]) = (Some(i), Some(call));
+                }
+            }
+            Parsed::Msg(_) => {}
+        }
+    }
+
+    // Translated messages with whether they hold a current item; msg_of maps items to them.
+    let mut msgs: Vec<(Message, bool)> = Vec::new();
+    let mut msg_of = vec![usize::MAX; items.len()];
+    let mut open_calls = false;
+    for (i, (is_current, item)) in items.iter().enumerate() {
+        let is_call = matches!(item, Parsed::Call(_));
+        if matches!(item, Parsed::Call(_) | Parsed::Output(..)) && partner[i].is_none() {
+            continue;
+        }
+        match item {
+            Parsed::Call(call) if open_calls => {
+                let (last, cur) = msgs.last_mut().expect("an open call group");
+                last.tool_calls.push(call.clone().into());
+                *cur |= is_current;
+            }
+            Parsed::Call(call) => msgs.push((Message::tool_calls(vec![call.clone()]), *is_current)),
+            Parsed::Output(id, out) => msgs.push((Message::tool_output(id, out), *is_current)),
+            Parsed::Msg(m) => msgs.push((m.clone(), *is_current)),
+        }
+        msg_of[i] = msgs.len() - 1;
+        open_calls = is_call;
+    }
+
+    // reach[m]: the last message a unit starting at m must extend to.
+    let mut reach: Vec<usize> = (0..msgs.len()).collect();
+    for (i, p) in partner.iter().enumerate() {
+        if let (Parsed::Call(_), Some(p)) = (&items[i].1, p) {
+            reach[msg_of[i]] = reach[msg_of[i]].max(msg_of[*p]);
+        }
+    }
+    // Units as (first message, cost, holds a current message), in order: a message starts
+    // a unit unless an earlier one reaches it.
+    let mut units: Vec<(usize, u64, bool)> = Vec::new();
+    let mut end = 0;
+    for (m, (message, is_current)) in msgs.iter().enumerate() {
+        if units.is_empty() || m > end {
+            units.push((m, 0, false));
+        }
+        end = end.max(reach[m]);
+        let unit = units.last_mut().expect("pushed above");
+        (unit.1, unit.2) = (unit.1 + estimate_tokens(message), unit.2 || *is_current);
+    }
+
+    let system = instructions
+        .filter(|s| !s.is_empty())
+        .map(|s| Message::text(Role::System, s));
+    let first_kept = match max_input_tokens {
+        None => 0,
+        Some(budget) => {
+            // Every unit after a current one is current too: messages keep item order.
+            let split = units.iter().position(|u| u.2).unwrap_or(units.len());
+            let mut total: u64 = system.iter().map(estimate_tokens).sum::<u64>()
+                + units[split..].iter().map(|u| u.1).sum::<u64>();
+            if total > budget {
+                return Err(ContextTooLong {
+                    needed: total,
+                    budget,
+                });
+            }
+            let mut first = split;
+            while first > 0 && total + units[first - 1].1 <= budget {
+                total += units[first - 1].1;
+                first -= 1;
+            }
+            units.get(first).map_or(msgs.len(), |u| u.0)
+        }
+    };
+    Ok(system
+        .into_iter()
+        .chain(msgs.into_iter().skip(first_kept).map(|(m, _)| m))
+        .collect())
+}
+
+/// A conservative estimate of the tokens one message costs: 4 tokens of per-message framing,
+/// one token per 3 bytes of content, and per tool call 4 tokens plus one per 3 bytes of its
+/// id, name and arguments (likewise for a tool message's `tool_call_id`).
+///
+/// BPE tokenizers average about 4 characters per token on English text, so 3 bytes per token
+/// overestimates ASCII and stays close for CJK (3 bytes and about one token per character).
+/// Overestimating only drops a little more history; underestimating fails the call.
+pub fn estimate_tokens(message: &Message) -> u64 {
+    const FRAMING: u64 = 4;
+    let per_bytes = |n: usize| (n as u64).div_ceil(3);
+    let content = message.content.as_deref().map_or(0, str::len);
+    let id = message.tool_call_id.as_deref().map_or(0, str::len);
+    let calls: u64 = (message.tool_calls.iter())
+        .map(|c| {
+            FRAMING + per_bytes(c.id.len() + c.function.name.len() + c.function.arguments.len())
+        })
+        .sum();
+    FRAMING + per_bytes(content) + per_bytes(id) + calls
+}
+
+/// An item worth sending, before pairing.
+enum Parsed {
+    Msg(Message),
+    Call(ToolCall),
+    Output(String, String),
+}
+
+fn parse(item: &Value) -> Option<Parsed> {
+    let str_field = |k: &str| item.get(k).and_then(Value::as_str);
+    match str_field("type") {
+        None | Some("message") => {
+            let role = match str_field("role")? {
+                "user" => Role::User,
+                "system" | "developer" => Role::System,
+                "assistant" => Role::Assistant,
+                _ => return None,
+            };
+            let text = match item.get("content")? {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts_text(parts, role == Role::Assistant),
+                _ => return None,
+            };
+            (!text.is_empty()).then(|| Parsed::Msg(Message::text(role, text)))
+        }
+        Some("function_call") => Some(Parsed::Call(ToolCall {
+            call_id: str_field("call_id").filter(|s| !s.is_empty())?.to_owned(),
+            name: str_field("name")?.to_owned(),
+            arguments: str_field("arguments")?.to_owned(),
+        })),
+        Some("function_call_output") => {
+            let call_id = str_field("call_id").filter(|s| !s.is_empty())?.to_owned();
+            let output = match item.get("output")? {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) if parts.iter().all(is_part) => parts_text(parts, false),
+                other => other.to_string(),
+            };
+            Some(Parsed::Output(call_id, output))
+        }
+        Some(_) => None,
+    }
+}
+
+fn is_part(part: &Value) -> bool {
+    part.get("type").is_some_and(Value::is_string)
+}
+
+/// The texts of the text parts (and, when asked, refusals), joined with newlines.
+fn parts_text(parts: &[Value], with_refusals: bool) -> String {
+    let texts: Vec<&str> = (parts.iter())
+        .filter_map(|p| match p.get("type").and_then(Value::as_str)? {
+            "input_text" | "output_text" | "text" => p.get("text")?.as_str(),
+            "refusal" if with_refusals => p.get("refusal")?.as_str(),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn msg(role: &str, text: &str) -> Value {
+        json!({"type": "message", "role": role, "content": text})
+    }
+    fn call(id: &str) -> Value {
+        json!({"type": "function_call", "call_id": id, "name": "f", "arguments": "{}"})
+    }
+    fn out(id: &str, output: Value) -> Value {
+        json!({"type": "function_call_output", "call_id": id, "output": output})
+    }
+    fn build(history: &[Value], current: &[Value]) -> Vec<Message> {
+        build_messages(None, history, current, None).unwrap()
+    }
+    fn call_ids(m: &Message) -> Vec<&str> {
+        m.tool_calls.iter().map(|c| c.id.as_str()).collect()
+    }
+    fn user(text: &str) -> Message {
+        Message::text(Role::User, text)
+    }
+    /// The first character of each message: the tests' messages are numbered.
+    fn firsts(msgs: &[Message]) -> String {
+        msgs.iter()
+            .filter_map(|m| m.content.as_deref()?.chars().next())
+            .collect()
+    }
+
+    #[test]
+    fn messages_with_string_and_parts_content() {
+        let parts = json!({"role": "user", "content": [
+            {"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": "x"},
+            {"type": "text", "text": "b"}]});
+        let refused = json!({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "c"}, {"type": "refusal", "refusal": "no"}]});
+        let msgs = build(
+            &[msg("user", "hi"), parts, refused, msg("developer", "d")],
+            &[],
+        );
+        assert_eq!(msgs[0], user("hi"));
+        assert_eq!(msgs[1], user("a\nb"));
+        assert_eq!(msgs[2], Message::text(Role::Assistant, "c\nno"));
+        assert_eq!(msgs[3], Message::text(Role::System, "d"));
+        assert_eq!(msgs.len(), 4);
+    }
+
+    #[test]
+    fn calls_and_outputs() {
+        let parts = json!([{"type": "output_text", "text": "x"}, {"type": "text", "text": "y"}]);
+        let (a, b) = (out("a", json!("ok")), out("b", parts));
+        let msgs = build(
+            &[
+                call("a"),
+                call("b"),
+                a,
+                b,
+                call("c"),
+                out("c", json!({"n": 1})),
+            ],
+            &[],
+        );
+        assert_eq!(msgs.len(), 5);
+        assert_eq!(
+            (msgs[0].role, call_ids(&msgs[0])),
+            (Role::Assistant, vec!["a", "b"])
+        );
+        assert_eq!(msgs[0].tool_calls[0].function.name, "f");
+        assert_eq!(msgs[1], Message::tool_output("a", "ok"));
+        assert_eq!(msgs[2], Message::tool_output("b", "x\ny"));
+        assert_eq!(call_ids(&msgs[3]), vec!["c"]);
+        assert_eq!(msgs[4], Message::tool_output("c", r#"{"n":1}"#));
+    }
+
+    #[test]
+    fn orphans_are_left_out() {
+        // An output before its call answers nothing, and the call then has no answer.
+        let msgs = build(&[out("x", json!("s")), msg("user", "u"), call("x")], &[]);
+        assert_eq!(msgs, vec![user("u")]);
+        let msgs = build(&[call("y"), msg("user", "u")], &[out("z", json!("s"))]);
+        assert_eq!(msgs, vec![user("u")]);
+    }
+
+    #[test]
+    fn call_in_history_answered_in_current_is_kept() {
+        let msgs = build(&[call("a")], &[out("a", json!("r"))]);
+        assert_eq!(call_ids(&msgs[0]), vec!["a"]);
+        assert_eq!(msgs[1], Message::tool_output("a", "r"));
+    }
+
+    #[test]
+    fn unknown_and_malformed_items_are_skipped() {
+        let reasoning = json!({"type": "reasoning", "summary": []});
+        let junk = [
+            reasoning.clone(),
+            json!({"type": "custom", "role": "user", "content": "x"}),
+            json!({"role": "critic", "content": "x"}),
+            json!({"role": "user", "content": 3}),
+            json!({"role": "user"}),
+            json!({"role": "user", "content": [{"type": "input_image"}]}),
+            json!({"type": "function_call", "call_id": "a", "name": "f", "arguments": {}}),
+            json!({"type": "function_call_output", "call_id": 7, "output": "x"}),
+            json!("text"),
+        ];
+        assert_eq!(build(&junk, &[]), vec![]);
+        // A skipped item between two calls does not split them.
+        let (a, b) = (out("a", json!("")), out("b", json!("")));
+        assert_eq!(
+            build(&[call("a"), reasoning, call("b"), a, b], &[]).len(),
+            3
+        );
+    }
+
+    #[test]
+    fn instructions_come_first_when_non_empty() {
+        let (history, current) = ([msg("user", "h")], [msg("user", "c")]);
+        let msgs = build_messages(Some("be brief"), &history, &current, None).unwrap();
+        assert_eq!(msgs[0], Message::text(Role::System, "be brief"));
+        assert_eq!(firsts(&msgs), "bhc");
+        for none in [None, Some("")] {
+            let msgs = build_messages(none, &[], &current, None).unwrap();
+            assert_eq!(msgs, vec![user("c")]);
+        }
+    }
+
+    /// Ten messages of 4 + 10 = 14 tokens each, numbered.
+    fn ten() -> Vec<Value> {
+        (0..10)
+            .map(|i| msg("user", &format!("{i}{}", "x".repeat(29))))
+            .collect()
+    }
+
+    #[test]
+    fn budget_drops_the_oldest_history_first() {
+        let (history, current) = (ten(), &ten()[..1]);
+        let all = build_messages(None, &history, current, None).unwrap();
+        assert_eq!(firsts(&all), "01234567890");
+        let msgs = build_messages(None, &history, current, Some(14 * 4 + 13)).unwrap();
+        assert_eq!(firsts(&msgs), "7890");
+        // History dropped entirely, current kept.
+        let msgs = build_messages(Some("i"), &history, &history[..2], Some(40)).unwrap();
+        assert_eq!(firsts(&msgs), "i01");
+    }
+
+    #[test]
+    fn truncation_never_separates_a_call_from_its_output() {
+        // The output of `a` sits after a message: per-message trimming could keep it alone.
+        let (call, between) = (call("a"), msg("user", "2between"));
+        let history = [
+            msg("user", "1old"),
+            call,
+            between,
+            out("a", json!("4")),
+            msg("user", "5"),
+        ];
+        let mut kept = Vec::new();
+        for budget in 0..=build(&history, &[]).iter().map(estimate_tokens).sum() {
+            let msgs = build_messages(None, &history, &[], Some(budget)).unwrap();
+            let calls = msgs.iter().position(|m| !m.tool_calls.is_empty());
+            let outs = msgs.iter().position(|m| m.role == Role::Tool);
+            assert!(
+                calls.is_some() == outs.is_some() && calls <= outs,
+                "{msgs:?}"
+            );
+            kept.push(firsts(&msgs));
+        }
+        kept.dedup();
+        assert_eq!(kept, ["", "5", "245", "1245"]);
+    }
+
+    #[test]
+    fn context_too_long_when_current_alone_exceeds() {
+        let err = build_messages(Some("abc"), &[], &ten(), Some(100)).unwrap_err();
+        assert_eq!((err.needed, err.budget), (5 + 140, 100));
+        assert!(build_messages(Some("abc"), &[], &ten(), Some(145)).is_ok());
+    }
+
+    #[test]
+    fn estimate_grows_with_text() {
+        let cost = |n: usize| estimate_tokens(&user(&"é".repeat(n)));
+        assert!((0..50).all(|n| cost(n) <= cost(n + 1)));
+        assert!(cost(30) > cost(0) + 15);
+        let args =
+            |a: &str| json!({"type": "function_call", "call_id": "c", "name": "f", "arguments": a});
+        let calls = |a: &str| estimate_tokens(&build(&[args(a), out("c", json!(""))], &[])[0]);
+        assert!(calls(&"x".repeat(30)) > calls(""));
+    }
+}

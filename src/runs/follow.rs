@@ -1,0 +1,107 @@
+//! Following a run's events: replayed from the database, then live from the hub of this
+//! process or, for a run another replica executes, by polling the database.
+
+use std::sync::Arc;
+
+use futures::Stream;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::Engine;
+use crate::model::{RunEvent, RunStatus, SessionId};
+use crate::store::StoreError;
+
+/// The stream of a run's events after `after`, ending after the event that ends the
+/// stream: a final status, or `run.requires_action` while the run still waits.
+pub(crate) fn follow(
+    engine: Arc<Engine>,
+    tenant: String,
+    session_id: SessionId,
+    run_id: Uuid,
+    after: i64,
+) -> impl Stream<Item = Result<RunEvent, StoreError>> {
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let result = pump(&engine, &tenant, &session_id, run_id, after, &tx).await;
+        if let Err(error) = result {
+            let _ = tx.send(Err(error)).await;
+        }
+    });
+    tokio_stream(rx)
+}
+
+fn tokio_stream<T>(mut rx: mpsc::Receiver<T>) -> impl Stream<Item = T> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// Why the pump stops early: the follower went away.
+struct Gone;
+
+async fn pump(
+    engine: &Engine,
+    tenant: &str,
+    session_id: &SessionId,
+    run_id: Uuid,
+    mut cursor: i64,
+    tx: &mpsc::Sender<Result<RunEvent, StoreError>>,
+) -> Result<(), StoreError> {
+    let send = |event: RunEvent| async move { tx.send(Ok(event)).await.map_err(|_| Gone) };
+    loop {
+        let mut starts = engine.hub.starts();
+        starts.borrow_and_update();
+        if let Some(live) = engine.hub.get(run_id) {
+            if cursor < live.first_seq - 1 {
+                let (events, _) = engine
+                    .store
+                    .run_events(tenant, session_id, run_id, cursor)
+                    .await?;
+                for event in events.into_iter().filter(|e| e.seq < live.first_seq) {
+                    cursor = event.seq;
+                    if send(event).await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+            let mut changes = live.changes();
+            loop {
+                changes.borrow_and_update();
+                let (events, closed) = live.after(cursor);
+                for event in events {
+                    cursor = event.seq;
+                    let ends = event.ends_stream();
+                    if send(event).await.is_err() || ends {
+                        return Ok(());
+                    }
+                }
+                if closed {
+                    break;
+                }
+                if changes.changed().await.is_err() {
+                    break;
+                }
+            }
+            // The execution ended without a final event here (its lease was lost, say):
+            // the database knows how the run went on.
+            continue;
+        }
+        let (events, status) = engine
+            .store
+            .run_events(tenant, session_id, run_id, cursor)
+            .await?;
+        for event in events {
+            cursor = event.seq;
+            if send(event).await.is_err() {
+                return Ok(());
+            }
+        }
+        // A final or waiting status was committed with the event announcing it, and the
+        // status was read first: that event has been sent.
+        if status.is_final() || status == RunStatus::RequiresAction {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = starts.changed() => {}
+            _ = tokio::time::sleep(engine.settings.poll_interval) => {}
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Runs executing in this process, so that their followers see each event the moment
+//! it happens rather than when it reaches the database.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::model::RunEvent;
+
+#[derive(Default)]
+pub(crate) struct Hub {
+    live: Mutex<HashMap<Uuid, Arc<LiveRun>>>,
+    /// Bumped whenever a run starts here, to wake followers waiting for it.
+    started: watch::Sender<u64>,
+}
+
+impl Hub {
+    pub(crate) fn register(&self, run_id: Uuid, first_seq: i64) -> Arc<LiveRun> {
+        let live = Arc::new(LiveRun {
+            first_seq,
+            events: Mutex::new((Vec::new(), false)),
+            changed: watch::Sender::new(0),
+            cancel: CancellationToken::new(),
+        });
+        lock(&self.live).insert(run_id, live.clone());
+        self.started.send_modify(|n| *n += 1);
+        live
+    }
+
+    pub(crate) fn remove(&self, run_id: Uuid) {
+        lock(&self.live).remove(&run_id);
+    }
+
+    pub(crate) fn get(&self, run_id: Uuid) -> Option<Arc<LiveRun>> {
+        lock(&self.live).get(&run_id).cloned()
+    }
+
+    pub(crate) fn starts(&self) -> watch::Receiver<u64> {
+        self.started.subscribe()
+    }
+}
+
+/// One executing run: its events since the claim, and a way to cancel it.
+pub(crate) struct LiveRun {
+    /// The seq of the first event of this execution; earlier ones are in the database.
+    pub first_seq: i64,
+    /// The events, and whether the execution is over.
+    events: Mutex<(Vec<RunEvent>, bool)>,
+    changed: watch::Sender<usize>,
+    pub cancel: CancellationToken,
+}
+
+impl LiveRun {
+    pub(crate) fn publish(&self, event: RunEvent) {
+        lock(&self.events).0.push(event);
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// No more events will come from this execution.
+    pub(crate) fn close(&self) {
+        lock(&self.events).1 = true;
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Events after `seq`, and whether the execution is over.
+    pub(crate) fn after(&self, seq: i64) -> (Vec<RunEvent>, bool) {
+        let guard = lock(&self.events);
+        let fresh = guard.0.iter().filter(|e| e.seq > seq).cloned().collect();
+        (fresh, guard.1)
+    }
+
+    pub(crate) fn changes(&self) -> watch::Receiver<usize> {
+        self.changed.subscribe()
+    }
+}
+
+/// The maps are never left half-updated, so a poisoned lock is still consistent.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,188 @@
+//! The run engine: workers claim queued runs from the store, call the LLM, run webhook
+//! tools and commit each finished turn atomically; followers stream the runs' events.
+
+pub mod context;
+mod follow;
+mod hub;
+mod tools;
+mod turn;
+mod worker;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::llm::LlmClient;
+use crate::model::{Run, RunEvent, SessionId, WebhookPolicy};
+use crate::store::{SessionStore, StoreError};
+use hub::Hub;
+
+/// How the engine executes runs.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// Worker tasks of this process; 0 runs none (another replica executes the runs).
+    pub workers: usize,
+    /// How long a claim holds without renewal; a dead worker's runs are retried after it.
+    pub lease: Duration,
+    /// Claims of one run before a lapsed lease fails it with `worker_lost`.
+    pub max_attempts: u32,
+    /// How often idle workers and followers look for work another replica made.
+    pub poll_interval: Duration,
+    /// How often a running run's events are written to the database.
+    pub flush_interval: Duration,
+    pub webhooks: WebhookPolicy,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        Self {
+            workers: 4,
+            lease: Duration::from_secs(30),
+            max_attempts: 3,
+            poll_interval: Duration::from_millis(500),
+            flush_interval: Duration::from_millis(200),
+            webhooks: WebhookPolicy::default(),
+        }
+    }
+}
+
+pub(crate) struct Engine {
+    store: Arc<dyn SessionStore>,
+    llm: Arc<dyn LlmClient>,
+    settings: RunSettings,
+    hub: Hub,
+    /// Wakes an idle worker when a run becomes claimable.
+    work: Notify,
+    webhook_client: reqwest::Client,
+}
+
+/// The handle the API and the application hold. Cheap to clone.
+#[derive(Clone)]
+pub struct Runs {
+    engine: Arc<Engine>,
+}
+
+impl Runs {
+    pub fn new(
+        store: Arc<dyn SessionStore>,
+        llm: Arc<dyn LlmClient>,
+        settings: RunSettings,
+    ) -> Self {
+        let webhook_client = reqwest::Client::builder()
+            // A redirect could lead past the allow-list.
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .expect("the TLS backend initialises");
+        Self {
+            engine: Arc::new(Engine {
+                store,
+                llm,
+                settings,
+                hub: Hub::default(),
+                work: Notify::new(),
+                webhook_client,
+            }),
+        }
+    }
+
+    pub fn settings(&self) -> &RunSettings {
+        &self.engine.settings
+    }
+
+    /// Tells the workers a run may be claimable.
+    pub fn wake(&self) {
+        self.engine.work.notify_one();
+    }
+
+    /// Starts the workers and the recovery of lapsed leases; they stop when `shutdown`
+    /// is cancelled, each after the run in hand.
+    pub fn start(&self, shutdown: CancellationToken) -> JoinSet<()> {
+        let mut tasks = JoinSet::new();
+        for _ in 0..self.engine.settings.workers {
+            tasks.spawn(worker::work(self.engine.clone(), shutdown.clone()));
+        }
+        tasks.spawn(worker::recover(self.engine.clone(), shutdown));
+        tasks
+    }
+
+    /// Executes claimable runs until none is left; returns how many. Lets tests drain
+    /// the queue deterministically.
+    pub async fn run_pending(&self) -> Result<usize, StoreError> {
+        let mut done = 0;
+        while worker::claim_and_execute(&self.engine, Uuid::now_v7()).await? {
+            done += 1;
+        }
+        Ok(done)
+    }
+
+    /// Re-queues or fails runs whose lease lapsed; returns (re-queued, failed).
+    pub async fn recover_expired(&self) -> Result<(u64, u64), StoreError> {
+        self.engine
+            .store
+            .recover_expired_runs(self.engine.settings.max_attempts)
+            .await
+    }
+
+    /// The run's events after `after`, live while it executes; the stream ends after a
+    /// final event or `run.requires_action`.
+    pub fn events(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        after: i64,
+    ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
+        follow::follow(
+            self.engine.clone(),
+            tenant.to_owned(),
+            session_id.clone(),
+            run_id,
+            after,
+        )
+    }
+
+    /// Waits until the run finishes or needs the client, and returns it.
+    pub async fn wait(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        after: i64,
+    ) -> Result<Run, StoreError> {
+        let mut events = std::pin::pin!(self.events(tenant, session_id, run_id, after));
+        while let Some(event) = events.next().await {
+            event?;
+        }
+        self.engine.store.get_run(tenant, session_id, run_id).await
+    }
+
+    /// Cancels the run: a worker of this process drops its LLM call and records the
+    /// cancellation itself; otherwise the store does, and a worker elsewhere loses its
+    /// lease.
+    pub async fn cancel(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+    ) -> Result<Run, StoreError> {
+        if let Some(live) = self.engine.hub.get(run_id) {
+            live.cancel.cancel();
+            let run = self
+                .wait(tenant, session_id, run_id, live.first_seq - 1)
+                .await?;
+            if run.status.is_final() {
+                return Ok(run);
+            }
+        }
+        self.engine
+            .store
+            .cancel_run(tenant, session_id, run_id)
+            .await
+    }
+}

@@ -1,0 +1,262 @@
+//! One execution of a claimed run: the loop of DESIGN.md from the stored history to a
+//! final status or a pause for the client's tool outputs.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::context::build_messages;
+use super::hub::LiveRun;
+use super::tools::call_webhook;
+use super::Engine;
+use crate::llm::{ChatRequest, ToolCall, ToolSpec};
+use crate::model::{
+    run_items, Order, PageRequest, RequiredAction, RequiredToolCall, RunError, RunEvent, RunRecord,
+    RunStatus, SessionId,
+};
+use crate::store::{Claim, StoreError};
+
+/// How an execution ends.
+pub(super) enum Outcome {
+    Completed,
+    Failed(RunError),
+    RequiresAction(RequiredAction),
+}
+
+/// The run being executed, with the events it produced that are not stored yet.
+pub(super) struct Execution {
+    pub record: RunRecord,
+    pub seq: i64,
+    pub live: Arc<LiveRun>,
+    pub unsaved: Arc<std::sync::Mutex<Vec<RunEvent>>>,
+}
+
+impl Execution {
+    pub(super) fn emit(&mut self, event: &str, data: &impl serde::Serialize) {
+        self.seq += 1;
+        let event = RunEvent::new(self.seq, event, data);
+        self.unsaved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(event.clone());
+        self.live.publish(event);
+    }
+
+    fn push_item(&mut self, item: Box<RawValue>) {
+        self.emit(
+            RunEvent::ITEM_CREATED,
+            &serde_json::json!({ "item": &item }),
+        );
+        self.record.run.output.push(item);
+    }
+}
+
+/// Runs turns until the run completes, fails or waits for the client.
+pub(super) async fn drive(
+    engine: &Engine,
+    claim: &Claim,
+    exec: &mut Execution,
+) -> Result<Outcome, StoreError> {
+    let config = exec.record.config.clone();
+    let session_id = SessionId::parse("session_id", exec.record.run.session_id.clone())?;
+    let history = load_history(engine, &claim.tenant, &session_id, config.max_input_tokens).await?;
+    let tools: Vec<ToolSpec> = config
+        .tools
+        .iter()
+        .map(|tool| ToolSpec {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            parameters: tool.parameters.clone(),
+        })
+        .collect();
+    loop {
+        if exec.record.turns >= config.max_turns {
+            return Ok(Outcome::Failed(RunError::new(
+                "max_turns_exceeded",
+                format!(
+                    "the run made {} LLM calls without finishing",
+                    config.max_turns
+                ),
+            )));
+        }
+        let current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
+        let messages = match build_messages(
+            config.instructions.as_deref(),
+            &history,
+            &current,
+            config.max_input_tokens,
+        ) {
+            Ok(messages) => messages,
+            Err(error) => {
+                return Ok(Outcome::Failed(RunError::new(
+                    "context_too_long",
+                    error.to_string(),
+                )))
+            }
+        };
+        let request = ChatRequest {
+            model: config.model.clone(),
+            messages,
+            tools: tools.clone(),
+            temperature: config.temperature,
+            max_output_tokens: config.max_output_tokens,
+        };
+        exec.record.turns += 1;
+        let completion = match complete(engine, &request, exec).await {
+            Ok(completion) => completion,
+            Err(error) => {
+                return Ok(Outcome::Failed(RunError::new(
+                    error.code.as_str(),
+                    error.message,
+                )))
+            }
+        };
+        let usage = &mut exec.record.run.usage;
+        usage.input_tokens += completion.usage.input_tokens as i64;
+        usage.output_tokens += completion.usage.output_tokens as i64;
+        usage.total_tokens += completion.usage.total_tokens as i64;
+        usage.llm_calls += 1;
+        if !completion.text.is_empty() || completion.tool_calls.is_empty() {
+            exec.push_item(run_items::assistant_message(&completion.text));
+        }
+        if completion.tool_calls.is_empty() {
+            return Ok(Outcome::Completed);
+        }
+        for call in &completion.tool_calls {
+            exec.push_item(run_items::function_call(
+                &call.call_id,
+                &call.name,
+                &call.arguments,
+            ));
+        }
+        let client_calls = run_tools(engine, exec, &completion.tool_calls).await;
+        if !client_calls.is_empty() {
+            return Ok(Outcome::RequiresAction(RequiredAction {
+                tool_calls: client_calls,
+            }));
+        }
+    }
+}
+
+/// Runs the webhook tools of one turn, concurrently, and answers calls of tools the agent
+/// does not have; returns the calls the client must answer.
+async fn run_tools(
+    engine: &Engine,
+    exec: &mut Execution,
+    calls: &[ToolCall],
+) -> Vec<RequiredToolCall> {
+    let tools = exec.record.config.tools.clone();
+    let session_id = exec.record.run.session_id.clone();
+    let run_id = exec.record.run.id;
+    let mut client_calls = Vec::new();
+    let mut webhook_calls = Vec::new();
+    for call in calls {
+        match tools.iter().find(|t| t.name == call.name) {
+            Some(tool) if tool.webhook.is_some() => webhook_calls.push((tool, call)),
+            Some(_) => client_calls.push(RequiredToolCall {
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            }),
+            None => exec.push_item(run_items::function_call_output(
+                &call.call_id,
+                &format!("error: there is no tool named `{}`", call.name),
+            )),
+        }
+    }
+    let outputs = join_all(
+        webhook_calls
+            .iter()
+            .map(|(tool, call)| call_webhook(engine, tool, call, &session_id, run_id)),
+    )
+    .await;
+    for ((_, call), output) in webhook_calls.iter().zip(outputs) {
+        exec.push_item(run_items::function_call_output(&call.call_id, &output));
+    }
+    client_calls
+}
+
+/// One LLM call, publishing its text as it streams.
+async fn complete(
+    engine: &Engine,
+    request: &ChatRequest,
+    exec: &mut Execution,
+) -> Result<crate::llm::Completion, crate::llm::LlmError> {
+    let (deltas, mut received) = mpsc::unbounded_channel();
+    let call = engine.llm.complete(request, deltas);
+    tokio::pin!(call);
+    let result = loop {
+        tokio::select! {
+            biased;
+            Some(delta) = received.recv() => {
+                exec.emit(RunEvent::MESSAGE_DELTA, &serde_json::json!({ "delta": delta }));
+            }
+            result = &mut call => break result,
+        }
+    };
+    while let Ok(delta) = received.try_recv() {
+        exec.emit(
+            RunEvent::MESSAGE_DELTA,
+            &serde_json::json!({ "delta": delta }),
+        );
+    }
+    result
+}
+
+/// The session's items, oldest first: all of them, or with a token budget only the
+/// newest that could fit it (the estimate is refined when the messages are built).
+async fn load_history(
+    engine: &Engine,
+    tenant: &str,
+    session_id: &SessionId,
+    budget: Option<u64>,
+) -> Result<Vec<Value>, StoreError> {
+    let mut items = Vec::new();
+    let mut bytes = 0u64;
+    let mut page = PageRequest {
+        limit: PageRequest::MAX_LIMIT,
+        order: Order::Desc,
+        cursor: None,
+    };
+    loop {
+        let found = match engine.store.list_items(tenant, session_id, &page).await {
+            Ok(found) => found,
+            Err(StoreError::SessionNotFound) => break,
+            Err(error) => return Err(error),
+        };
+        for item in &found.data {
+            bytes += item.item.get().len() as u64;
+            items.push(serde_json::from_str(item.item.get()).unwrap_or(Value::Null));
+        }
+        // The estimate counts a token per three bytes at least, so history beyond four
+        // bytes per token of the budget can never be sent.
+        let enough = budget.is_some_and(|budget| bytes > budget.saturating_mul(4));
+        match found.last_id {
+            Some(last) if found.has_more && !enough => {
+                page.cursor = Some(crate::model::Cursor::After(last));
+            }
+            _ => break,
+        }
+    }
+    items.reverse();
+    Ok(items)
+}
+
+fn parse_items<'a>(items: impl Iterator<Item = &'a Box<RawValue>>) -> Vec<Value> {
+    items
+        .map(|item| serde_json::from_str(item.get()).unwrap_or(Value::Null))
+        .collect()
+}
+
+impl Outcome {
+    pub(super) fn status(&self) -> RunStatus {
+        match self {
+            Self::Completed => RunStatus::Completed,
+            Self::Failed(_) => RunStatus::Failed,
+            Self::RequiresAction(_) => RunStatus::RequiresAction,
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The worker loop: claim a run, execute it while holding its lease, commit the outcome.
+
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::turn::{drive, Execution, Outcome};
+use super::Engine;
+use crate::model::{RunEvent, RunStatus};
+use crate::store::{Claim, StoreError};
+
+/// One worker: claims and executes runs until shutdown, finishing the run in hand.
+pub(super) async fn work(engine: Arc<Engine>, shutdown: CancellationToken) {
+    let worker = Uuid::now_v7();
+    while !shutdown.is_cancelled() {
+        match claim_and_execute(&engine, worker).await {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "cannot claim or finish a run"),
+        }
+        tokio::select! {
+            _ = engine.work.notified() => {}
+            _ = tokio::time::sleep(engine.settings.poll_interval) => {}
+            _ = shutdown.cancelled() => {}
+        }
+    }
+}
+
+/// Re-queues the runs of dead workers, at start and then twice per lease.
+pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
+    let mut interval = tokio::time::interval(engine.settings.lease / 2);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = shutdown.cancelled() => return,
+        }
+        match engine
+            .store
+            .recover_expired_runs(engine.settings.max_attempts)
+            .await
+        {
+            Ok((0, 0)) => {}
+            Ok((requeued, failed)) => {
+                tracing::warn!(requeued, failed, "recovered runs whose worker stopped");
+                engine.work.notify_waiters();
+            }
+            Err(error) => tracing::warn!(%error, "cannot recover runs with lapsed leases"),
+        }
+    }
+}
+
+/// Claims one run and executes it; false when there was none.
+pub(super) async fn claim_and_execute(engine: &Engine, worker: Uuid) -> Result<bool, StoreError> {
+    let Some(claim) = engine
+        .store
+        .claim_run(worker, engine.settings.lease)
+        .await?
+    else {
+        return Ok(false);
+    };
+    let run_id = claim.record.run.id;
+    let live = engine.hub.register(run_id, claim.last_event_seq + 1);
+    let mut exec = Execution {
+        record: claim.record.clone(),
+        seq: claim.last_event_seq,
+        live: live.clone(),
+        unsaved: Arc::new(Mutex::new(Vec::new())),
+    };
+    let run = exec.record.run.clone();
+    exec.emit(RunEvent::STARTED, &run);
+    let span = tracing::info_span!("run", run_id = %run_id, attempt = claim.attempts);
+    let result = tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await;
+    live.close();
+    engine.hub.remove(run_id);
+    result.map(|()| true)
+}
+
+async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result<(), StoreError> {
+    let unsaved = exec.unsaved.clone();
+    let cancel = exec.live.cancel.clone();
+    let outcome = tokio::select! {
+        outcome = drive(engine, claim, exec) => Some(outcome?),
+        () = cancel.cancelled() => None,
+        () = keep_lease(engine, claim, &unsaved) => {
+            tracing::warn!("the run's lease was lost; its outcome is discarded");
+            return Ok(());
+        }
+    };
+    let (status, error, action) = match outcome {
+        None => (RunStatus::Cancelled, None, None),
+        Some(Outcome::Failed(error)) => (RunStatus::Failed, Some(error), None),
+        Some(Outcome::RequiresAction(action)) => (RunStatus::RequiresAction, None, Some(action)),
+        Some(outcome @ Outcome::Completed) => (outcome.status(), None, None),
+    };
+    if let Some(error) = &error {
+        tracing::warn!(code = %error.code, message = %error.message, "run failed");
+    }
+    exec.record.run.required_action = action;
+    let last = exec
+        .record
+        .end(status, error, exec.seq, crate::store::now());
+    let mut events = std::mem::take(&mut *lock(&unsaved));
+    events.push(last.clone());
+    if engine
+        .store
+        .finish_run(claim, &exec.record, &events)
+        .await?
+    {
+        exec.seq = last.seq;
+        exec.live.publish(last);
+        tracing::info!(status = %status, "run finished");
+    } else {
+        tracing::warn!("the run's lease was lost before it finished; its outcome is discarded");
+    }
+    Ok(())
+}
+
+/// Writes the run's events as they accumulate and renews its lease; returns only when
+/// the lease is lost.
+async fn keep_lease(engine: &Engine, claim: &Claim, unsaved: &Mutex<Vec<RunEvent>>) {
+    let settings = &engine.settings;
+    let renew_every = settings.lease / 3;
+    let mut renewed = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(settings.flush_interval.min(renew_every)).await;
+        // Copied, not taken: if this write is abandoned halfway, the events stay queued.
+        let batch = lock(unsaved).clone();
+        let held = if !batch.is_empty() {
+            match engine.store.save_run_events(claim, &batch).await {
+                Ok(held) => {
+                    if held {
+                        lock(unsaved).drain(..batch.len());
+                    }
+                    Some(held)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot store run events; retrying");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let held = if renewed.elapsed() >= renew_every {
+            renewed = tokio::time::Instant::now();
+            match engine.store.renew_lease(claim, settings.lease).await {
+                Ok(held) => Some(held),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot renew the run's lease; retrying");
+                    held
+                }
+            }
+        } else {
+            held
+        };
+        if held == Some(false) {
+            return;
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

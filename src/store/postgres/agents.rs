@@ -1,0 +1,92 @@
+use async_trait::async_trait;
+
+use super::PgStore;
+use crate::model::{Agent, AgentPatch, Page, PageRequest};
+use crate::store::rows::{beyond, direction};
+use crate::store::run_rows::{to_json, AgentRow};
+use crate::store::{now, AgentStore, Result, StoreError};
+
+#[async_trait]
+impl AgentStore for PgStore {
+    async fn create_agent(&self, tenant: &str, agent: &Agent) -> Result<()> {
+        sqlx::query("insert into agents (tenant_id, id, created_at, body) values ($1, $2, $3, $4)")
+            .bind(tenant)
+            .bind(&agent.id)
+            .bind(agent.created_at)
+            .bind(to_json(agent)?)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn get_agent(&self, tenant: &str, id: &str) -> Result<Agent> {
+        let row: Option<AgentRow> =
+            sqlx::query_as("select body from agents where tenant_id = $1 and id = $2")
+                .bind(tenant)
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.ok_or(StoreError::AgentNotFound)?.try_into()
+    }
+
+    async fn list_agents(&self, tenant: &str, page: &PageRequest) -> Result<Page<Agent>> {
+        let scan = page.scan_order();
+        let rows: Vec<AgentRow> = sqlx::query_as(&format!(
+            r"select a.body from agents a
+              where a.tenant_id = $1
+                and ($2::text is null or (a.created_at, a.pk) {} (select c.created_at, c.pk from agents c where c.tenant_id = $1 and c.id = $2))
+              order by a.created_at {dir}, a.pk {dir} limit $3",
+            beyond(scan),
+            dir = direction(scan)
+        ))
+        .bind(tenant)
+        .bind(page.cursor_id())
+        .bind(page.fetch_limit())
+        .fetch_all(&self.pool)
+        .await?;
+        if rows.is_empty() {
+            if let Some(cursor) = page.cursor_id() {
+                if let Err(StoreError::AgentNotFound) = self.get_agent(tenant, cursor).await {
+                    return Err(StoreError::UnknownCursor);
+                }
+            }
+        }
+        let agents = rows
+            .into_iter()
+            .map(Agent::try_from)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(page.finish(agents, false, |a| a.id.clone()))
+    }
+
+    async fn update_agent(&self, tenant: &str, id: &str, patch: AgentPatch) -> Result<Agent> {
+        let mut tx = self.pool.begin().await?;
+        let row: Option<AgentRow> =
+            sqlx::query_as("select body from agents where tenant_id = $1 and id = $2 for update")
+                .bind(tenant)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let agent: Agent = row.ok_or(StoreError::AgentNotFound)?.try_into()?;
+        let agent = patch.apply(agent, now())?;
+        sqlx::query("update agents set body = $3 where tenant_id = $1 and id = $2")
+            .bind(tenant)
+            .bind(id)
+            .bind(to_json(&agent)?)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(agent)
+    }
+
+    async fn delete_agent(&self, tenant: &str, id: &str) -> Result<()> {
+        let deleted = sqlx::query("delete from agents where tenant_id = $1 and id = $2")
+            .bind(tenant)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::AgentNotFound);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+use std::time::Duration;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::Result;
+use crate::model::{
+    IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput,
+};
+
+/// Runs, their events, and the queue the workers claim them from.
+///
+/// A run is executed by the worker holding its lease. Everything a worker writes is
+/// conditional on still holding it, so a worker that lost its lease (it stalled, the run
+/// was cancelled, another worker took over) can never commit.
+#[async_trait]
+pub trait RunStore: Send + Sync {
+    /// Queues a run, creating the session if absent, and records its `run.created`
+    /// event. While the session has an unfinished run, `Reject` fails with
+    /// [`super::StoreError::SessionBusy`] and `Enqueue` queues behind it.
+    async fn create_run(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run: NewRun,
+        if_busy: IfBusy,
+    ) -> Result<Run>;
+
+    async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
+
+    /// Newest first unless the page asks otherwise.
+    async fn list_runs(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        page: &PageRequest,
+    ) -> Result<Page<Run>>;
+
+    /// The run's events after `after`, oldest first, and its status when they were read.
+    async fn run_events(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        after: i64,
+    ) -> Result<(Vec<RunEvent>, RunStatus)>;
+
+    /// Cancels an unfinished run that no worker of this process holds; a worker elsewhere
+    /// loses its lease with it. Fails with [`super::StoreError::RunFinished`].
+    async fn cancel_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
+
+    /// Answers a `requires_action` run's tool calls and hands it back to the workers.
+    async fn submit_tool_outputs(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        outputs: &[ToolOutput],
+    ) -> Result<Run>;
+
+    /// Takes the oldest claimable run whose session has no other run executing, and
+    /// leases it to `worker`.
+    async fn claim_run(&self, worker: Uuid, lease: Duration) -> Result<Option<Claim>>;
+
+    /// Extends the lease; false when it was lost.
+    async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool>;
+
+    /// Records events of a run in progress; false when the lease was lost.
+    async fn save_run_events(&self, claim: &Claim, events: &[RunEvent]) -> Result<bool>;
+
+    /// Writes the run as `record` says, with its last events, in one transaction and
+    /// releases the lease. A completed run appends its input and output to the session
+    /// and a finished one adds its usage; a `requires_action` run waits for the client.
+    /// False when the lease was lost, and then nothing is written.
+    async fn finish_run(
+        &self,
+        claim: &Claim,
+        record: &RunRecord,
+        events: &[RunEvent],
+    ) -> Result<bool>;
+
+    /// Re-queues runs whose worker let the lease lapse, or fails them with `worker_lost`
+    /// after `max_attempts` claims. Returns (re-queued, failed).
+    async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)>;
+}
+
+/// A run leased to a worker.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub tenant: String,
+    pub run_pk: i64,
+    pub worker: Uuid,
+    pub record: RunRecord,
+    /// The seq of the newest event stored before the claim.
+    pub last_event_seq: i64,
+    pub attempts: i64,
+}

@@ -1,0 +1,75 @@
+//! Runs end to end: the API, the worker pool and the in-process fake LLM.
+
+mod failures;
+mod modes;
+mod queue;
+mod tools;
+
+use axum::http::StatusCode;
+use serde_json::Value;
+
+use crate::fake_llm::FakeLlm;
+use crate::helpers::{test_config, TestApp, TestDb};
+
+/// An app whose runs call a fresh fake LLM.
+pub struct RunsApp {
+    pub app: TestApp,
+    pub llm: FakeLlm,
+}
+
+impl RunsApp {
+    pub async fn new(db: TestDb) -> Self {
+        Self::configured(db, |_| {}).await
+    }
+
+    pub async fn configured(
+        db: TestDb,
+        change: impl FnOnce(&mut agent_sessions::config::Config),
+    ) -> Self {
+        let llm = FakeLlm::start().await;
+        let mut config = test_config();
+        config.llm_base_url = llm.base_url();
+        config.llm_idle_timeout_secs = 1;
+        change(&mut config);
+        Self {
+            app: TestApp::new(db, &config),
+            llm,
+        }
+    }
+
+    /// The items of a session, as stored objects.
+    pub async fn items(&self, session: &str) -> Vec<Value> {
+        let page = self
+            .app
+            .get(&format!("/v1/sessions/{session}/items?limit=1000"))
+            .await
+            .expect(StatusCode::OK);
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["item"].clone())
+            .collect()
+    }
+}
+
+/// Server-sent events as (event, id, data).
+pub fn parse_sse(text: &str) -> Vec<(String, i64, Value)> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut event = None;
+            let mut id = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    event = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().parse().ok();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                }
+            }
+            Some((event?, id?, serde_json::from_str(&data).ok()?))
+        })
+        .collect()
+}

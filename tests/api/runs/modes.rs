@@ -1,0 +1,179 @@
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::json;
+
+use super::{parse_sse, RunsApp};
+use crate::fake_llm::Reply;
+use crate::helpers::{on_both_backends, TestDb};
+
+on_both_backends!(
+    a_sync_run_appends_the_turn_and_sends_history,
+    a_streamed_run_sends_numbered_events_and_replays_them,
+    a_background_run_answers_at_once,
+);
+
+async fn a_sync_run_appends_the_turn_and_sends_history(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    let agent = t
+        .app
+        .post(
+            "/v1/agents",
+            json!({"name": "helper", "model": "fake-1", "instructions": "Be brief."}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    t.llm.push(Reply::text("Hello, Ada!"));
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/s1/runs",
+            json!({"input": "Hi, I am Ada", "agent_id": agent["id"]}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["model"], "fake-1");
+    assert_eq!(run["output"][0]["content"][0]["text"], "Hello, Ada!");
+    assert_eq!(run["usage"]["llm_calls"], 1);
+    assert_eq!(run["usage"]["input_tokens"], 12);
+    let items = t.items("s1").await;
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0], json!({"role": "user", "content": "Hi, I am Ada"}));
+    assert_eq!(items[1]["role"], "assistant");
+    assert_eq!(items[1]["type"], "message");
+
+    // Turn 2 sees turn 1, after the instructions.
+    t.llm.push(Reply::text("You are Ada."));
+    let second = t
+        .app
+        .post(
+            "/v1/sessions/s1/runs",
+            json!({"input": "Who am I?", "agent_id": agent["id"]}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(second["status"], "completed");
+    let sent = &t.llm.requests()[1];
+    assert_eq!(sent["stream"], true);
+    assert_eq!(sent["stream_options"]["include_usage"], true);
+    let messages = sent["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[0],
+        json!({"role": "system", "content": "Be brief."})
+    );
+    assert_eq!(messages[1]["content"], "Hi, I am Ada");
+    assert_eq!(messages[2]["content"], "Hello, Ada!");
+    assert_eq!(messages[3]["content"], "Who am I?");
+    let session = t.app.get("/v1/sessions/s1").await.expect(StatusCode::OK);
+    assert_eq!(session["item_count"], 4);
+    assert_eq!(session["usage"]["llm_calls"], 2);
+    let runs = t
+        .app
+        .get("/v1/sessions/s1/runs")
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(runs["data"][0]["id"], second["id"], "newest first");
+    assert_eq!(runs["data"].as_array().unwrap().len(), 2);
+    let items = t
+        .app
+        .get("/v1/sessions/s1/items")
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(items["data"][3]["run_id"], second["id"]);
+}
+
+async fn a_streamed_run_sends_numbered_events_and_replays_them(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.push(Reply::text("one two three four"));
+    let response = t
+        .app
+        .post(
+            "/v1/sessions/s2/runs",
+            json!({"input": "count", "stream": true}),
+        )
+        .await;
+    assert_eq!(response.status, StatusCode::OK);
+    assert!(response
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let events = parse_sse(&response.text);
+    let names: Vec<&str> = events.iter().map(|(e, _, _)| e.as_str()).collect();
+    assert_eq!(names.first(), Some(&"run.created"));
+    assert_eq!(names[1], "run.started");
+    assert_eq!(names.last(), Some(&"run.completed"));
+    assert!(names.contains(&"item.created"));
+    let ids: Vec<i64> = events.iter().map(|(_, id, _)| *id).collect();
+    assert_eq!(ids, (1..=ids.len() as i64).collect::<Vec<_>>());
+    let text: String = events
+        .iter()
+        .filter(|(e, _, _)| e == "message.delta")
+        .map(|(_, _, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "one two three four");
+    let run = &events.last().unwrap().2;
+    assert_eq!(run["status"], "completed");
+
+    // Replays: everything, then only what follows Last-Event-ID.
+    let path = format!(
+        "/v1/sessions/s2/runs/{}/events",
+        run["id"].as_str().unwrap()
+    );
+    let replay = t.app.get(&path).await;
+    assert_eq!(parse_sse(&replay.text), events);
+    let request = Request::get(&path)
+        .header("last-event-id", "3")
+        .body(Body::empty())
+        .unwrap();
+    let tail = t.app.send(request).await;
+    assert_eq!(parse_sse(&tail.text), events[3..].to_vec());
+    let bad = Request::get(&path)
+        .header("last-event-id", "x")
+        .body(Body::empty())
+        .unwrap();
+    t.app
+        .send(bad)
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+}
+
+async fn a_background_run_answers_at_once(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.push(Reply::Text {
+        deltas: vec!["slow".into(), " answer".into()],
+        usage: None,
+        delay: std::time::Duration::from_millis(200),
+    });
+    let response = t
+        .app
+        .post(
+            "/v1/sessions/s3/runs",
+            json!({"input": "hi", "background": true}),
+        )
+        .await;
+    let run = response.expect(StatusCode::ACCEPTED);
+    assert_eq!(run["status"], "queued");
+    let location = response.header("location").unwrap().to_owned();
+    assert_eq!(
+        location,
+        format!("/v1/sessions/s3/runs/{}", run["id"].as_str().unwrap())
+    );
+    let events = t.app.get(&format!("{location}/events")).await;
+    let events = parse_sse(&events.text);
+    assert_eq!(events.last().unwrap().0, "run.completed");
+    let done = t.app.get(&location).await.expect(StatusCode::OK);
+    assert_eq!(done["status"], "completed");
+    assert!(done["started_at"].is_string() && done["finished_at"].is_string());
+    assert_eq!(t.items("s3").await.len(), 2);
+    t.app
+        .post(
+            "/v1/sessions/s3/runs",
+            json!({"input": "hi", "background": true, "stream": true}),
+        )
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    t.app
+        .get("/v1/sessions/s3/runs/not-a-run")
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
+}

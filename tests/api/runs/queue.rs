@@ -1,0 +1,168 @@
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::RunsApp;
+use crate::fake_llm::Reply;
+use crate::helpers::{on_both_backends, TestDb};
+
+on_both_backends!(
+    enqueued_runs_execute_in_order,
+    cancel_drops_the_call_and_keeps_the_history,
+    a_lost_worker_is_replaced_then_given_up_on,
+);
+
+async fn enqueued_runs_execute_in_order(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.push(Reply::Text {
+        deltas: vec!["first".into()],
+        usage: None,
+        delay: Duration::from_millis(300),
+    });
+    t.llm.push(Reply::text("second"));
+    t.llm.push(Reply::text("third"));
+    let mut ids = Vec::new();
+    for input in ["a", "b", "c"] {
+        let run = t
+            .app
+            .post(
+                "/v1/sessions/q/runs",
+                json!({"input": input, "background": true, "if_busy": "enqueue"}),
+            )
+            .await
+            .expect(StatusCode::ACCEPTED);
+        ids.push(run["id"].as_str().unwrap().to_owned());
+    }
+    for id in &ids {
+        t.app.get(&format!("/v1/sessions/q/runs/{id}/events")).await;
+    }
+    let items = t.items("q").await;
+    let contents: Vec<String> = items
+        .iter()
+        .map(|i| match &i["content"] {
+            serde_json::Value::String(s) => s.clone(),
+            parts => parts[0]["text"].as_str().unwrap().to_owned(),
+        })
+        .collect();
+    assert_eq!(contents, ["a", "first", "b", "second", "c", "third"]);
+    // Each run saw the turns before it.
+    let third = &t.llm.requests()[2]["messages"];
+    assert_eq!(third.as_array().unwrap().len(), 5);
+}
+
+async fn cancel_drops_the_call_and_keeps_the_history(db: TestDb) {
+    let t = RunsApp::configured(db, |c| c.llm_idle_timeout_secs = 30).await;
+    t.llm.push(Reply::HangMidStream);
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/c/runs",
+            json!({"input": "go", "background": true}),
+        )
+        .await
+        .expect(StatusCode::ACCEPTED);
+    let path = format!("/v1/sessions/c/runs/{}", run["id"].as_str().unwrap());
+    // Wait until the model has started streaming.
+    for _ in 0..100 {
+        let run = t.app.get(&path).await.expect(StatusCode::OK);
+        if run["status"] == "running" && !t.llm.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cancelled = t
+        .app
+        .post(&format!("{path}/cancel"), json!({}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert!(t.items("c").await.is_empty());
+    let events = super::parse_sse(&t.app.get(&format!("{path}/events")).await.text);
+    assert_eq!(events.last().unwrap().0, "run.cancelled");
+    t.app
+        .post(&format!("{path}/cancel"), json!({}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "run_finished");
+    // The session is free again.
+    t.llm.push(Reply::text("done"));
+    let next = t
+        .app
+        .post("/v1/sessions/c/runs", json!({"input": "again"}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(next["status"], "completed");
+}
+
+async fn a_lost_worker_is_replaced_then_given_up_on(db: TestDb) {
+    let store = db.store.clone();
+    let t = RunsApp::configured(db, |c| {
+        c.run_workers = 0;
+        c.run_max_attempts = 2;
+    })
+    .await;
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/l/runs",
+            json!({"input": "hi", "background": true}),
+        )
+        .await
+        .expect(StatusCode::ACCEPTED);
+    let path = format!("/v1/sessions/l/runs/{}", run["id"].as_str().unwrap());
+    // A worker claims the run and dies: its lease lapses.
+    let lease = Duration::from_millis(50);
+    store
+        .claim_run(Uuid::now_v7(), lease)
+        .await
+        .unwrap()
+        .expect("a claim");
+    tokio::time::sleep(lease * 2).await;
+    assert_eq!(t.app.runs.recover_expired().await.unwrap(), (1, 0));
+    assert_eq!(
+        t.app.get(&path).await.expect(StatusCode::OK)["status"],
+        "queued"
+    );
+    // The second claim dies too: the run fails, never left running.
+    store
+        .claim_run(Uuid::now_v7(), lease)
+        .await
+        .unwrap()
+        .expect("a claim");
+    tokio::time::sleep(lease * 2).await;
+    assert_eq!(t.app.runs.recover_expired().await.unwrap(), (0, 1));
+    let failed = t.app.get(&path).await.expect(StatusCode::OK);
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["code"], "worker_lost");
+    assert!(t.items("l").await.is_empty());
+
+    // A re-queued run is executed by a live worker.
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/l2/runs",
+            json!({"input": "hi", "background": true}),
+        )
+        .await
+        .expect(StatusCode::ACCEPTED);
+    store
+        .claim_run(Uuid::now_v7(), lease)
+        .await
+        .unwrap()
+        .expect("a claim");
+    tokio::time::sleep(lease * 2).await;
+    t.app.runs.recover_expired().await.unwrap();
+    t.llm.push(Reply::text("recovered"));
+    assert_eq!(t.app.runs.run_pending().await.unwrap(), 1);
+    let done = t
+        .app
+        .get(&format!(
+            "/v1/sessions/l2/runs/{}",
+            run["id"].as_str().unwrap()
+        ))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(t.items("l2").await.len(), 2);
+}

@@ -1,0 +1,158 @@
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::{parse_sse, RunsApp};
+use crate::fake_llm::Reply;
+use crate::helpers::{on_both_backends, TestDb};
+
+on_both_backends!(a_client_tool_pauses_the_run_until_its_output_arrives);
+
+async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    let agent = t
+        .app
+        .post(
+            "/v1/agents",
+            json!({"tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    t.llm.push(Reply::tool_call(
+        "call_1",
+        "get_weather",
+        r#"{"city":"Oslo"}"#,
+    ));
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/w/runs",
+            json!({"input": "Weather in Oslo?", "agent_id": agent["id"]}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "requires_action", "{run}");
+    let calls = &run["required_action"]["tool_calls"];
+    assert_eq!(
+        calls[0],
+        json!({"call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"})
+    );
+    assert!(
+        t.items("w").await.is_empty(),
+        "nothing is appended while the run waits"
+    );
+    let path = format!("/v1/sessions/w/runs/{}", run["id"].as_str().unwrap());
+    // Another run is refused while this one waits.
+    let busy = t
+        .app
+        .post("/v1/sessions/w/runs", json!({"input": "hello?"}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "session_busy");
+    assert!(busy.contains(run["id"].as_str().unwrap()), "{busy}");
+    t.app
+        .post(
+            &format!("{path}/tool_outputs"),
+            json!({"outputs": [{"call_id": "nope", "output": "x"}]}),
+        )
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    t.llm.push(Reply::text("It is sunny in Oslo."));
+    let response = t
+        .app
+        .post(
+            &format!("{path}/tool_outputs"),
+            json!({"outputs": [{"call_id": "call_1", "output": "sunny, 21C"}], "stream": true}),
+        )
+        .await;
+    let events = parse_sse(&response.text);
+    assert_eq!(events.first().unwrap().0, "run.started", "{events:?}");
+    assert_eq!(events.last().unwrap().0, "run.completed");
+    let items = t.items("w").await;
+    let types: Vec<&str> = items
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or("message"))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "message",
+            "function_call",
+            "function_call_output",
+            "message"
+        ]
+    );
+    assert_eq!(items[2]["output"], "sunny, 21C");
+    let sent = &t.llm.requests()[1]["messages"];
+    assert_eq!(sent[1]["tool_calls"][0]["id"], "call_1");
+    assert_eq!(
+        sent[2],
+        json!({"role": "tool", "content": "sunny, 21C", "tool_call_id": "call_1"})
+    );
+    t.app
+        .post(
+            &format!("{path}/tool_outputs"),
+            json!({"outputs": [{"call_id": "call_1", "output": "x"}]}),
+        )
+        .await
+        .expect_problem(StatusCode::CONFLICT, "run_not_requires_action");
+}
+
+#[tokio::test]
+async fn webhook_tools_run_on_allowed_hosts_only() {
+    let hook = Router::new().route(
+        "/weather",
+        post(|Json(call): Json<Value>| async move {
+            let arguments = call["arguments"].as_str().unwrap_or_default().to_owned();
+            format!(
+                "weather for {arguments} ({})",
+                call["name"].as_str().unwrap_or_default()
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, hook).await });
+    let url = format!("http://127.0.0.1:{port}/weather");
+    let tool =
+        json!({"type": "function", "name": "weather", "webhook": {"url": url, "timeout_ms": 2000}});
+
+    let refused = RunsApp::new(TestDb::sqlite().await).await;
+    let detail = refused
+        .app
+        .post("/v1/agents", json!({"tools": [tool]}))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("tools[0].webhook.url:"), "{detail}");
+    refused
+        .app
+        .post(
+            "/v1/sessions/x/runs",
+            json!({"input": "hi", "agent": {"tools": [tool]}}),
+        )
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+
+    let t = RunsApp::configured(TestDb::sqlite().await, |c| {
+        c.tool_webhook_allowed_hosts = vec![format!("127.0.0.1:{port}")];
+    })
+    .await;
+    t.llm
+        .push(Reply::tool_call("c9", "weather", r#"{"city":"Rome"}"#));
+    t.llm.push(Reply::text("Rome is warm."));
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/h/runs",
+            json!({"input": "Rome?", "agent": {"tools": [tool]}}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "completed", "{run}");
+    let items = t.items("h").await;
+    assert_eq!(items[2]["type"], "function_call_output");
+    assert_eq!(
+        items[2]["output"],
+        "weather for {\"city\":\"Rome\"} (weather)"
+    );
+}
