@@ -1,0 +1,118 @@
+//! Run overhead benchmark: what the service adds to an agent turn beyond the LLM.
+//!
+//! `cargo bench --bench runs -- [sqlite|postgres] [runs]`
+//!
+//! Sequential sync runs (`POST …/runs`, one text reply in 8 deltas) against the
+//! in-process fake LLM, each on a fresh session; the same completion requested straight
+//! from the fake is the baseline. Overhead = run latency − baseline, p50/p99. The
+//! service, the fake and the client share this process and machine.
+
+#[path = "../tests/api/fake_llm.rs"]
+mod fake_llm;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_sessions::app::Application;
+use agent_sessions::config::Cli;
+use agent_sessions::store::{self, SessionStore};
+use clap::Parser;
+use fake_llm::{FakeLlm, Reply};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let backend = args.first().map_or("sqlite", String::as_str).to_owned();
+    let runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(300);
+
+    let dir = tempfile::TempDir::new().unwrap();
+    let url = match backend.as_str() {
+        "postgres" => {
+            let admin_url =
+                std::env::var("DATABASE_URL").expect("DATABASE_URL names a Postgres server");
+            let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
+            let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
+            sqlx::query(&format!("create database {name}"))
+                .execute(&admin)
+                .await
+                .unwrap();
+            let base = admin_url
+                .rsplit_once('/')
+                .map_or(admin_url.as_str(), |(b, _)| b)
+                .to_owned();
+            format!("{base}/{name}")
+        }
+        _ => format!("sqlite://{}", dir.path().join("bench.db").display()),
+    };
+    let llm = FakeLlm::start().await;
+    llm.set_default(Reply::text("The quick brown fox jumps over"));
+    let mut config = Cli::parse_from(["agent-sessions"]).config;
+    config.listen_addr = "127.0.0.1:0".into();
+    config.llm_base_url = llm.base_url();
+    config.llm_model = Some("bench".into());
+    let store: Arc<dyn SessionStore> = store::connect(&url, 10).await.unwrap();
+    let app = Application::with_store(&config, store).await.unwrap();
+    let base = format!("http://{}", app.local_addr().unwrap());
+    let shutdown = CancellationToken::new();
+    tokio::spawn(app.run(shutdown.clone()));
+    let client = reqwest::Client::new();
+
+    let direct =
+        json!({"model": "bench", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let mut baseline = Vec::new();
+    let mut total = Vec::new();
+    for i in 0..runs {
+        let started = Instant::now();
+        let body = client
+            .post(format!("{}/chat/completions", llm.base_url()))
+            .json(&direct)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(body.contains("[DONE]"));
+        baseline.push(started.elapsed());
+
+        let started = Instant::now();
+        let run: serde_json::Value = client
+            .post(format!("{base}/v1/sessions/bench-{i}/runs"))
+            .json(&json!({"input": "hi"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        total.push(started.elapsed());
+        assert_eq!(run["status"], "completed", "{run}");
+    }
+    baseline.sort();
+    total.sort();
+    let pct = |v: &[Duration], p: f64| v[((v.len() as f64 * p) as usize).min(v.len() - 1)];
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let overhead = |p: f64| ms(pct(&total, p)).max(0.0) - ms(pct(&baseline, p));
+    println!("backend {backend}, {runs} sequential sync runs");
+    println!(
+        "run latency      p50 {:.2} ms  p99 {:.2} ms",
+        ms(pct(&total, 0.5)),
+        ms(pct(&total, 0.99))
+    );
+    println!(
+        "fake LLM alone   p50 {:.2} ms  p99 {:.2} ms",
+        ms(pct(&baseline, 0.5)),
+        ms(pct(&baseline, 0.99))
+    );
+    println!(
+        "service overhead p50 {:.2} ms  p99 {:.2} ms",
+        overhead(0.5),
+        overhead(0.99)
+    );
+    shutdown.cancel();
+}
