@@ -69,13 +69,16 @@ impl AppState {
 /// The whole API with its middleware.
 pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin> {
     let timeout = Duration::from_secs(config.request_timeout_secs);
-    let routes = Router::new()
+    let bounded = Router::new()
         .merge(sessions::router())
         .merge(items::router())
         .merge(agents::router())
         .merge(runs::router())
         .merge(operations::router())
         .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi::ApiDoc::openapi()))
+        .route_layer(middleware::from_fn_with_state(timeout, time_limit));
+    let routes = bounded
+        .merge(runs::waiting_router())
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
     // Listed outermost first: the request id exists before the span that records it,
@@ -96,7 +99,6 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::Internal("the handler panicked".into()).into_response()
         }))
-        .layer(middleware::from_fn_with_state(timeout, time_limit))
         .option_layer(cors(&config.cors_allowed_origins)?)
         .layer(DefaultBodyLimit::max(config.max_body_bytes));
     Ok(routes.layer(layers).with_state(state))
@@ -137,10 +139,6 @@ fn log_response(response: &Response, latency: Duration, _span: &Span) {
 }
 
 async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {
-    if runs::waits_for_a_run(&request) {
-        // Bounded by RUN_WAIT_SECS, or a stream that lives as long as its run.
-        return next.run(request).await;
-    }
     match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => ApiError::Timeout(limit.as_secs()).into_response(),

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -31,13 +31,18 @@ use crate::store::StoreError;
 
 const MAX_INPUT_ITEMS: usize = 1000;
 
+/// The reads of runs, which answer at once like any other request.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(
-            "/v1/sessions/{session_id}/runs",
-            get(list_runs).post(create_run),
-        )
+        .route("/v1/sessions/{session_id}/runs", get(list_runs))
         .route("/v1/sessions/{session_id}/runs/{run_id}", get(get_run))
+}
+
+/// The requests that wait for a run, which the request time limit must not cut off:
+/// `RUN_WAIT_SECS` bounds them, or they stream exactly as long as the run lives.
+pub fn waiting_router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/sessions/{session_id}/runs", post(create_run))
         .route(
             "/v1/sessions/{session_id}/runs/{run_id}/events",
             get(run_events),
@@ -50,23 +55,6 @@ pub fn router() -> Router<AppState> {
             "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
             post(submit_tool_outputs),
         )
-}
-
-/// Requests that wait for a run, which the general time limit must not cut off: they
-/// are bounded by `RUN_WAIT_SECS` or live exactly as long as the run.
-pub(super) fn waits_for_a_run(request: &Request) -> bool {
-    let path = request.uri().path();
-    let under_runs = path.starts_with("/v1/sessions/") && path.contains("/runs");
-    match *request.method() {
-        Method::POST => {
-            under_runs
-                && (path.ends_with("/runs")
-                    || path.ends_with("/tool_outputs")
-                    || path.ends_with("/cancel"))
-        }
-        Method::GET => under_runs && path.ends_with("/events"),
-        _ => false,
-    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -177,3 +177,21 @@ async fn a_background_run_answers_at_once(db: TestDb) {
         .await
         .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
 }
+
+/// The request time limit bounds ordinary requests, not one that waits for its run.
+#[tokio::test]
+async fn a_sync_run_may_outlast_the_request_time_limit() {
+    let t = RunsApp::configured(TestDb::sqlite().await, |c| c.request_timeout_secs = 1).await;
+    t.llm.push(Reply::Text {
+        deltas: vec!["slow".into(), " but".into(), " sure".into()],
+        usage: None,
+        delay: std::time::Duration::from_millis(500),
+    });
+    let run = t
+        .app
+        .post("/v1/sessions/slow/runs", json!({"input": "take your time"}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["output"][0]["content"][0]["text"], "slow but sure");
+}
