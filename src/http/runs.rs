@@ -521,14 +521,7 @@ async fn submit_tool_outputs(
             "must hold at least one output",
         ));
     }
-    // The events of the continuation follow the ones stored so far.
-    let (events, _) = state
-        .store
-        .run_events(tenant, &session_id, run.id, 0)
-        .await
-        .map_err(|e| run_error(e, &session_id, &run.raw))?;
-    let after = events.last().map_or(0, |e| e.seq);
-    state
+    let (_, after) = state
         .store
         .submit_tool_outputs(tenant, &session_id, run.id, &request.outputs)
         .await

@@ -27,10 +27,10 @@ pub(crate) fn follow(
             let _ = tx.send(Err(error)).await;
         }
     });
-    tokio_stream(rx)
+    receiver_stream(rx)
 }
 
-fn tokio_stream<T>(mut rx: mpsc::Receiver<T>) -> impl Stream<Item = T> {
+fn receiver_stream<T>(mut rx: mpsc::Receiver<T>) -> impl Stream<Item = T> {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 

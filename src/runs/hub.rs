@@ -47,7 +47,7 @@ impl Hub {
 pub(crate) struct LiveRun {
     /// The seq of the first event of this execution; earlier ones are in the database.
     pub first_seq: i64,
-    /// The events, and whether the execution is over.
+    /// The events in seq order, and whether the execution is over.
     events: Mutex<(Vec<RunEvent>, bool)>,
     changed: watch::Sender<usize>,
     pub cancel: CancellationToken,
@@ -65,10 +65,12 @@ impl LiveRun {
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Events after `seq`, and whether the execution is over.
+    /// Events after `seq`, and whether the execution is over. Seqs are consecutive from
+    /// `first_seq`, so a follower's position is an index: no scan of a long stream.
     pub(crate) fn after(&self, seq: i64) -> (Vec<RunEvent>, bool) {
         let guard = lock(&self.events);
-        let fresh = guard.0.iter().filter(|e| e.seq > seq).cloned().collect();
+        let start = usize::try_from(seq + 1 - self.first_seq).unwrap_or(0);
+        let fresh = guard.0.get(start..).unwrap_or_default().to_vec();
         (fresh, guard.1)
     }
 

@@ -15,7 +15,7 @@ use super::Engine;
 use crate::llm::{ChatRequest, ToolCall, ToolSpec};
 use crate::model::{
     run_items, Order, PageRequest, RequiredAction, RequiredToolCall, RunError, RunEvent, RunRecord,
-    RunStatus, SessionId,
+    SessionId,
 };
 use crate::store::{Claim, StoreError};
 
@@ -249,14 +249,4 @@ fn parse_items<'a>(items: impl Iterator<Item = &'a Box<RawValue>>) -> Vec<Value>
     items
         .map(|item| serde_json::from_str(item.get()).unwrap_or(Value::Null))
         .collect()
-}
-
-impl Outcome {
-    pub(super) fn status(&self) -> RunStatus {
-        match self {
-            Self::Completed => RunStatus::Completed,
-            Self::Failed(_) => RunStatus::Failed,
-            Self::RequiresAction(_) => RunStatus::RequiresAction,
-        }
-    }
 }

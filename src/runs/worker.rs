@@ -91,7 +91,7 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
         None => (RunStatus::Cancelled, None, None),
         Some(Outcome::Failed(error)) => (RunStatus::Failed, Some(error), None),
         Some(Outcome::RequiresAction(action)) => (RunStatus::RequiresAction, None, Some(action)),
-        Some(outcome @ Outcome::Completed) => (outcome.status(), None, None),
+        Some(Outcome::Completed) => (RunStatus::Completed, None, None),
     };
     if let Some(error) = &error {
         tracing::warn!(code = %error.code, message = %error.message, "run failed");

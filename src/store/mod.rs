@@ -137,6 +137,36 @@ async fn explain_empty_page(
     }
 }
 
+/// Finds why a page of runs came back empty: no such session, or a cursor that names no
+/// run of it.
+async fn explain_empty_run_page(
+    store: &dyn SessionStore,
+    tenant: &str,
+    session_id: &SessionId,
+    cursor: Option<Uuid>,
+) -> Result<()> {
+    match cursor {
+        Some(cursor) => match store.get_run(tenant, session_id, cursor).await {
+            Err(StoreError::RunNotFound) => Err(StoreError::UnknownCursor),
+            other => other.map(drop),
+        },
+        None => store.get_session(tenant, session_id).await.map(drop),
+    }
+}
+
+/// Finds why a page of agents after or before `cursor` came back empty: the cursor names
+/// no agent.
+async fn explain_empty_agent_page(
+    store: &dyn SessionStore,
+    tenant: &str,
+    cursor: &str,
+) -> Result<()> {
+    match store.get_agent(tenant, cursor).await {
+        Err(StoreError::AgentNotFound) => Err(StoreError::UnknownCursor),
+        other => other.map(drop),
+    }
+}
+
 /// Timestamps are kept to the microsecond, the precision both databases store, so a
 /// value reads back exactly as it was written.
 pub fn now() -> DateTime<Utc> {

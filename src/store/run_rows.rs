@@ -172,15 +172,6 @@ pub(super) fn lost(record: &mut RunRecord, last_event_seq: i64, now: DateTime<Ut
     record.end(RunStatus::Failed, Some(error), last_event_seq, now)
 }
 
-/// The usage a finished run adds to its session; a run that is not final adds none yet.
-pub(super) fn session_usage(record: &RunRecord) -> Usage {
-    if record.run.status.is_final() {
-        record.run.usage
-    } else {
-        Usage::default()
-    }
-}
-
 /// The items a finished run appends to its session: its input, then its output, when it
 /// completed; nothing otherwise.
 pub(super) fn turn_items(record: &RunRecord) -> Vec<&RawValue> {

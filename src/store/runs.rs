@@ -50,13 +50,14 @@ pub trait RunStore: Send + Sync {
     async fn cancel_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
 
     /// Answers a `requires_action` run's tool calls and hands it back to the workers.
+    /// Returns the run and the seq of its last event: the continuation's events follow it.
     async fn submit_tool_outputs(
         &self,
         tenant: &str,
         session_id: &SessionId,
         run_id: Uuid,
         outputs: &[ToolOutput],
-    ) -> Result<Run>;
+    ) -> Result<(Run, i64)>;
 
     /// Takes the oldest claimable run whose session has no other run executing, and
     /// leases it to `worker`.

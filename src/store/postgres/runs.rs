@@ -11,13 +11,12 @@ use uuid::Uuid;
 use super::PgStore;
 use crate::model::{
     IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput,
-    Usage,
 };
 use crate::store::rows::direction;
 use crate::store::run_rows::{
     self, events, to_json, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
 };
-use crate::store::{now, Claim, Result, RunStore, StoreError};
+use crate::store::{explain_empty_run_page, now, Claim, Result, RunStore, StoreError};
 
 const LOCKED_COLUMNS: &str =
     "r.pk, r.tenant_id, r.session_pk, r.last_event_seq, r.attempts::bigint as attempts";
@@ -47,10 +46,11 @@ impl PgStore {
         }
     }
 
-    /// Locks a claimed run for its worker; `None` when the lease was lost.
-    async fn lock_claim(conn: &mut PgConnection, claim: &Claim) -> Result<Option<i64>> {
-        Ok(sqlx::query_scalar(
-            r"select last_event_seq from runs
+    /// Locks a claimed run for its worker and returns its last event seq and session;
+    /// `None` when the lease was lost.
+    async fn lock_claim(conn: &mut PgConnection, claim: &Claim) -> Result<Option<(i64, i64)>> {
+        Ok(sqlx::query_as(
+            r"select last_event_seq, session_pk from runs
               where pk = $1 and lease_owner = $2 and status = 'running' for update",
         )
         .bind(claim.run_pk)
@@ -119,6 +119,7 @@ async fn write_run(
 }
 
 /// Adds a finished run's usage to its session and appends its turn, if it completed.
+/// A run that waits for the client leaves the session alone.
 async fn settle_session(
     conn: &mut PgConnection,
     tenant: &str,
@@ -126,7 +127,7 @@ async fn settle_session(
     record: &RunRecord,
     now: DateTime<Utc>,
 ) -> Result<()> {
-    let usage: Usage = run_rows::session_usage(record);
+    let usage = record.run.usage;
     let items = run_rows::turn_items(record);
     let last_seq: i64 = sqlx::query_scalar(
         r"update sessions set last_seq = last_seq + $2, item_count = item_count + $2,
@@ -254,13 +255,7 @@ impl RunStore for PgStore {
         .fetch_all(&self.pool)
         .await?;
         if rows.is_empty() {
-            match cursor {
-                Some(cursor) => match self.get_run(tenant, session_id, cursor).await {
-                    Err(StoreError::RunNotFound) => return Err(StoreError::UnknownCursor),
-                    other => other.map(drop)?,
-                },
-                None => self.session_pk(tenant, session_id).await.map(drop)?,
-            }
+            explain_empty_run_page(self, tenant, session_id, cursor).await?;
         }
         let runs = rows
             .into_iter()
@@ -323,14 +318,14 @@ impl RunStore for PgStore {
         session_id: &SessionId,
         run_id: Uuid,
         outputs: &[ToolOutput],
-    ) -> Result<Run> {
+    ) -> Result<(Run, i64)> {
         let mut tx = self.pool.begin().await?;
         let locked = Self::lock_run(&mut tx, tenant, session_id, run_id).await?;
         let mut record = locked.run.into_record()?;
         run_rows::resume(&mut record, outputs)?;
         write_run(&mut tx, locked.pk, &record, locked.last_event_seq).await?;
         tx.commit().await?;
-        Ok(record.run)
+        Ok((record.run, locked.last_event_seq))
     }
 
     async fn claim_run(&self, worker: Uuid, lease: Duration) -> Result<Option<Claim>> {
@@ -405,17 +400,15 @@ impl RunStore for PgStore {
     ) -> Result<bool> {
         let now = now();
         let mut tx = self.pool.begin().await?;
-        let Some(last_event_seq) = Self::lock_claim(&mut tx, claim).await? else {
+        let Some((last_event_seq, session_pk)) = Self::lock_claim(&mut tx, claim).await? else {
             return Ok(false);
         };
-        let session_pk: i64 = sqlx::query_scalar("select session_pk from runs where pk = $1")
-            .bind(claim.run_pk)
-            .fetch_one(&mut *tx)
-            .await?;
         let last = events.last().map_or(last_event_seq, |e| e.seq);
         write_run(&mut tx, claim.run_pk, record, last).await?;
         insert_events(&mut tx, claim.run_pk, events).await?;
-        settle_session(&mut tx, &claim.tenant, session_pk, record, now).await?;
+        if record.run.status.is_final() {
+            settle_session(&mut tx, &claim.tenant, session_pk, record, now).await?;
+        }
         tx.commit().await?;
         Ok(true)
     }

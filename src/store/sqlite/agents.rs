@@ -4,7 +4,7 @@ use super::SqliteStore;
 use crate::model::{Agent, AgentPatch, Page, PageRequest};
 use crate::store::rows::{beyond, direction};
 use crate::store::run_rows::{to_json, AgentRow};
-use crate::store::{now, AgentStore, Result, StoreError};
+use crate::store::{explain_empty_agent_page, now, AgentStore, Result, StoreError};
 
 #[async_trait]
 impl AgentStore for SqliteStore {
@@ -44,12 +44,8 @@ impl AgentStore for SqliteStore {
         .bind(page.fetch_limit())
         .fetch_all(&self.reader)
         .await?;
-        if rows.is_empty() {
-            if let Some(cursor) = page.cursor_id() {
-                if let Err(StoreError::AgentNotFound) = self.get_agent(tenant, cursor).await {
-                    return Err(StoreError::UnknownCursor);
-                }
-            }
+        if let (true, Some(cursor)) = (rows.is_empty(), page.cursor_id()) {
+            explain_empty_agent_page(self, tenant, cursor).await?;
         }
         let agents = rows
             .into_iter()

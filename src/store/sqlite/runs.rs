@@ -15,7 +15,7 @@ use crate::store::rows::{beyond, direction};
 use crate::store::run_rows::{
     self, events, to_json, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
 };
-use crate::store::{now, Claim, Result, RunStore, StoreError};
+use crate::store::{explain_empty_run_page, now, Claim, Result, RunStore, StoreError};
 
 const LOCKED_COLUMNS: &str = "r.pk, r.tenant_id, r.session_pk, r.last_event_seq, r.attempts";
 
@@ -57,10 +57,10 @@ async fn missing_run(
     }
 }
 
-/// The claimed run's last event seq; `None` when the lease was lost.
-async fn held(conn: &mut SqliteConnection, claim: &Claim) -> Result<Option<i64>> {
-    Ok(sqlx::query_scalar(
-        "select last_event_seq from runs where pk = ?1 and lease_owner = ?2 and status = 'running'",
+/// The claimed run's last event seq and session; `None` when the lease was lost.
+async fn held(conn: &mut SqliteConnection, claim: &Claim) -> Result<Option<(i64, i64)>> {
+    Ok(sqlx::query_as(
+        "select last_event_seq, session_pk from runs where pk = ?1 and lease_owner = ?2 and status = 'running'",
     )
     .bind(claim.run_pk)
     .bind(claim.worker)
@@ -116,6 +116,7 @@ async fn write_run(
 }
 
 /// Adds a finished run's usage to its session and appends its turn, if it completed.
+/// A run that waits for the client leaves the session alone.
 async fn settle_session(
     conn: &mut SqliteConnection,
     tenant: &str,
@@ -123,7 +124,7 @@ async fn settle_session(
     record: &RunRecord,
 ) -> Result<()> {
     let now = now();
-    let usage = run_rows::session_usage(record);
+    let usage = record.run.usage;
     let items = run_rows::turn_items(record);
     let last_seq: i64 = sqlx::query_scalar(
         r"update sessions set last_seq = last_seq + ?2, item_count = item_count + ?2,
@@ -240,13 +241,7 @@ impl RunStore for SqliteStore {
         .fetch_all(&self.reader)
         .await?;
         if rows.is_empty() {
-            match cursor {
-                Some(cursor) => match self.get_run(tenant, session_id, cursor).await {
-                    Err(StoreError::RunNotFound) => return Err(StoreError::UnknownCursor),
-                    other => other.map(drop)?,
-                },
-                None => self.session_pk(tenant, session_id).await.map(drop)?,
-            }
+            explain_empty_run_page(self, tenant, session_id, cursor).await?;
         }
         let runs = rows
             .into_iter()
@@ -296,14 +291,14 @@ impl RunStore for SqliteStore {
         session_id: &SessionId,
         run_id: Uuid,
         outputs: &[ToolOutput],
-    ) -> Result<Run> {
+    ) -> Result<(Run, i64)> {
         let mut tx = self.writer.begin().await?;
         let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
         let mut record = locked.run.into_record()?;
         run_rows::resume(&mut record, outputs)?;
         write_run(&mut tx, locked.pk, &record, locked.last_event_seq).await?;
         tx.commit().await?;
-        Ok(record.run)
+        Ok((record.run, locked.last_event_seq))
     }
 
     async fn claim_run(&self, worker: Uuid, lease: Duration) -> Result<Option<Claim>> {
@@ -367,17 +362,15 @@ impl RunStore for SqliteStore {
         events: &[RunEvent],
     ) -> Result<bool> {
         let mut tx = self.writer.begin().await?;
-        let Some(last_event_seq) = held(&mut tx, claim).await? else {
+        let Some((last_event_seq, session_pk)) = held(&mut tx, claim).await? else {
             return Ok(false);
         };
-        let session_pk: i64 = sqlx::query_scalar("select session_pk from runs where pk = ?1")
-            .bind(claim.run_pk)
-            .fetch_one(&mut *tx)
-            .await?;
         let last = events.last().map_or(last_event_seq, |e| e.seq);
         write_run(&mut tx, claim.run_pk, record, last).await?;
         insert_events(&mut tx, claim.run_pk, events).await?;
-        settle_session(&mut tx, &claim.tenant, session_pk, record).await?;
+        if record.run.status.is_final() {
+            settle_session(&mut tx, &claim.tenant, session_pk, record).await?;
+        }
         tx.commit().await?;
         Ok(true)
     }
