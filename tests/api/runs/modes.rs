@@ -195,3 +195,35 @@ async fn a_sync_run_may_outlast_the_request_time_limit() {
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(run["output"][0]["content"][0]["text"], "slow but sure");
 }
+
+/// A client that goes away while its run streams does not cancel the run.
+#[tokio::test]
+async fn a_disconnected_stream_leaves_the_run_running() {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    let t = RunsApp::new(TestDb::sqlite().await).await;
+    t.llm.push(Reply::Text {
+        deltas: vec!["still".into(), " here".into()],
+        usage: None,
+        delay: std::time::Duration::from_millis(200),
+    });
+    let request = Request::post("/v1/sessions/gone/runs")
+        .header("content-type", "application/json")
+        .body(Body::from(
+            json!({"input": "hi", "stream": true}).to_string(),
+        ))
+        .unwrap();
+    let response = t.app.router.clone().oneshot(request).await.unwrap();
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    let created = parse_sse(std::str::from_utf8(&first).unwrap());
+    let run_id = created[0].2["id"].as_str().unwrap().to_owned();
+    drop(body);
+    let events = t
+        .app
+        .get(&format!("/v1/sessions/gone/runs/{run_id}/events"))
+        .await;
+    assert_eq!(parse_sse(&events.text).last().unwrap().0, "run.completed");
+    assert_eq!(t.items("gone").await.len(), 2);
+}

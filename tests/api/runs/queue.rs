@@ -12,6 +12,8 @@ on_both_backends!(
     enqueued_runs_execute_in_order,
     cancel_drops_the_call_and_keeps_the_history,
     a_lost_worker_is_replaced_then_given_up_on,
+    concurrent_runs_on_one_session_admit_one,
+    every_run_path_names_an_unknown_run,
 );
 
 async fn enqueued_runs_execute_in_order(db: TestDb) {
@@ -165,4 +167,79 @@ async fn a_lost_worker_is_replaced_then_given_up_on(db: TestDb) {
         .expect(StatusCode::OK);
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(t.items("l2").await.len(), 2);
+}
+
+async fn concurrent_runs_on_one_session_admit_one(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.set_default(Reply::Text {
+        deltas: vec!["busy".into()],
+        usage: None,
+        delay: Duration::from_millis(300),
+    });
+    let attempts = (0..8).map(|_| {
+        t.app.post(
+            "/v1/sessions/race/runs",
+            json!({"input": "hi", "background": true}),
+        )
+    });
+    let answers = futures::future::join_all(attempts).await;
+    let accepted = answers
+        .iter()
+        .filter(|a| a.status == StatusCode::ACCEPTED)
+        .count();
+    let busy = answers
+        .iter()
+        .filter(|a| a.status == StatusCode::CONFLICT)
+        .count();
+    assert_eq!((accepted, busy), (1, 7));
+}
+
+async fn every_run_path_names_an_unknown_run(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.app
+        .post(
+            "/v1/sessions/u/items",
+            json!({"items": [{"role": "user", "content": "x"}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    for run in ["not-a-uuid", &Uuid::now_v7().to_string()] {
+        let path = format!("/v1/sessions/u/runs/{run}");
+        t.app
+            .get(&path)
+            .await
+            .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
+        t.app
+            .get(&format!("{path}/events"))
+            .await
+            .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
+        t.app
+            .post(&format!("{path}/cancel"), json!({}))
+            .await
+            .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
+        t.app
+            .post(
+                &format!("{path}/tool_outputs"),
+                json!({"outputs": [{"call_id": "c", "output": "o"}]}),
+            )
+            .await
+            .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
+    }
+    t.app
+        .get("/v1/sessions/nobody/runs")
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    let cursor = Uuid::now_v7();
+    let detail = t
+        .app
+        .get(&format!("/v1/sessions/u/runs?after={cursor}"))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("after:"), "{detail}");
+    let detail = t
+        .app
+        .get("/v1/agents?before=missing")
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("before:"), "{detail}");
 }

@@ -42,6 +42,11 @@ async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
         t.items("w").await.is_empty(),
         "nothing is appended while the run waits"
     );
+    let session = t.app.get("/v1/sessions/w").await.expect(StatusCode::OK);
+    assert_eq!(
+        session["updated_at"], session["created_at"],
+        "a pause leaves the session alone"
+    );
     let path = format!("/v1/sessions/w/runs/{}", run["id"].as_str().unwrap());
     // Another run is refused while this one waits.
     let busy = t
