@@ -7,6 +7,8 @@
 //! are for comparing changes on one machine, not for capacity planning.
 //! `postgres` uses a scratch database on the server named by `DATABASE_URL`.
 
+mod database;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,6 +18,8 @@ use agent_sessions::store::{self, SessionStore};
 use clap::Parser;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+
+use database::BenchDatabase;
 
 #[tokio::main]
 async fn main() {
@@ -27,28 +31,8 @@ async fn main() {
     let seconds: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10);
     let clients: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(16);
 
-    let dir = tempfile::TempDir::new().unwrap();
-    let (url, scratch) = match backend.as_str() {
-        "postgres" => {
-            let admin_url =
-                std::env::var("DATABASE_URL").expect("DATABASE_URL names a Postgres server");
-            let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
-            let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
-            sqlx::query(&format!("create database {name}"))
-                .execute(&admin)
-                .await
-                .unwrap();
-            let base = admin_url
-                .rsplit_once('/')
-                .map_or(admin_url.as_str(), |(b, _)| b)
-                .to_owned();
-            (format!("{base}/{name}"), Some((admin, name)))
-        }
-        _ => (
-            format!("sqlite://{}", dir.path().join("bench.db").display()),
-            None,
-        ),
-    };
+    let database = BenchDatabase::create(&backend).await;
+    let url = database.url.clone();
     let mut config = Cli::parse_from(["agent-sessions"]).config;
     config.listen_addr = "127.0.0.1:0".into();
     config.database_max_connections = 20;
@@ -86,15 +70,12 @@ async fn main() {
     .await;
     report("append 1 item (one shared session)", &shared, seconds);
 
-    if let Some((_, name)) = &scratch {
-        // Autovacuum would analyze a table after a load like this; without statistics the
-        // planner sorts a whole session instead of walking its (session_pk, seq) index.
-        let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-        let scratch_pool = sqlx::PgPool::connect(&format!("{base}/{name}"))
-            .await
-            .unwrap();
-        sqlx::query("analyze").execute(&scratch_pool).await.unwrap();
-        scratch_pool.close().await;
+    if backend == "postgres" {
+        // Autovacuum would analyze the tables after a load like this; without statistics
+        // the planner sorts a whole session instead of walking its (session_pk, seq) index.
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        sqlx::query("analyze").execute(&pool).await.unwrap();
+        pool.close().await;
     }
     let tail = run_phase(clients, seconds, |client, _| {
         let http = http.clone();
@@ -110,12 +91,7 @@ async fn main() {
 
     shutdown.cancel();
     server.await.unwrap().unwrap();
-    if let Some((admin, name)) = scratch {
-        sqlx::query(&format!("drop database {name} with (force)"))
-            .execute(&admin)
-            .await
-            .unwrap();
-    }
+    database.drop().await;
 }
 
 /// Runs `clients` loops of `call` for `seconds`; returns every call's latency.

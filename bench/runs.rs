@@ -7,6 +7,7 @@
 //! from the fake is the baseline. Overhead = run latency − baseline, p50/p99. The
 //! service, the fake and the client share this process and machine.
 
+mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
 
@@ -21,6 +22,8 @@ use fake_llm::{FakeLlm, Reply};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use database::BenchDatabase;
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args()
@@ -30,32 +33,14 @@ async fn main() {
     let backend = args.first().map_or("sqlite", String::as_str).to_owned();
     let runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(300);
 
-    let dir = tempfile::TempDir::new().unwrap();
-    let url = match backend.as_str() {
-        "postgres" => {
-            let admin_url =
-                std::env::var("DATABASE_URL").expect("DATABASE_URL names a Postgres server");
-            let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
-            let admin = sqlx::PgPool::connect(&admin_url).await.unwrap();
-            sqlx::query(&format!("create database {name}"))
-                .execute(&admin)
-                .await
-                .unwrap();
-            let base = admin_url
-                .rsplit_once('/')
-                .map_or(admin_url.as_str(), |(b, _)| b)
-                .to_owned();
-            format!("{base}/{name}")
-        }
-        _ => format!("sqlite://{}", dir.path().join("bench.db").display()),
-    };
+    let database = BenchDatabase::create(&backend).await;
     let llm = FakeLlm::start().await;
     llm.set_default(Reply::text("The quick brown fox jumps over"));
     let mut config = Cli::parse_from(["agent-sessions"]).config;
     config.listen_addr = "127.0.0.1:0".into();
     config.llm_base_url = llm.base_url();
     config.llm_model = Some("bench".into());
-    let store: Arc<dyn SessionStore> = store::connect(&url, 10).await.unwrap();
+    let store: Arc<dyn SessionStore> = store::connect(&database.url, 10).await.unwrap();
     let app = Application::with_store(&config, store).await.unwrap();
     let base = format!("http://{}", app.local_addr().unwrap());
     let shutdown = CancellationToken::new();
@@ -115,4 +100,5 @@ async fn main() {
         overhead(0.99)
     );
     shutdown.cancel();
+    database.drop().await;
 }
