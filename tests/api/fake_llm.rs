@@ -14,6 +14,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::ListenerExt;
 use axum::Router;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -113,6 +114,11 @@ impl FakeLlm {
             .local_addr()
             .expect("the fake LLM's address")
             .port();
+        // Without TCP_NODELAY a chunk can wait for the client's delayed ACK (40 ms on
+        // Linux): the fake's latency must be the script's, not the kernel's.
+        let listener = listener.tap_io(|stream| {
+            let _ = stream.set_nodelay(true);
+        });
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

@@ -227,3 +227,45 @@ async fn a_disconnected_stream_leaves_the_run_running() {
     assert_eq!(parse_sse(&events.text).last().unwrap().0, "run.completed");
     assert_eq!(t.items("gone").await.len(), 2);
 }
+
+/// Bad run bodies are 400s whose detail starts with the field at fault.
+#[tokio::test]
+async fn bad_run_bodies_name_the_field() {
+    let t = RunsApp::new(TestDb::sqlite().await).await;
+    let cases = [
+        (json!({"input": "hi", "if_busy": "sometimes"}), "if_busy"),
+        (json!({"input": 42}), "input"),
+        (json!({"input": []}), "input"),
+        (json!({"input": ["not an object"]}), "input[0]"),
+        (
+            json!({"input": "hi", "agent": {"temperature": 3}}),
+            "agent.temperature",
+        ),
+        (
+            json!({"input": "hi", "agent": {"max_turns": 0}}),
+            "agent.max_turns",
+        ),
+        (json!({"input": "hi", "agent": {"modle": "x"}}), "agent"),
+        (json!({"input": "hi", "agent_id": "no/slash"}), "agent_id"),
+        (
+            json!({"input": "hi", "agent": {"tools": [{"type": "function", "name": "bad name"}]}}),
+            "agent.tools[0].name",
+        ),
+    ];
+    for (body, field) in cases {
+        let detail = t
+            .app
+            .post("/v1/sessions/bad/runs", body.clone())
+            .await
+            .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+        assert!(detail.starts_with(field), "{body}: {detail}");
+    }
+    t.app
+        .post(
+            "/v1/sessions/bad/runs",
+            json!({"input": "hi", "agent_id": "missing"}),
+        )
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
+    assert!(t.llm.requests().is_empty());
+}
