@@ -14,7 +14,8 @@ use super::extract::{present, AppJson, ListQuery, Tenant};
 use super::openapi::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
 use super::AppState;
 use crate::model::{
-    Agent, AgentConfig, AgentPatch, ContextConfig, Metadata, MetadataPatch, Order, Page, Tool,
+    whole_optional, whole_patch, Agent, AgentConfig, AgentPatch, ContextConfig, Metadata,
+    MetadataPatch, Order, Page, Tool,
 };
 use crate::store::StoreError;
 
@@ -33,17 +34,23 @@ pub struct CreateAgentRequest {
     #[schema(max_length = 256)]
     name: Option<String>,
     /// Absent: the server default (`LLM_MODEL`).
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     model: Option<String>,
     /// Sent first, as the system message, on every LLM call.
     instructions: Option<String>,
     #[schema(minimum = 0, maximum = 2)]
     temperature: Option<f64>,
-    #[schema(minimum = 1)]
+    #[serde(default, deserialize_with = "whole_optional")]
+    #[schema(minimum = 1, maximum = 2147483647)]
     max_output_tokens: Option<u32>,
     #[schema(max_items = 128)]
     tools: Option<Vec<Tool>>,
     /// LLM calls a run may make; 10 when absent.
+    #[serde(default, deserialize_with = "whole_optional")]
     #[schema(minimum = 1, maximum = 100)]
     max_turns: Option<u32>,
     context: Option<ContextConfig>,
@@ -75,7 +82,7 @@ pub struct UpdateAgentRequest {
     #[schema(value_type = Option<String>, max_length = 256)]
     name: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 256)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     model: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
@@ -83,13 +90,13 @@ pub struct UpdateAgentRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<f64>, minimum = 0, maximum = 2)]
     temperature: Option<Option<f64>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<u32>, minimum = 1)]
+    #[serde(default, deserialize_with = "whole_patch")]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 2147483647)]
     max_output_tokens: Option<Option<u32>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<Vec<Tool>>, max_items = 128)]
     tools: Option<Option<Vec<Tool>>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "whole_patch")]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
     max_turns: Option<Option<u32>>,
     #[serde(default, deserialize_with = "present")]

@@ -7,6 +7,7 @@ mod items;
 mod metrics;
 pub mod openapi;
 mod operations;
+mod run_schemas;
 mod runs;
 mod sessions;
 

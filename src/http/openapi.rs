@@ -11,6 +11,7 @@ use utoipa::openapi::{Ref, RefOr};
 use utoipa::{Modify, OpenApi, ToResponse};
 
 use super::error::Problem;
+use super::run_schemas::RunStreamEvent;
 use super::{agents, items, metrics, operations, runs, sessions};
 use crate::model::IDENTIFIER_PATTERN;
 
@@ -52,7 +53,7 @@ use crate::model::IDENTIFIER_PATTERN;
         metrics::export,
     ),
     components(
-        schemas(Problem, runs::RunStreamEvent, runs::MessageDelta, runs::ItemCreated),
+        schemas(Problem, RunStreamEvent),
         responses(
         BadRequest,
         NotFound,
@@ -108,6 +109,7 @@ impl Modify for ContractDetails {
                         "Idempotency-Key" => {
                             parameter.schema = Some(idempotency_key_schema().into())
                         }
+                        "Last-Event-ID" => parameter.schema = Some(event_id_schema().into()),
                         _ => {}
                     }
                 }
@@ -119,6 +121,20 @@ impl Modify for ContractDetails {
             }
         }
         if let Some(components) = openapi.components.as_mut() {
+            if let Some(RefOr::T(Schema::Object(request))) =
+                components.schemas.get_mut("CreateRunRequest")
+            {
+                // `stream` and `background` ask for answers that exclude each other; utoipa
+                // has no field for `not`, which serializes the same as an extension.
+                let both = serde_json::json!({
+                    "required": ["stream", "background"],
+                    "properties": {"stream": {"const": true}, "background": {"const": true}},
+                });
+                request
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .insert("not".into(), both);
+            }
             for response in components.responses.values_mut() {
                 if let RefOr::T(response) = response {
                     response.headers.insert("x-request-id".into(), request_id());
@@ -146,13 +162,23 @@ fn idempotency_key_schema() -> Schema {
         .into()
 }
 
-/// The document as YAML, generated once.
+/// The `id:` of a run's event, as `Last-Event-ID` sends it back.
+fn event_id_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some("^[0-9]{1,18}$"))
+        .into()
+}
+
+/// The document as YAML, generated once. It goes through `serde_json::Value` so that
+/// every object's keys come out sorted: utoipa keeps JSON Schema keywords it has no field
+/// for (`contentSchema`) in a `HashMap`, whose order changes from process to process.
 pub fn yaml() -> &'static str {
     static YAML: OnceLock<String> = OnceLock::new();
     YAML.get_or_init(|| {
-        ApiDoc::openapi()
-            .to_yaml()
-            .expect("the OpenAPI document serializes")
+        let document =
+            serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serializes");
+        serde_norway::to_string(&document).expect("a JSON value serializes as YAML")
     })
 }
 

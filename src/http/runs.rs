@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::{Stream, StreamExt};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -22,6 +22,7 @@ use super::extract::{AppJson, ListQuery, RunPath, SessionPath, Tenant};
 use super::openapi::{
     BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
+use super::run_schemas::{RunInput, RunStreamEvent};
 use super::AppState;
 use crate::model::{
     run_items, AgentConfig, IfBusy, ItemBody, Metadata, NewRun, Order, Page, Run, RunConfig,
@@ -29,7 +30,7 @@ use crate::model::{
 };
 use crate::store::StoreError;
 
-const MAX_INPUT_ITEMS: usize = 1000;
+pub(super) const MAX_INPUT_ITEMS: usize = 1000;
 
 /// The reads of runs, which answer at once like any other request.
 pub fn router() -> Router<AppState> {
@@ -81,16 +82,6 @@ pub struct CreateRunRequest {
     metadata: Option<BTreeMap<String, String>>,
 }
 
-/// What a run is given: a string, one item, or a list of items.
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-pub enum RunInput {
-    Text(String),
-    Item(serde_json::Map<String, serde_json::Value>),
-    Items(Vec<serde_json::Map<String, serde_json::Value>>),
-}
-
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOutputsRequest {
@@ -99,20 +90,6 @@ pub struct ToolOutputsRequest {
     outputs: Vec<ToolOutput>,
     /// Answer with the run's further events as server-sent events.
     stream: Option<bool>,
-}
-
-/// The `data` of a `message.delta` event.
-#[derive(Serialize, ToSchema)]
-pub struct MessageDelta {
-    pub delta: String,
-}
-
-/// The `data` of an `item.created` event: an item the run generated, in the shape it
-/// will have in the session.
-#[derive(Serialize, ToSchema)]
-pub struct ItemCreated {
-    #[schema(value_type = Object)]
-    pub item: serde_json::Value,
 }
 
 /// The items of a run's input.
@@ -420,7 +397,7 @@ async fn get_run(
     params(
         ("session_id" = String, Path, description = "The session id"),
         ("run_id" = String, Path, description = "The run id"),
-        ("Last-Event-ID" = Option<i64>, Header, description = "Replay the events after this one"),
+        ("Last-Event-ID" = Option<String>, Header, description = "Replay the events after this one (an event's `id`)"),
     ),
     responses(
         (status = 200, description = "The run's events", content((RunStreamEvent = "text/event-stream"))),
@@ -441,9 +418,12 @@ async fn run_events(
         Some(value) => value
             .to_str()
             .ok()
-            .and_then(|v| v.trim().parse::<i64>().ok())
-            .filter(|seq| *seq >= 0)
-            .ok_or_else(|| ApiError::invalid("Last-Event-ID", "must be an event id (a number)"))?,
+            .map(str::trim)
+            .filter(|v| (1..=18).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|v| v.parse::<i64>().ok())
+            .ok_or_else(|| {
+                ApiError::invalid("Last-Event-ID", "must be an event id (1 to 18 digits)")
+            })?,
     };
     state
         .store
@@ -531,18 +511,4 @@ async fn submit_tool_outputs(
         return Ok(sse(state.runs.events(tenant, &session_id, run.id, after)));
     }
     wait(&state, tenant, &session_id, run.id, after).await
-}
-
-/// One server-sent event of a run: `event:` names it, `id:` numbers it from 1 within
-/// the run, `data:` is JSON —
-/// `run.created`, `run.started`, `run.requires_action`, `run.completed`, `run.failed`
-/// and `run.cancelled` carry the [`Run`]; `message.delta` carries a [`MessageDelta`];
-/// `item.created` an [`ItemCreated`].
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-pub enum RunStreamEvent {
-    Run(Box<Run>),
-    MessageDelta(MessageDelta),
-    ItemCreated(ItemCreated),
 }

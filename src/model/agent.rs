@@ -10,10 +10,13 @@ use utoipa::ToSchema;
 
 use super::field::InvalidField;
 use super::metadata::{Metadata, MetadataPatch};
+use super::whole;
 
 /// `max_turns` when no layer sets it.
 pub const DEFAULT_MAX_TURNS: u32 = 10;
 const MAX_TURNS_LIMIT: u32 = 100;
+/// The most tokens a limit may name: what every provider's APIs take as a 32-bit integer.
+const MAX_TOKENS: u32 = i32::MAX as u32;
 const MAX_TOOLS: usize = 128;
 const DEFAULT_WEBHOOK_TIMEOUT_MS: u64 = 10_000;
 const MAX_WEBHOOK_TIMEOUT_MS: u64 = 300_000;
@@ -34,7 +37,7 @@ pub struct Agent {
     pub instructions: Option<String>,
     #[schema(required = true, minimum = 0, maximum = 2)]
     pub temperature: Option<f64>,
-    #[schema(required = true, minimum = 1)]
+    #[schema(required = true, minimum = 1, maximum = 2147483647)]
     pub max_output_tokens: Option<u32>,
     pub tools: Vec<Tool>,
     /// LLM calls a run may make before it fails with `max_turns_exceeded`.
@@ -143,15 +146,21 @@ impl AgentPatch {
 pub struct AgentConfig {
     #[schema(max_length = 256)]
     pub name: Option<String>,
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     pub model: Option<String>,
     pub instructions: Option<String>,
     #[schema(minimum = 0, maximum = 2)]
     pub temperature: Option<f64>,
-    #[schema(minimum = 1)]
+    #[serde(default, deserialize_with = "whole::optional")]
+    #[schema(minimum = 1, maximum = 2147483647)]
     pub max_output_tokens: Option<u32>,
     #[schema(max_items = 128)]
     pub tools: Option<Vec<Tool>>,
+    #[serde(default, deserialize_with = "whole::optional")]
     #[schema(minimum = 1, maximum = 100)]
     pub max_turns: Option<u32>,
     pub context: Option<ContextConfig>,
@@ -184,7 +193,8 @@ impl AgentConfig {
             }
         }
         if let Some(model) = &self.model {
-            if model.is_empty() || model.len() > 256 || model.chars().any(char::is_control) {
+            let length = model.chars().count();
+            if !(1..=256).contains(&length) || model.chars().any(char::is_control) {
                 return Err(InvalidField::new(
                     field("model"),
                     "must be 1 to 256 characters without control characters",
@@ -199,8 +209,14 @@ impl AgentConfig {
                 );
             }
         }
-        if self.max_output_tokens == Some(0) {
-            return Err(InvalidField::new(field("max_output_tokens"), "must be at least 1").into());
+        if let Some(tokens) = self.max_output_tokens {
+            if !(1..=MAX_TOKENS).contains(&tokens) {
+                return Err(InvalidField::new(
+                    field("max_output_tokens"),
+                    format!("must be between 1 and {MAX_TOKENS}"),
+                )
+                .into());
+            }
         }
         if let Some(turns) = self.max_turns {
             if !(1..=MAX_TURNS_LIMIT).contains(&turns) {
@@ -212,12 +228,14 @@ impl AgentConfig {
             }
         }
         if let Some(context) = &self.context {
-            if context.max_input_tokens == Some(0) {
-                return Err(InvalidField::new(
-                    field("context.max_input_tokens"),
-                    "must be at least 1",
-                )
-                .into());
+            if let Some(tokens) = context.max_input_tokens {
+                if !(1..=u64::from(MAX_TOKENS)).contains(&tokens) {
+                    return Err(InvalidField::new(
+                        field("context.max_input_tokens"),
+                        format!("must be between 1 and {MAX_TOKENS}"),
+                    )
+                    .into());
+                }
             }
             if context.strategy == ContextStrategy::Compact {
                 return Err(ConfigError::NotImplemented(format!(
@@ -264,7 +282,8 @@ pub enum ConfigError {
 #[serde(deny_unknown_fields)]
 pub struct ContextConfig {
     /// The oldest history is left out until the estimated input fits; null: no limit.
-    #[schema(minimum = 1)]
+    #[serde(default, deserialize_with = "whole::optional")]
+    #[schema(minimum = 1, maximum = 2147483647)]
     pub max_input_tokens: Option<u64>,
     #[serde(default)]
     pub strategy: ContextStrategy,
@@ -316,8 +335,12 @@ pub enum ToolKind {
 #[serde(deny_unknown_fields)]
 pub struct Webhook {
     /// `http` or `https`, on a host listed in `TOOL_WEBHOOK_ALLOWED_HOSTS`.
+    #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]")]
     pub url: String,
-    #[serde(default = "default_webhook_timeout")]
+    #[serde(
+        default = "default_webhook_timeout",
+        deserialize_with = "whole::required"
+    )]
     #[schema(minimum = 1, maximum = 300000, default = 10000)]
     pub timeout_ms: u64,
     /// Sent with every call, e.g. an `Authorization` the webhook expects.

@@ -9,6 +9,7 @@ mod metadata;
 mod page;
 mod run;
 mod session;
+mod whole;
 
 pub use agent::{
     Agent, AgentConfig, AgentPatch, ConfigError, ContextConfig, ContextStrategy, Tool, ToolKind,
@@ -21,7 +22,8 @@ pub use metadata::{Metadata, MetadataPatch};
 pub use page::{Cursor, Order, Page, PageRequest};
 pub use run::items as run_items;
 pub use run::{
-    IfBusy, NewRun, RequiredAction, RequiredToolCall, Run, RunConfig, RunError, RunEvent,
-    RunRecord, RunStatus, ToolOutput,
+    IfBusy, ItemCreated, MessageDelta, NewRun, RequiredAction, RequiredToolCall, Run, RunConfig,
+    RunError, RunEvent, RunRecord, RunStatus, ToolOutput,
 };
 pub use session::{AgentId, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT};
+pub(crate) use whole::{optional as whole_optional, patch as whole_patch};

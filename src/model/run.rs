@@ -167,6 +167,20 @@ impl RunRecord {
     }
 }
 
+/// The `data` of a `message.delta` event: the next piece of the assistant's text.
+#[derive(Serialize, ToSchema)]
+pub struct MessageDelta<'a> {
+    pub delta: &'a str,
+}
+
+/// The `data` of an `item.created` event: an item the run generated, in the shape it
+/// will have in the session.
+#[derive(Serialize, ToSchema)]
+pub struct ItemCreated<'a> {
+    #[schema(value_type = Object)]
+    pub item: &'a RawValue,
+}
+
 /// One event of a run's stream. `seq` is the SSE `id`: consecutive from 1 within a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunEvent {

@@ -14,8 +14,8 @@ use super::tools::call_webhook;
 use super::Engine;
 use crate::llm::{ChatRequest, ToolCall, ToolSpec};
 use crate::model::{
-    run_items, Order, PageRequest, RequiredAction, RequiredToolCall, RunError, RunEvent, RunRecord,
-    SessionId,
+    run_items, ItemCreated, MessageDelta, Order, PageRequest, RequiredAction, RequiredToolCall,
+    RunError, RunEvent, RunRecord, SessionId,
 };
 use crate::store::{Claim, StoreError};
 
@@ -46,10 +46,7 @@ impl Execution {
     }
 
     fn push_item(&mut self, item: Box<RawValue>) {
-        self.emit(
-            RunEvent::ITEM_CREATED,
-            &serde_json::json!({ "item": &item }),
-        );
+        self.emit(RunEvent::ITEM_CREATED, &ItemCreated { item: &item });
         self.record.run.output.push(item);
     }
 }
@@ -192,16 +189,13 @@ async fn complete(
         tokio::select! {
             biased;
             Some(delta) = received.recv() => {
-                exec.emit(RunEvent::MESSAGE_DELTA, &serde_json::json!({ "delta": delta }));
+                exec.emit(RunEvent::MESSAGE_DELTA, &MessageDelta { delta: &delta });
             }
             result = &mut call => break result,
         }
     };
     while let Ok(delta) = received.try_recv() {
-        exec.emit(
-            RunEvent::MESSAGE_DELTA,
-            &serde_json::json!({ "delta": delta }),
-        );
+        exec.emit(RunEvent::MESSAGE_DELTA, &MessageDelta { delta: &delta });
     }
     result
 }

@@ -1,5 +1,6 @@
 //! The API through the router in process: status codes, bodies and headers.
 
+mod agents;
 mod bad_input;
 mod items;
 mod operations;

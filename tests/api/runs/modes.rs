@@ -127,14 +127,18 @@ async fn a_streamed_run_sends_numbered_events_and_replays_them(db: TestDb) {
         .unwrap();
     let tail = t.app.send(request).await;
     assert_eq!(parse_sse(&tail.text), events[3..].to_vec());
-    let bad = Request::get(&path)
-        .header("last-event-id", "x")
-        .body(Body::empty())
-        .unwrap();
-    t.app
-        .send(bad)
-        .await
-        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    for id in ["x", "-1", "+3", "3.0", "1234567890123456789"] {
+        let bad = Request::get(&path)
+            .header("last-event-id", id)
+            .body(Body::empty())
+            .unwrap();
+        let detail = t
+            .app
+            .send(bad)
+            .await
+            .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+        assert!(detail.starts_with("Last-Event-ID"), "{id}: {detail}");
+    }
 }
 
 async fn a_background_run_answers_at_once(db: TestDb) {
@@ -246,6 +250,18 @@ async fn bad_run_bodies_name_the_field() {
             "agent.max_turns",
         ),
         (json!({"input": "hi", "agent": {"modle": "x"}}), "agent"),
+        (
+            json!({"input": "hi", "agent": {"max_output_tokens": 4_294_967_296_u64}}),
+            "agent.max_output_tokens",
+        ),
+        (
+            json!({"input": "hi", "agent": {"max_turns": 1.5}}),
+            "agent.max_turns",
+        ),
+        (
+            json!({"input": "hi", "stream": true, "background": true}),
+            "stream",
+        ),
         (json!({"input": "hi", "agent_id": "no/slash"}), "agent_id"),
         (
             json!({"input": "hi", "agent": {"tools": [{"type": "function", "name": "bad name"}]}}),

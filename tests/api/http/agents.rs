@@ -1,0 +1,158 @@
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::helpers::{on_both_backends, TestApp, TestDb};
+
+on_both_backends!(agent_lifecycle_over_http);
+
+async fn agent_lifecycle_over_http(db: TestDb) {
+    let app = TestApp::new(db, &crate::helpers::test_config());
+    let created = app
+        .post(
+            "/v1/agents",
+            json!({"name": "triage", "instructions": "Be brief.", "max_output_tokens": 512.0,
+                   "metadata": {"team": "support"}}),
+        )
+        .await;
+    let agent = created.expect(StatusCode::CREATED);
+    let id = agent["id"].as_str().unwrap();
+    assert_eq!(uuid::Uuid::parse_str(id).unwrap().get_version_num(), 7);
+    assert_eq!(
+        created.header("location"),
+        Some(format!("/v1/agents/{id}").as_str())
+    );
+    assert_eq!(agent["max_output_tokens"], 512, "a whole float is a count");
+    assert_eq!(agent["max_turns"], 10, "the default");
+    assert_eq!(agent["tools"], json!([]));
+    assert_eq!(agent["model"], Value::Null);
+    assert_eq!(agent["metadata"], json!({"team": "support"}));
+    assert_eq!(
+        app.get(&format!("/v1/agents/{id}"))
+            .await
+            .expect(StatusCode::OK),
+        agent
+    );
+
+    // Left out stays, null resets, metadata merges.
+    let patched = app
+        .patch(
+            &format!("/v1/agents/{id}"),
+            json!({"instructions": null, "max_turns": 3.0, "temperature": 0.5,
+                   "metadata": {"team": null, "tier": "1"}}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(patched["name"], "triage");
+    assert_eq!(patched["instructions"], Value::Null);
+    assert_eq!(patched["max_turns"], 3);
+    assert_eq!(patched["temperature"], 0.5);
+    assert_eq!(patched["metadata"], json!({"tier": "1"}));
+    assert_eq!(patched["created_at"], agent["created_at"]);
+    let reset = app
+        .patch(&format!("/v1/agents/{id}"), json!({"max_turns": null}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(reset["max_turns"], 10);
+
+    let second = app
+        .post("/v1/agents", json!({}))
+        .await
+        .expect(StatusCode::CREATED);
+    let page = app
+        .get("/v1/agents?order=asc&limit=1")
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(page["data"][0]["id"], id);
+    assert_eq!(page["has_more"], true);
+    let next = app
+        .get(&format!("/v1/agents?order=asc&after={id}"))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(next["data"], json!([second]));
+    assert_eq!(next["has_more"], false);
+
+    app.delete(&format!("/v1/agents/{id}"))
+        .await
+        .expect(StatusCode::NO_CONTENT);
+    app.get(&format!("/v1/agents/{id}"))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
+    app.patch(&format!("/v1/agents/{id}"), json!({"name": "x"}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
+    app.delete(&format!("/v1/agents/{id}"))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
+}
+
+/// Every field's limits, on create and on patch: a 400 whose detail starts with the field.
+#[tokio::test]
+async fn bad_agent_bodies_name_the_field() {
+    let app = TestApp::sqlite().await;
+    let agent = app
+        .post("/v1/agents", json!({}))
+        .await
+        .expect(StatusCode::CREATED);
+    let path = format!("/v1/agents/{}", agent["id"].as_str().unwrap());
+    let webhook =
+        |url: &str| json!({"tools": [{"type": "function", "name": "f", "webhook": {"url": url}}]});
+    let cases = [
+        (
+            json!({"max_output_tokens": 2_147_483_648_u64}),
+            "max_output_tokens",
+        ),
+        (json!({"max_output_tokens": 0}), "max_output_tokens"),
+        (json!({"max_turns": 2.5}), "max_turns"),
+        (json!({"max_turns": -1}), "max_turns"),
+        (json!({"max_turns": 101}), "max_turns"),
+        (json!({"max_turns": "5"}), "max_turns"),
+        (json!({"temperature": 2.5}), "temperature"),
+        (json!({"model": ""}), "model"),
+        (json!({"model": "gpt\u{7}"}), "model"),
+        (json!({"name": "n".repeat(257)}), "name"),
+        (
+            json!({"context": {"max_input_tokens": 0}}),
+            "context.max_input_tokens",
+        ),
+        (
+            json!({"context": {"strategy": "summarize"}}),
+            "context.strategy",
+        ),
+        (
+            json!({"tools": [{"type": "function", "name": "f"}, {"type": "function", "name": "f"}]}),
+            "tools[1].name",
+        ),
+        (
+            json!({"tools": [{"type": "function", "name": "f", "parameters": []}]}),
+            "tools[0].parameters",
+        ),
+        (webhook("ftp://tools.example/"), "tools[0].webhook.url"),
+        (webhook("https://tools.example/run"), "tools[0].webhook.url"),
+        (webhook("http://[::1"), "tools[0].webhook.url"),
+        (json!({"colour": "red"}), "colour"),
+    ];
+    for (body, field) in cases {
+        for (method, uri) in [("POST", "/v1/agents"), ("PATCH", path.as_str())] {
+            let response = match method {
+                "POST" => app.post(uri, body.clone()).await,
+                _ => app.patch(uri, body.clone()).await,
+            };
+            let detail = response.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+            assert!(detail.starts_with(field), "{method} {body}: {detail}");
+        }
+    }
+    let compact = json!({"context": {"strategy": "compact"}});
+    let detail = app
+        .post("/v1/agents", compact.clone())
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "not_implemented");
+    assert!(detail.starts_with("context.strategy"), "{detail}");
+    app.patch(&path, compact)
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "not_implemented");
+    assert_eq!(
+        app.get(&path).await.expect(StatusCode::OK),
+        agent,
+        "a refused patch changes nothing"
+    );
+}
