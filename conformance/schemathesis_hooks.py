@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import collections
 import json
+import re
 import sys
 from typing import Any
 
@@ -28,7 +29,18 @@ REJECTED_POSITIVE = "ST202"  # positive_data_acceptance: a schema-valid request 
 DELETED_STILL_THERE = "ST301"  # use_after_free: a read succeeded after a DELETE
 CREATED_NOT_FOUND = "ST302"  # ensure_resource_availability: 404 right after a POST
 
-LIST_OPERATIONS = {"GET /v1/sessions", "GET /v1/sessions/{session_id}/items"}
+LIST_OPERATIONS = {
+    "GET /v1/sessions",
+    "GET /v1/sessions/{session_id}/items",
+    "GET /v1/agents",
+    "GET /v1/sessions/{session_id}/runs",
+}
+# The operations that take an agent configuration, in the body or inline as `agent`.
+AGENT_OPERATIONS = {
+    "POST /v1/agents": "",
+    "PATCH /v1/agents/{agent_id}": "",
+    "POST /v1/sessions/{session_id}/runs": "agent.",
+}
 ITEM_OPERATIONS = {
     "GET /v1/sessions/{session_id}/items/{item_id}",
     "DELETE /v1/sessions/{session_id}/items/{item_id}",
@@ -37,12 +49,16 @@ APPEND = "POST /v1/sessions/{session_id}/items"
 POP = "DELETE /v1/sessions/{session_id}/items/last"
 DELETE_SESSION = "DELETE /v1/sessions/{session_id}"
 CLEAR = "DELETE /v1/sessions/{session_id}/items"
+CREATE_SESSION = "POST /v1/sessions"
+UPDATE_SESSION = "PATCH /v1/sessions/{session_id}"
+CREATE_RUN = "POST /v1/sessions/{session_id}/runs"
 
 # What the checks cannot see, recorded by `after_call`:
 REPLAYED_ITEMS: set[tuple[str, str]] = set()  # (session, item) named by replayed appends
 POPPED_ITEMS: set[tuple[str, str]] = set()  # (session, item) removed by a pop
 DELETED_SESSIONS: set[str] = set()
 RECREATED_SESSIONS: set[str] = set()  # deleted, then created again by an append
+SESSION_AGENTS: dict[str, Any] = {}  # each session's `agent_id`, as last answered
 # When (in requests sent) items were appended, and sessions deleted or cleared.
 CLOCK = iter(range(1, 1 << 62))
 APPENDED_AT: dict[tuple[str, str], int] = {}
@@ -83,6 +99,10 @@ def after_call(ctx: Any, case: Any, response: Any) -> None:
     status = response.status_code
     session_id = str((case.path_parameters or {}).get("session_id"))
     now = next(CLOCK)
+    if label in (CREATE_SESSION, UPDATE_SESSION) and status in (200, 201):
+        session = _json(response.content)
+        if isinstance(session, dict):
+            SESSION_AGENTS[str(session.get("id"))] = session.get("agent_id")
     if label == CLEAR and status == 204:
         CLEARED_AT[session_id] = now
     elif label == POP and status == 200:
@@ -161,18 +181,69 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
                 ):
                     return _drop(f"ST202 {label} 400 unknown cursor")
 
+        if label in AGENT_OPERATIONS and status == 400:
+            prefix = AGENT_OPERATIONS[label]
+            # 4. `context.strategy: compact` is part of the contract's schema, and the
+            #    contract lets it answer 400 `not_implemented` until it is built.
+            if code == "not_implemented" and detail.startswith(
+                f"{prefix}context.strategy: `compact` is not implemented yet"
+            ):
+                return _drop(f"ST202 {label} 400 not_implemented (compact)")
+            # 5. A webhook on a host the operator has not listed in
+            #    TOOL_WEBHOOK_ALLOWED_HOSTS: the contract refuses it with 400 wherever an
+            #    agent is given. Which hosts are allowed is configuration, not schema.
+            if (
+                code == "invalid_request"
+                and re.fullmatch(
+                    re.escape(prefix)
+                    + r"tools\[\d+\]\.webhook\.url: webhook host `[^`]*` is not allowed; "
+                    r"the operator lists the hosts tools may call in TOOL_WEBHOOK_ALLOWED_HOSTS",
+                    detail,
+                )
+            ):
+                return _drop(f"ST202 {label} 400 webhook host not allowed")
+            # 6. A webhook URL that the URL parser refuses (an invalid international
+            #    domain name, a port over 65535, a host that ends in a number but is no
+            #    IPv4 address, ...). The schema's pattern asks for `http(s)://` and a host;
+            #    the rest of the WHATWG URL rules has no JSON Schema form.
+            if code == "invalid_request" and re.fullmatch(
+                re.escape(prefix) + r"tools\[\d+\]\.webhook\.url: not a URL: [^\n]*",
+                detail,
+            ):
+                return _drop(f"ST202 {label} 400 webhook url not a URL")
+            # 7. Two tools of one name: the model calls a tool by its name, so names are
+            #    unique within an agent. JSON Schema's `uniqueItems` compares whole items
+            #    and cannot say that one property of the items is unique.
+            if code == "invalid_request" and re.fullmatch(
+                re.escape(prefix) + r"tools\[\d+\]\.name: a tool named `[^`]*` is listed twice",
+                detail,
+            ):
+                return _drop(f"ST202 {label} 400 tool name listed twice")
+
     if failure.code == CREATED_NOT_FOUND and status == 404:
-        # 4. Popping a session without items: the session was created and exists, but the
+        # 8. A run on an agent that does not exist: the session was created, but the run
+        #    names an agent (as `agent_id`, or through the session's `agent_id`) that no
+        #    one created, and the contract answers 404 `agent_not_found`. The check takes
+        #    any 404 below a created resource for "the resource is missing".
+        if label == CREATE_RUN and code == "agent_not_found":
+            body = case.body if isinstance(case.body, dict) else {}
+            if detail in (
+                f"no agent with id `{body.get('agent_id')}`",
+                f"session `{session_id}` names agent `{SESSION_AGENTS.get(session_id)}`, "
+                "which does not exist",
+            ):
+                return _drop("ST302 create_run 404 agent_not_found")
+        # 9. Popping a session without items: the session was created and exists, but the
         #    contract answers a pop on an empty session with 404 `session_empty`. The
         #    check takes any 404 below a created resource for "the resource is missing".
         if label == POP and code == "session_empty":
             return _drop("ST302 pop_last_item 404 session_empty")
-        # 5. An item that a pop has removed since its append. The check counts a DELETE
+        # 10. An item that a pop has removed since its append. The check counts a DELETE
         #    as the removal of the resources its path names; a pop's path names "the
         #    newest item", whichever that is.
         if label in ITEM_OPERATIONS and code == "item_not_found" and item in POPPED_ITEMS:
             return _drop(f"ST302 {label} 404 item_not_found (item popped since)")
-        # 6. An item named by a replayed append that has been removed since the first
+        # 11. An item named by a replayed append that has been removed since the first
         #    append (or its session deleted): the replay rightly repeats the first response.
         if (
             label in ITEM_OPERATIONS
@@ -183,7 +254,7 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
 
     if failure.code == DELETED_STILL_THERE and 200 <= status < 300:
         freed = str(getattr(failure, "free", ""))
-        # 7. The item list after a clear. `DELETE /v1/sessions/{id}/items` is
+        # 12. The item list after a clear. `DELETE /v1/sessions/{id}/items` is
         #    `clear_session`: it removes the items and keeps the session, whose item list
         #    then reads as a page: empty, or holding only items appended since (an item
         #    that outlived the clear is still a failure). The check takes a DELETE of a
@@ -194,7 +265,7 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             and _appended_since(session_id, _listed_ids(response), CLEARED_AT.get(session_id, 0))
         ):
             return _drop("ST301 list_items 200 after clear_items")
-        # 8. A deleted session that an append has created again since (the contract:
+        # 13. A deleted session that an append has created again since (the contract:
         #    appending to an unknown session creates it). Items read or listed must be
         #    ones appended since the delete; an item that outlived it is still a failure.
         if freed == f"DELETE /v1/sessions/{session_id}" and session_id in RECREATED_SESSIONS:
