@@ -13,6 +13,8 @@ use tokio::sync::oneshot;
 
 use crate::helpers::{get_json, scratch_postgres, ScratchDatabase};
 
+mod runs;
+
 struct Server {
     child: Child,
     base: String,
