@@ -110,7 +110,11 @@ impl Application {
         // Runs in hand get what is left of the deadline; one cut off is claimed again
         // when its lease lapses.
         stop_workers.cancel();
-        let drained = async { while workers.join_next().await.is_some() {} };
+        let runs = self.runs.clone();
+        let drained = async move {
+            while workers.join_next().await.is_some() {}
+            runs.drain_started().await;
+        };
         if tokio::time::timeout(self.patience, drained).await.is_err() {
             tracing::warn!(
                 "runs still executing at the shutdown deadline are left to their leases"

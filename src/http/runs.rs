@@ -235,17 +235,18 @@ async fn create_run(
         config,
         metadata,
     };
+    // A background run is answered as queued; the others start here when they can.
     let run = state
-        .store
-        .create_run(
+        .runs
+        .create(
             tenant,
             &session_id,
             run,
             request.if_busy.unwrap_or_default(),
+            !background,
         )
         .await
         .map_err(|e| ApiError::from_store(e, session_id.as_str(), None))?;
-    state.runs.wake();
     if background {
         return Ok(accepted(run));
     }

@@ -12,14 +12,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use crate::llm::LlmClient;
-use crate::model::{Run, RunEvent, SessionId, WebhookPolicy};
-use crate::store::{SessionStore, StoreError};
+use crate::model::{IfBusy, NewRun, Run, RunEvent, SessionId, WebhookPolicy};
+use crate::store::{SessionStore, StartNow, StoreError};
 use hub::Hub;
 
 /// How the engine executes runs.
@@ -58,6 +59,11 @@ pub(crate) struct Engine {
     hub: Hub,
     /// Wakes an idle worker when a run becomes claimable.
     work: Notify,
+    /// One per worker: held by a worker while it claims and executes, or by a run that
+    /// its creation started at once.
+    slots: Arc<Semaphore>,
+    /// The runs started at creation, which shutdown waits for like a worker's run.
+    started: TaskTracker,
     webhook_client: reqwest::Client,
 }
 
@@ -83,9 +89,11 @@ impl Runs {
             engine: Arc::new(Engine {
                 store,
                 llm,
-                settings,
+                settings: settings.clone(),
                 hub: Hub::default(),
                 work: Notify::new(),
+                slots: Arc::new(Semaphore::new(settings.workers)),
+                started: TaskTracker::new(),
                 webhook_client,
             }),
         }
@@ -98,6 +106,52 @@ impl Runs {
     /// Tells the workers a run may be claimable.
     pub fn wake(&self) {
         self.engine.work.notify_one();
+    }
+
+    /// Creates a run (see [`SessionStore::create_run`]). With `start_now` and a worker
+    /// slot free, a run on an idle session is claimed as it is created and executed at
+    /// once; any other run is queued for the workers.
+    pub async fn create(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run: NewRun,
+        if_busy: IfBusy,
+        start_now: bool,
+    ) -> Result<Run, StoreError> {
+        let engine = &self.engine;
+        let slot = start_now
+            .then(|| engine.slots.clone().try_acquire_owned().ok())
+            .flatten();
+        let start = slot.as_ref().map(|_| StartNow {
+            worker: Uuid::now_v7(),
+            lease: engine.settings.lease,
+        });
+        let (run, claim) = engine
+            .store
+            .create_run(tenant, session_id, run, if_busy, start)
+            .await?;
+        match (claim, slot) {
+            (Some(claim), Some(slot)) => {
+                let engine = engine.clone();
+                engine.started.clone().spawn(async move {
+                    if let Err(error) = worker::execute_claimed(&engine, claim).await {
+                        tracing::warn!(%error, "cannot finish a run");
+                    }
+                    drop(slot);
+                    // A run queued behind this one may be claimable now.
+                    engine.work.notify_one();
+                });
+            }
+            _ => self.wake(),
+        }
+        Ok(run)
+    }
+
+    /// Waits for the runs started at creation; call after the requests have ended.
+    pub async fn drain_started(&self) {
+        self.engine.started.close();
+        self.engine.started.wait().await;
     }
 
     /// Starts the workers and the recovery of lapsed leases; they stop when `shutdown`
@@ -156,10 +210,16 @@ impl Runs {
         after: i64,
     ) -> Result<Run, StoreError> {
         let mut events = std::pin::pin!(self.events(tenant, session_id, run_id, after));
+        let mut last = None;
         while let Some(event) = events.next().await {
-            event?;
+            last = Some(event?);
         }
-        self.engine.store.get_run(tenant, session_id, run_id).await
+        // The event that ended the stream carries the run as it was committed.
+        match last.filter(RunEvent::ends_stream) {
+            Some(event) => serde_json::from_str(event.data.get())
+                .map_err(|e| StoreError::Corrupt(format!("run event: {e}"))),
+            None => self.engine.store.get_run(tenant, session_id, run_id).await,
+        }
     }
 
     /// Cancels the run: a worker of this process drops its LLM call and records the

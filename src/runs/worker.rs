@@ -10,11 +10,20 @@ use super::Engine;
 use crate::model::{RunEvent, RunStatus};
 use crate::store::{Claim, StoreError};
 
-/// One worker: claims and executes runs until shutdown, finishing the run in hand.
+/// One worker: claims and executes runs until shutdown, finishing the run in hand. It
+/// holds one of the engine's slots while it does, so that it and the runs started at
+/// creation never execute more than `workers` runs at once.
 pub(super) async fn work(engine: Arc<Engine>, shutdown: CancellationToken) {
     let worker = Uuid::now_v7();
     while !shutdown.is_cancelled() {
-        match claim_and_execute(&engine, worker).await {
+        let claimed = {
+            let _slot = tokio::select! {
+                slot = engine.slots.acquire() => slot.expect("the slots are never closed"),
+                _ = shutdown.cancelled() => break,
+            };
+            claim_and_execute(&engine, worker).await
+        };
+        match claimed {
             Ok(true) => continue,
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "cannot claim or finish a run"),
@@ -59,6 +68,11 @@ pub(super) async fn claim_and_execute(engine: &Engine, worker: Uuid) -> Result<b
     else {
         return Ok(false);
     };
+    execute_claimed(engine, claim).await.map(|()| true)
+}
+
+/// Executes a run claimed for this process and commits its outcome.
+pub(super) async fn execute_claimed(engine: &Engine, claim: Claim) -> Result<(), StoreError> {
     let run_id = claim.record.run.id;
     let live = engine.hub.register(run_id, claim.last_event_seq + 1);
     let mut exec = Execution {
@@ -73,7 +87,7 @@ pub(super) async fn claim_and_execute(engine: &Engine, worker: Uuid) -> Result<b
     let result = tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await;
     live.close();
     engine.hub.remove(run_id);
-    result.map(|()| true)
+    result
 }
 
 async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result<(), StoreError> {

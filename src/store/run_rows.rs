@@ -138,6 +138,27 @@ pub(super) fn admit(active: Option<Uuid>, if_busy: IfBusy) -> Result<(), StoreEr
     }
 }
 
+/// The claim of a run that its creating transaction stored as running, leased to
+/// `worker`: its one event so far is `run.created`.
+pub(super) fn claim_new(
+    tenant: &str,
+    run_pk: i64,
+    worker: Uuid,
+    mut record: RunRecord,
+    now: DateTime<Utc>,
+) -> Claim {
+    record.run.status = RunStatus::Running;
+    record.run.started_at = Some(now);
+    Claim {
+        tenant: tenant.to_owned(),
+        run_pk,
+        worker,
+        record,
+        last_event_seq: 1,
+        attempts: 1,
+    }
+}
+
 /// Cancels a run a client asked to cancel; fails when it has finished already.
 pub(super) fn cancel(
     record: &mut RunRecord,

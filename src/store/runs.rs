@@ -17,14 +17,17 @@ use crate::model::{
 pub trait RunStore: Send + Sync {
     /// Queues a run, creating the session if absent, and records its `run.created`
     /// event. While the session has an unfinished run, `Reject` fails with
-    /// [`super::StoreError::SessionBusy`] and `Enqueue` queues behind it.
+    /// [`super::StoreError::SessionBusy`] and `Enqueue` queues behind it. With `start`,
+    /// a run on an idle session is claimed for that worker in the same transaction and
+    /// its claim returned.
     async fn create_run(
         &self,
         tenant: &str,
         session_id: &SessionId,
         run: NewRun,
         if_busy: IfBusy,
-    ) -> Result<Run>;
+        start: Option<StartNow>,
+    ) -> Result<(Run, Option<Claim>)>;
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
 
@@ -83,6 +86,14 @@ pub trait RunStore: Send + Sync {
     /// Re-queues runs whose worker let the lease lapse, or fails them with `worker_lost`
     /// after `max_attempts` claims. Returns (re-queued, failed).
     async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)>;
+}
+
+/// A worker of this process that is free to execute a new run at once: claiming the run
+/// as it is created spares it a commit and a trip through the queue.
+#[derive(Debug, Clone, Copy)]
+pub struct StartNow {
+    pub worker: Uuid,
+    pub lease: Duration,
 }
 
 /// A run leased to a worker.

@@ -16,7 +16,7 @@ use crate::store::rows::direction;
 use crate::store::run_rows::{
     self, events, to_json, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
 };
-use crate::store::{explain_empty_run_page, now, Claim, Result, RunStore, StoreError};
+use crate::store::{explain_empty_run_page, now, Claim, Result, RunStore, StartNow, StoreError};
 
 const LOCKED_COLUMNS: &str =
     "r.pk, r.tenant_id, r.session_pk, r.last_event_seq, r.attempts::bigint as attempts";
@@ -173,7 +173,8 @@ impl RunStore for PgStore {
         session_id: &SessionId,
         run: NewRun,
         if_busy: IfBusy,
-    ) -> Result<Run> {
+        start: Option<StartNow>,
+    ) -> Result<(Run, Option<Claim>)> {
         let now = now();
         let mut tx = self.pool.begin().await?;
         // The upsert takes the session's row lock, which orders concurrent run creation.
@@ -194,21 +195,30 @@ impl RunStore for PgStore {
         .fetch_optional(&mut *tx)
         .await?;
         run_rows::admit(active, if_busy)?;
+        let start = start.filter(|_| active.is_none());
         let (record, created) = run_rows::new_run(session_id, run, now);
         let run_pk: i64 = sqlx::query_scalar(
-            r"insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq, body)
-              values ($1, $2, $3, 'queued', $4, 1, $5) returning pk",
+            r"insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq, body,
+                  lease_owner, lease_expires_at, attempts, started_at)
+              values ($1, $2, $3, $6, $4, 1, $5, $7, $8, $9, $10) returning pk",
         )
         .bind(tenant)
         .bind(record.run.id)
         .bind(session_pk)
         .bind(now)
         .bind(to_json(&record)?)
+        .bind(if start.is_some() { "running" } else { "queued" })
+        .bind(start.map(|s| s.worker))
+        .bind(start.map(|s| now + s.lease))
+        .bind(i32::from(start.is_some()))
+        .bind(start.map(|_| now))
         .fetch_one(&mut *tx)
         .await?;
         insert_events(&mut tx, run_pk, &[created]).await?;
         tx.commit().await?;
-        Ok(record.run)
+        let claim =
+            start.map(|s| run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), now));
+        Ok((record.run, claim))
     }
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {

@@ -14,6 +14,7 @@ on_both_backends!(
     a_lost_worker_is_replaced_then_given_up_on,
     concurrent_runs_on_one_session_admit_one,
     every_run_path_names_an_unknown_run,
+    runs_started_at_creation_share_the_worker_slots,
 );
 
 async fn enqueued_runs_execute_in_order(db: TestDb) {
@@ -242,4 +243,48 @@ async fn every_run_path_names_an_unknown_run(db: TestDb) {
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("before:"), "{detail}");
+}
+
+/// A sync run starts as it is created when a worker slot is free; with the only slot
+/// taken, the next one waits in the queue until the slot is free again.
+async fn runs_started_at_creation_share_the_worker_slots(db: TestDb) {
+    let t = RunsApp::configured(db, |c| {
+        c.run_workers = 1;
+        c.llm_idle_timeout_secs = 30;
+    })
+    .await;
+    t.llm.push(Reply::HangMidStream);
+    t.llm.set_default(Reply::text("ok"));
+    let first = t.app.post("/v1/sessions/a/runs", json!({"input": "hang"}));
+    let second = async {
+        while t.llm.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let second = t.app.post("/v1/sessions/b/runs", json!({"input": "wait"}));
+        let meanwhile = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let waiting = t
+                .app
+                .get("/v1/sessions/b/runs")
+                .await
+                .expect(StatusCode::OK);
+            assert_eq!(waiting["data"][0]["status"], "queued", "{waiting}");
+            assert_eq!(t.llm.requests().len(), 1);
+            let hanging = t
+                .app
+                .get("/v1/sessions/a/runs")
+                .await
+                .expect(StatusCode::OK);
+            let id = hanging["data"][0]["id"].as_str().unwrap();
+            t.app
+                .post(&format!("/v1/sessions/a/runs/{id}/cancel"), json!({}))
+                .await
+                .expect(StatusCode::OK);
+        };
+        tokio::join!(second, meanwhile).0
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(first.expect(StatusCode::OK)["status"], "cancelled");
+    assert_eq!(second.expect(StatusCode::OK)["status"], "completed");
+    assert_eq!(t.llm.requests().len(), 2);
 }
