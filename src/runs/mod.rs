@@ -133,9 +133,12 @@ impl Runs {
             .await?;
         match (claim, slot) {
             (Some(claim), Some(slot)) => {
+                // The run's one stored event, as the store wrote it.
+                let created = RunEvent::for_status(1, &run);
+                let execution = worker::execute_claimed(engine.clone(), claim, vec![created]);
                 let engine = engine.clone();
                 engine.started.clone().spawn(async move {
-                    if let Err(error) = worker::execute_claimed(&engine, claim).await {
+                    if let Err(error) = execution.await {
                         tracing::warn!(%error, "cannot finish a run");
                     }
                     drop(slot);

@@ -60,7 +60,10 @@ pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
 }
 
 /// Claims one run and executes it; false when there was none.
-pub(super) async fn claim_and_execute(engine: &Engine, worker: Uuid) -> Result<bool, StoreError> {
+pub(super) async fn claim_and_execute(
+    engine: &Arc<Engine>,
+    worker: Uuid,
+) -> Result<bool, StoreError> {
     let Some(claim) = engine
         .store
         .claim_run(worker, engine.settings.lease)
@@ -68,26 +71,43 @@ pub(super) async fn claim_and_execute(engine: &Engine, worker: Uuid) -> Result<b
     else {
         return Ok(false);
     };
-    execute_claimed(engine, claim).await.map(|()| true)
+    execute_claimed(engine.clone(), claim, Vec::new())
+        .await
+        .map(|()| true)
 }
 
-/// Executes a run claimed for this process and commits its outcome.
-pub(super) async fn execute_claimed(engine: &Engine, claim: Claim) -> Result<(), StoreError> {
+/// Executes a run claimed for this process and commits its outcome. The run is live here
+/// from the call on, before the future first runs, so a follower that starts right after
+/// finds it in the hub rather than in the database; `stored` are events of the run already
+/// in the database that followers may take from the hub too.
+pub(super) fn execute_claimed(
+    engine: Arc<Engine>,
+    claim: Claim,
+    stored: Vec<RunEvent>,
+) -> impl std::future::Future<Output = Result<(), StoreError>> {
     let run_id = claim.record.run.id;
-    let live = engine.hub.register(run_id, claim.last_event_seq + 1);
-    let mut exec = Execution {
-        record: claim.record.clone(),
-        seq: claim.last_event_seq,
-        live: live.clone(),
-        unsaved: Arc::new(Mutex::new(Vec::new())),
-    };
-    let run = exec.record.run.clone();
-    exec.emit(RunEvent::STARTED, &run);
-    let span = tracing::info_span!("run", run_id = %run_id, attempt = claim.attempts);
-    let result = tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await;
-    live.close();
-    engine.hub.remove(run_id);
-    result
+    let first_seq = stored.first().map_or(claim.last_event_seq + 1, |e| e.seq);
+    let live = engine.hub.register(run_id, first_seq);
+    for event in stored {
+        live.publish(event);
+    }
+    async move {
+        let engine = &*engine;
+        let mut exec = Execution {
+            record: claim.record.clone(),
+            seq: claim.last_event_seq,
+            live: live.clone(),
+            unsaved: Arc::new(Mutex::new(Vec::new())),
+        };
+        let run = exec.record.run.clone();
+        exec.emit(RunEvent::STARTED, &run);
+        let span = tracing::info_span!("run", run_id = %run_id, attempt = claim.attempts);
+        let result =
+            tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await;
+        live.close();
+        engine.hub.remove(run_id);
+        result
+    }
 }
 
 async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result<(), StoreError> {

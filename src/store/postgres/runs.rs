@@ -94,28 +94,31 @@ async fn insert_events(conn: &mut PgConnection, run_pk: i64, events: &[RunEvent]
     Ok(())
 }
 
-/// Stores the record and its status, releasing any lease.
+/// Stores the record and its status, releasing any lease; with `lease`, only while that
+/// worker holds the run. Returns the run's session, or None when the lease was lost.
 async fn write_run(
     conn: &mut PgConnection,
     run_pk: i64,
     record: &RunRecord,
     last_event_seq: i64,
-) -> Result<()> {
-    sqlx::query(
+    lease: Option<Uuid>,
+) -> Result<Option<i64>> {
+    Ok(sqlx::query_scalar(
         r"update runs set status = $2, finished_at = $3, body = $4,
               last_event_seq = greatest(last_event_seq, $5),
               lease_owner = null, lease_expires_at = null,
               attempts = case when $2 = 'requires_action' then 0 else attempts end
-          where pk = $1",
+          where pk = $1 and ($6::uuid is null or (lease_owner = $6 and status = 'running'))
+          returning session_pk",
     )
     .bind(run_pk)
     .bind(record.run.status.as_str())
     .bind(record.run.finished_at)
     .bind(to_json(record)?)
     .bind(last_event_seq)
-    .execute(conn)
-    .await?;
-    Ok(())
+    .bind(lease)
+    .fetch_optional(conn)
+    .await?)
 }
 
 /// Adds a finished run's usage to its session and appends its turn, if it completed.
@@ -197,10 +200,14 @@ impl RunStore for PgStore {
         run_rows::admit(active, if_busy)?;
         let start = start.filter(|_| active.is_none());
         let (record, created) = run_rows::new_run(session_id, run, now);
+        // The run and its first event in one round trip.
         let run_pk: i64 = sqlx::query_scalar(
-            r"insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq, body,
-                  lease_owner, lease_expires_at, attempts, started_at)
-              values ($1, $2, $3, $6, $4, 1, $5, $7, $8, $9, $10) returning pk",
+            r"with r as (
+                  insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq,
+                      body, lease_owner, lease_expires_at, attempts, started_at)
+                  values ($1, $2, $3, $6, $4, 1, $5, $7, $8, $9, $10) returning pk)
+              insert into run_events (run_pk, seq, event, data, created_at)
+              select r.pk, $11, $12, $13, $4 from r returning run_pk",
         )
         .bind(tenant)
         .bind(record.run.id)
@@ -212,9 +219,11 @@ impl RunStore for PgStore {
         .bind(start.map(|s| now + s.lease))
         .bind(i32::from(start.is_some()))
         .bind(start.map(|_| now))
+        .bind(created.seq)
+        .bind(&created.event)
+        .bind(created.data.get())
         .fetch_one(&mut *tx)
         .await?;
-        insert_events(&mut tx, run_pk, &[created]).await?;
         tx.commit().await?;
         let claim =
             start.map(|s| run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), now));
@@ -315,7 +324,7 @@ impl RunStore for PgStore {
         let locked = Self::lock_run(&mut tx, tenant, session_id, run_id).await?;
         let mut record = locked.run.into_record()?;
         let event = run_rows::cancel(&mut record, locked.last_event_seq, now)?;
-        write_run(&mut tx, locked.pk, &record, event.seq).await?;
+        write_run(&mut tx, locked.pk, &record, event.seq, None).await?;
         insert_events(&mut tx, locked.pk, &[event]).await?;
         settle_session(&mut tx, tenant, locked.session_pk, &record, now).await?;
         tx.commit().await?;
@@ -333,7 +342,7 @@ impl RunStore for PgStore {
         let locked = Self::lock_run(&mut tx, tenant, session_id, run_id).await?;
         let mut record = locked.run.into_record()?;
         run_rows::resume(&mut record, outputs)?;
-        write_run(&mut tx, locked.pk, &record, locked.last_event_seq).await?;
+        write_run(&mut tx, locked.pk, &record, locked.last_event_seq, None).await?;
         tx.commit().await?;
         Ok((record.run, locked.last_event_seq))
     }
@@ -410,11 +419,13 @@ impl RunStore for PgStore {
     ) -> Result<bool> {
         let now = now();
         let mut tx = self.pool.begin().await?;
-        let Some((last_event_seq, session_pk)) = Self::lock_claim(&mut tx, claim).await? else {
+        // The update checks the lease and locks the run in one round trip.
+        let last = events.last().map_or(0, |e| e.seq);
+        let Some(session_pk) =
+            write_run(&mut tx, claim.run_pk, record, last, Some(claim.worker)).await?
+        else {
             return Ok(false);
         };
-        let last = events.last().map_or(last_event_seq, |e| e.seq);
-        write_run(&mut tx, claim.run_pk, record, last).await?;
         insert_events(&mut tx, claim.run_pk, events).await?;
         if record.run.status.is_final() {
             settle_session(&mut tx, &claim.tenant, session_pk, record, now).await?;
@@ -454,7 +465,7 @@ impl RunStore for PgStore {
             } else {
                 let mut record = row.run.into_record()?;
                 let event = run_rows::lost(&mut record, seq, now);
-                write_run(&mut tx, pk, &record, event.seq).await?;
+                write_run(&mut tx, pk, &record, event.seq, None).await?;
                 insert_events(&mut tx, pk, &[event]).await?;
                 settle_session(&mut tx, &tenant, session_pk, &record, now).await?;
                 failed += 1;
