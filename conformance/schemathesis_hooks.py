@@ -161,8 +161,12 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
         # 1. A reused Idempotency-Key. The key is valid, but Schemathesis sent it before
         #    with another body; the contract answers 422 `idempotency_key_reused`. That
         #    depends on earlier requests, so no schema can rule it out.
-        if label == APPEND and status == 422 and code == "idempotency_key_reused":
-            return _drop("ST202 append_items 422 idempotency_key_reused")
+        if (
+            label in (APPEND, CREATE_RUN)
+            and status == 422
+            and code == "idempotency_key_reused"
+        ):
+            return _drop(f"ST202 {label} 422 idempotency_key_reused")
         if label in LIST_OPERATIONS and status == 400 and code == "invalid_request":
             # 2. `after` and `before` together: each is valid, together they are 400 (a
             #    page has one anchor). OpenAPI 3.1 cannot say that two parameters

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, StatusCode};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
@@ -21,6 +21,37 @@ use crate::store::StoreError;
 pub struct AppJson<T>(pub T);
 
 impl<T, S> FromRequest<S> for AppJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        AppJsonText::from_request(request, state)
+            .await
+            .map(|AppJsonText(value, _)| AppJson(value))
+    }
+}
+
+/// Answers to a retry with a known `Idempotency-Key` say so in this header.
+pub static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// The request's `Idempotency-Key`, if it has one.
+pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    headers
+        .get("idempotency-key")
+        .map(|key| {
+            key.to_str()
+                .map_err(|_| ApiError::invalid("Idempotency-Key", "must be visible ASCII"))
+        })
+        .transpose()
+}
+
+/// A JSON request body together with its text, for a fingerprint of the request.
+pub struct AppJsonText<T>(pub T, pub Bytes);
+
+impl<T, S> FromRequest<S> for AppJsonText<T>
 where
     T: DeserializeOwned,
     S: Send + Sync,
@@ -45,7 +76,7 @@ where
         if !bytes.trim_ascii_start().starts_with(b"{") {
             return Err(ApiError::invalid("body", "must be a JSON object"));
         }
-        parse_json(&bytes).map(AppJson)
+        parse_json(&bytes).map(|value| AppJsonText(value, bytes))
     }
 }
 

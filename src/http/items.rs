@@ -2,7 +2,7 @@
 //! protocol uses it (`get_items`, `add_items`, `pop_item`, `clear_session`).
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,9 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, Result};
-use super::extract::{AppJson, ItemPath, ListQuery, SessionPath, Tenant};
+use super::extract::{
+    idempotency_key, AppJson, ItemPath, ListQuery, SessionPath, Tenant, IDEMPOTENT_REPLAYED,
+};
 use super::openapi::{
     BadRequest, Internal, KeyReused, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
@@ -49,9 +51,6 @@ pub struct AppendItemsResponse {
     /// The appended items, in order.
     data: Vec<Item>,
 }
-
-/// Replays of an idempotent append say so in this header.
-static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
 /// List a session's items.
 #[utoipa::path(
@@ -125,15 +124,9 @@ async fn append_items(
         .enumerate()
         .map(|(i, raw)| ItemBody::new(&format!("items[{i}]"), raw))
         .collect::<Result<Vec<_>, _>>()?;
-    let idempotency = match headers.get("idempotency-key") {
-        Some(key) => {
-            let key = key
-                .to_str()
-                .map_err(|_| ApiError::invalid("Idempotency-Key", "must be visible ASCII"))?;
-            Some(IdempotencyKey::new(key, &id, &bodies)?)
-        }
-        None => None,
-    };
+    let idempotency = idempotency_key(&headers)?
+        .map(|key| IdempotencyKey::new(key, &id, &bodies))
+        .transpose()?;
     let appended = state
         .store
         .append_items(tenant, &id, bodies, idempotency)

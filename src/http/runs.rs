@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,15 +18,18 @@ use uuid::Uuid;
 
 use super::agents::find_agent;
 use super::error::{ApiError, Result};
-use super::extract::{AppJson, ListQuery, RunPath, SessionPath, Tenant};
+use super::extract::{
+    idempotency_key, AppJson, AppJsonText, ListQuery, RunPath, SessionPath, Tenant,
+    IDEMPOTENT_REPLAYED,
+};
 use super::openapi::{
-    BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType,
+    BadRequest, Conflict, Internal, KeyReused, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
 use super::run_schemas::{RunInput, RunStreamEvent};
 use super::AppState;
 use crate::model::{
-    run_items, AgentConfig, IfBusy, ItemBody, Metadata, NewRun, Order, Page, Run, RunConfig,
-    RunEvent, SessionId, ToolOutput, DEFAULT_MAX_TURNS,
+    run_items, AgentConfig, IdempotencyKey, IfBusy, ItemBody, Metadata, NewRun, Order, Page, Run,
+    RunConfig, RunEvent, SessionId, ToolOutput, DEFAULT_MAX_TURNS,
 };
 use crate::store::StoreError;
 
@@ -188,20 +191,27 @@ async fn resolve_config(
     post,
     path = "/v1/sessions/{session_id}/runs",
     tag = "runs",
-    params(("session_id" = String, Path, description = "The session id; created if absent")),
+    params(
+        ("session_id" = String, Path, description = "The session id; created if absent"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: the same key with the same request answers with the first request's run instead of starting another; kept for 24 hours"),
+    ),
     request_body = CreateRunRequest,
     responses(
         (status = 200, description = "The finished run, or its events with `stream: true`", content(
             (Run = "application/json"),
             (RunStreamEvent = "text/event-stream"),
-        )),
+        ), headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
         (status = 202, description = "The queued (or still running) run", body = Run,
-         headers(("location" = String, description = "The path of the run"))),
+         headers(
+            ("location" = String, description = "The path of the run"),
+            ("idempotent-replayed" = String, description = "`true` when this answers a retry"),
+        )),
         (status = 400, response = BadRequest),
         (status = 404, response = NotFound),
         (status = 409, response = Conflict),
         (status = 413, response = PayloadTooLarge),
         (status = 415, response = UnsupportedMediaType),
+        (status = 422, response = KeyReused),
         (status = 500, response = Internal),
     )
 )]
@@ -209,7 +219,8 @@ async fn create_run(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
     SessionPath(session_id): SessionPath,
-    AppJson(request): AppJson<CreateRunRequest>,
+    headers: HeaderMap,
+    AppJsonText(request, body): AppJsonText<CreateRunRequest>,
 ) -> Result<Response> {
     let stream = request.stream.unwrap_or(false);
     let background = request.background.unwrap_or(false);
@@ -229,14 +240,21 @@ async fn create_run(
         request.agent,
     )
     .await?;
+    let idempotency = idempotency_key(&headers)?
+        .map(|key| {
+            let body = std::str::from_utf8(&body).unwrap_or_default();
+            IdempotencyKey::for_run(key, &session_id, body)
+        })
+        .transpose()?;
     let run = NewRun {
         id: Uuid::now_v7(),
         input,
         config,
         metadata,
+        idempotency,
     };
     // A background run is answered as queued; the others start here when they can.
-    let run = state
+    let (run, replayed) = state
         .runs
         .create(
             tenant,
@@ -247,13 +265,20 @@ async fn create_run(
         )
         .await
         .map_err(|e| ApiError::from_store(e, session_id.as_str(), None))?;
-    if background {
-        return Ok(accepted(run));
+    let mut response = if background {
+        accepted(run)
+    } else if stream {
+        sse(state.runs.events(tenant, &session_id, run.id, 0))
+    } else {
+        wait(&state, tenant, &session_id, run.id, 0).await?
+    };
+    if replayed {
+        response.headers_mut().insert(
+            IDEMPOTENT_REPLAYED.clone(),
+            HeaderValue::from_static("true"),
+        );
     }
-    if stream {
-        return Ok(sse(state.runs.events(tenant, &session_id, run.id, 0)));
-    }
-    wait(&state, tenant, &session_id, run.id, 0).await
+    Ok(response)
 }
 
 /// Waits for the run to finish or need the client: 200; 202 once `RUN_WAIT_SECS` pass.

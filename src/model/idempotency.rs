@@ -20,18 +20,12 @@ impl IdempotencyKey {
         chrono::TimeDelta::hours(24)
     }
 
+    /// The key of an append of `items` to the session.
     pub fn new(
         key: &str,
         session_id: &SessionId,
         items: &[ItemBody],
     ) -> Result<Self, InvalidField> {
-        if key.is_empty() || key.len() > Self::MAX_LEN || !key.bytes().all(|b| b.is_ascii_graphic())
-        {
-            return Err(InvalidField::new(
-                "Idempotency-Key",
-                "must be 1 to 255 visible ASCII characters",
-            ));
-        }
         let mut hasher = Sha256::new();
         hasher.update(session_id.as_str());
         for item in items {
@@ -39,9 +33,31 @@ impl IdempotencyKey {
             hasher.update([0]);
             hasher.update(item.as_str());
         }
+        Self::checked(key, hasher)
+    }
+
+    /// The key of a new run on the session, asked for with the JSON `body`.
+    pub fn for_run(key: &str, session_id: &SessionId, body: &str) -> Result<Self, InvalidField> {
+        let mut hasher = Sha256::new();
+        // Marked apart from appends, whose keys share the tenant's key space.
+        hasher.update(b"run\0");
+        hasher.update(session_id.as_str());
+        hasher.update([0]);
+        hasher.update(body);
+        Self::checked(key, hasher)
+    }
+
+    fn checked(key: &str, request: Sha256) -> Result<Self, InvalidField> {
+        if key.is_empty() || key.len() > Self::MAX_LEN || !key.bytes().all(|b| b.is_ascii_graphic())
+        {
+            return Err(InvalidField::new(
+                "Idempotency-Key",
+                "must be 1 to 255 visible ASCII characters",
+            ));
+        }
         Ok(Self {
             key: key.to_owned(),
-            fingerprint: hasher.finalize().to_vec(),
+            fingerprint: request.finalize().to_vec(),
         })
     }
 }

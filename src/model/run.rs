@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::agent::Tool;
 use super::field::InvalidField;
+use super::idempotency::IdempotencyKey;
 use super::metadata::Metadata;
 use super::session::Usage;
 
@@ -237,6 +238,8 @@ pub struct NewRun {
     pub input: Vec<Box<RawValue>>,
     pub config: RunConfig,
     pub metadata: Metadata,
+    /// A retry with this key and the same request gets the first request's run.
+    pub idempotency: Option<IdempotencyKey>,
 }
 
 /// What to do when the session has an active run already.

@@ -108,9 +108,10 @@ impl Runs {
         self.engine.work.notify_one();
     }
 
-    /// Creates a run (see [`SessionStore::create_run`]). With `start_now` and a worker
-    /// slot free, a run on an idle session is claimed as it is created and executed at
-    /// once; any other run is queued for the workers.
+    /// Creates a run (see [`SessionStore::create_run`]) and returns it, and whether it
+    /// is the run of an earlier request with the same Idempotency-Key. With `start_now`
+    /// and a worker slot free, a run on an idle session is claimed as it is created and
+    /// executed at once; any other run is queued for the workers.
     pub async fn create(
         &self,
         tenant: &str,
@@ -118,7 +119,7 @@ impl Runs {
         run: NewRun,
         if_busy: IfBusy,
         start_now: bool,
-    ) -> Result<Run, StoreError> {
+    ) -> Result<(Run, bool), StoreError> {
         let engine = &self.engine;
         let slot = start_now
             .then(|| engine.slots.clone().try_acquire_owned().ok())
@@ -127,11 +128,12 @@ impl Runs {
             worker: Uuid::now_v7(),
             lease: engine.settings.lease,
         });
-        let (run, claim) = engine
+        let created = engine
             .store
             .create_run(tenant, session_id, run, if_busy, start)
             .await?;
-        match (claim, slot) {
+        let run = created.run;
+        match (created.claim, slot) {
             (Some(claim), Some(slot)) => {
                 // The run's one stored event, as the store wrote it.
                 let created = RunEvent::for_status(1, &run);
@@ -146,9 +148,10 @@ impl Runs {
                     engine.work.notify_one();
                 });
             }
+            _ if created.replayed => {}
             _ => self.wake(),
         }
-        Ok(run)
+        Ok((run, created.replayed))
     }
 
     /// Waits for the runs started at creation; call after the requests have ended.

@@ -18,7 +18,7 @@ use uuid::Uuid;
 pub use agents::AgentStore;
 pub use error::StoreError;
 pub use postgres::PgStore;
-pub use runs::{Claim, RunStore, StartNow};
+pub use runs::{Claim, CreatedRun, RunStore, StartNow};
 pub use sqlite::SqliteStore;
 
 use crate::model::{

@@ -209,20 +209,23 @@ pub(super) fn beyond(order: Order) -> &'static str {
 }
 
 /// Answers a repeated idempotency key from what the first request stored.
-pub(super) fn replay(
+pub(super) fn first_response(
     key: &IdempotencyKey,
     fingerprint: Vec<u8>,
     response: Option<String>,
-) -> Result<Appended, StoreError> {
+) -> Result<String, StoreError> {
     if fingerprint != key.fingerprint {
         return Err(StoreError::IdempotencyKeyReused);
     }
     // The claim and its response are written in one transaction, so a visible claim
     // always has its response.
-    let response = response.ok_or_else(|| {
-        StoreError::Corrupt(format!("idempotency key {} has no response", key.key))
-    })?;
-    let items = serde_json::from_str(&response)
+    response
+        .ok_or_else(|| StoreError::Corrupt(format!("idempotency key {} has no response", key.key)))
+}
+
+/// An append's first response, answered again.
+pub(super) fn replayed_items(key: &IdempotencyKey, response: &str) -> Result<Appended, StoreError> {
+    let items = serde_json::from_str(response)
         .map_err(|e| StoreError::Corrupt(format!("idempotency key {}: {e}", key.key)))?;
     Ok(Appended {
         items,

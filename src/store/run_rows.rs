@@ -159,6 +159,23 @@ pub(super) fn claim_new(
     }
 }
 
+/// The run a request with an Idempotency-Key created, from the key's stored response.
+pub(super) fn replayed_run_id(response: &str) -> Result<Uuid, StoreError> {
+    serde_json::from_str::<serde_json::Value>(response)
+        .ok()
+        .and_then(|first| {
+            first["run_id"]
+                .as_str()
+                .and_then(|id| Uuid::parse_str(id).ok())
+        })
+        .ok_or_else(|| StoreError::Corrupt(format!("idempotency response `{response}`")))
+}
+
+/// What a key's response records of the run its request created.
+pub(super) fn run_response(run_id: Uuid) -> String {
+    serde_json::json!({ "run_id": run_id }).to_string()
+}
+
 /// Cancels a run a client asked to cancel; fails when it has finished already.
 pub(super) fn cancel(
     record: &mut RunRecord,

@@ -19,7 +19,8 @@ pub trait RunStore: Send + Sync {
     /// event. While the session has an unfinished run, `Reject` fails with
     /// [`super::StoreError::SessionBusy`] and `Enqueue` queues behind it. With `start`,
     /// a run on an idle session is claimed for that worker in the same transaction and
-    /// its claim returned.
+    /// its claim returned. A run whose Idempotency-Key came with the same request before
+    /// is not created again: the first request's run is returned, as it is now.
     async fn create_run(
         &self,
         tenant: &str,
@@ -27,7 +28,7 @@ pub trait RunStore: Send + Sync {
         run: NewRun,
         if_busy: IfBusy,
         start: Option<StartNow>,
-    ) -> Result<(Run, Option<Claim>)>;
+    ) -> Result<CreatedRun>;
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
 
@@ -86,6 +87,16 @@ pub trait RunStore: Send + Sync {
     /// Re-queues runs whose worker let the lease lapse, or fails them with `worker_lost`
     /// after `max_attempts` claims. Returns (re-queued, failed).
     async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)>;
+}
+
+/// What `create_run` did.
+#[derive(Debug)]
+pub struct CreatedRun {
+    pub run: Run,
+    /// The claim of a run started as it was created.
+    pub claim: Option<Claim>,
+    /// The request repeated an earlier one's Idempotency-Key: `run` is that run.
+    pub replayed: bool,
 }
 
 /// A worker of this process that is free to execute a new run at once: claiming the run

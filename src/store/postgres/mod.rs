@@ -17,8 +17,9 @@ use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::rows::{
-    beyond, direction, item_cursor, items, items_page_query, new_items, read_item_rows, replay,
-    response_json, ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
+    beyond, direction, first_response, item_cursor, items, items_page_query, new_items,
+    read_item_rows, replayed_items, response_json, ItemRow, SessionRow, ITEM_COLUMNS,
+    ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
 };
 use super::{explain_empty_page, now, Appended, PoolStats, Result, SessionStore, StoreError};
 use crate::model::{
@@ -144,7 +145,7 @@ async fn claim_key(
     tenant: &str,
     key: &IdempotencyKey,
     now: DateTime<Utc>,
-) -> Result<Option<Appended>> {
+) -> Result<Option<String>> {
     // Loops only if the key expires and is purged between the insert and the select.
     loop {
         sqlx::query(
@@ -178,9 +179,25 @@ async fn claim_key(
         .fetch_optional(&mut *conn)
         .await?;
         if let Some((fingerprint, response)) = first {
-            return replay(key, fingerprint, response).map(Some);
+            return first_response(key, fingerprint, response).map(Some);
         }
     }
+}
+
+/// Stores the response to the request that claimed `key`, for its retries.
+async fn keep_response(
+    conn: &mut PgConnection,
+    tenant: &str,
+    key: &IdempotencyKey,
+    response: &str,
+) -> Result<()> {
+    sqlx::query("update idempotency_keys set response = $3 where tenant_id = $1 and key = $2")
+        .bind(tenant)
+        .bind(&key.key)
+        .bind(response)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 #[async_trait]
@@ -315,7 +332,7 @@ impl SessionStore for PgStore {
         let mut tx = self.pool.begin().await?;
         if let Some(key) = &idempotency {
             if let Some(first) = claim_key(&mut tx, tenant, key, now).await? {
-                return Ok(first);
+                return replayed_items(key, &first);
             }
         }
         let (session_pk, last_seq) =
@@ -334,14 +351,7 @@ impl SessionStore for PgStore {
         .execute(&mut *tx)
         .await?;
         if let Some(key) = &idempotency {
-            sqlx::query(
-                "update idempotency_keys set response = $3 where tenant_id = $1 and key = $2",
-            )
-            .bind(tenant)
-            .bind(&key.key)
-            .bind(response_json(&items)?)
-            .execute(&mut *tx)
-            .await?;
+            keep_response(&mut tx, tenant, key, &response_json(&items)?).await?;
         }
         tx.commit().await?;
         Ok(Appended {

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::PgStore;
+use super::{claim_key, keep_response, PgStore};
 use crate::model::{
     IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput,
 };
@@ -16,7 +16,9 @@ use crate::store::rows::direction;
 use crate::store::run_rows::{
     self, events, to_json, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
 };
-use crate::store::{explain_empty_run_page, now, Claim, Result, RunStore, StartNow, StoreError};
+use crate::store::{
+    explain_empty_run_page, now, Claim, CreatedRun, Result, RunStore, StartNow, StoreError,
+};
 
 const LOCKED_COLUMNS: &str =
     "r.pk, r.tenant_id, r.session_pk, r.last_event_seq, r.attempts::bigint as attempts";
@@ -177,9 +179,21 @@ impl RunStore for PgStore {
         run: NewRun,
         if_busy: IfBusy,
         start: Option<StartNow>,
-    ) -> Result<(Run, Option<Claim>)> {
+    ) -> Result<CreatedRun> {
         let now = now();
         let mut tx = self.pool.begin().await?;
+        let key = run.idempotency.clone();
+        if let Some(key) = &key {
+            if let Some(first) = claim_key(&mut tx, tenant, key, now).await? {
+                let run_id = run_rows::replayed_run_id(&first)?;
+                let found = Self::lock_run(&mut tx, tenant, session_id, run_id).await?;
+                return Ok(CreatedRun {
+                    run: found.run.into_record()?.run,
+                    claim: None,
+                    replayed: true,
+                });
+            }
+        }
         // The upsert takes the session's row lock, which orders concurrent run creation.
         let session_pk: i64 = sqlx::query_scalar(
             r"insert into sessions (tenant_id, id, created_at, updated_at) values ($1, $2, $3, $3)
@@ -224,10 +238,17 @@ impl RunStore for PgStore {
         .bind(created.data.get())
         .fetch_one(&mut *tx)
         .await?;
+        if let Some(key) = &key {
+            keep_response(&mut tx, tenant, key, &run_rows::run_response(record.run.id)).await?;
+        }
         tx.commit().await?;
         let claim =
             start.map(|s| run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), now));
-        Ok((record.run, claim))
+        Ok(CreatedRun {
+            run: record.run,
+            claim,
+            replayed: false,
+        })
     }
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {

@@ -20,8 +20,9 @@ use sqlx::{QueryBuilder, Sqlite};
 use uuid::Uuid;
 
 use super::rows::{
-    beyond, direction, item_cursor, items, items_page_query, new_items, read_item_rows, replay,
-    response_json, ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
+    beyond, direction, first_response, item_cursor, items, items_page_query, new_items,
+    read_item_rows, replayed_items, response_json, ItemRow, SessionRow, ITEM_COLUMNS,
+    ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
 };
 use super::{explain_empty_page, now, Appended, PoolStats, Result, SessionStore, StoreError};
 use crate::model::{
@@ -120,7 +121,7 @@ async fn claim_key(
     tenant: &str,
     key: &IdempotencyKey,
     now: DateTime<Utc>,
-) -> Result<Option<Appended>> {
+) -> Result<Option<String>> {
     sqlx::query("delete from idempotency_keys where tenant_id = ? and key = ? and created_at < ?")
         .bind(tenant)
         .bind(&key.key)
@@ -135,7 +136,7 @@ async fn claim_key(
     .fetch_optional(&mut *conn)
     .await?;
     if let Some((fingerprint, response)) = first {
-        return replay(key, fingerprint, response).map(Some);
+        return first_response(key, fingerprint, response).map(Some);
     }
     sqlx::query("insert into idempotency_keys (tenant_id, key, fingerprint, created_at) values (?, ?, ?, ?)")
         .bind(tenant)
@@ -145,6 +146,22 @@ async fn claim_key(
         .execute(&mut *conn)
         .await?;
     Ok(None)
+}
+
+/// Stores the response to the request that claimed `key`, for its retries.
+async fn keep_response(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    key: &IdempotencyKey,
+    response: &str,
+) -> Result<()> {
+    sqlx::query("update idempotency_keys set response = ? where tenant_id = ? and key = ?")
+        .bind(response)
+        .bind(tenant)
+        .bind(&key.key)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Moves the session's item count by `change` and marks it updated.
@@ -305,7 +322,7 @@ impl SessionStore for SqliteStore {
         let mut tx = self.writer.begin().await?;
         if let Some(key) = &idempotency {
             if let Some(first) = claim_key(&mut tx, tenant, key, now).await? {
-                return Ok(first);
+                return replayed_items(key, &first);
             }
         }
         let (session_pk, last_seq) =
@@ -324,12 +341,7 @@ impl SessionStore for SqliteStore {
         });
         insert.build().execute(&mut *tx).await?;
         if let Some(key) = &idempotency {
-            sqlx::query("update idempotency_keys set response = ? where tenant_id = ? and key = ?")
-                .bind(response_json(&items)?)
-                .bind(tenant)
-                .bind(&key.key)
-                .execute(&mut *tx)
-                .await?;
+            keep_response(&mut tx, tenant, key, &response_json(&items)?).await?;
         }
         tx.commit().await?;
         Ok(Appended {

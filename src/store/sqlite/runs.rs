@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use uuid::Uuid;
 
-use super::SqliteStore;
+use super::{claim_key, keep_response, SqliteStore};
 use crate::model::{
     IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput,
 };
@@ -15,7 +15,9 @@ use crate::store::rows::{beyond, direction};
 use crate::store::run_rows::{
     self, events, to_json, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
 };
-use crate::store::{explain_empty_run_page, now, Claim, Result, RunStore, StartNow, StoreError};
+use crate::store::{
+    explain_empty_run_page, now, Claim, CreatedRun, Result, RunStore, StartNow, StoreError,
+};
 
 const LOCKED_COLUMNS: &str = "r.pk, r.tenant_id, r.session_pk, r.last_event_seq, r.attempts";
 
@@ -170,9 +172,21 @@ impl RunStore for SqliteStore {
         run: NewRun,
         if_busy: IfBusy,
         start: Option<StartNow>,
-    ) -> Result<(Run, Option<Claim>)> {
+    ) -> Result<CreatedRun> {
         let now = now();
         let mut tx = self.writer.begin().await?;
+        let key = run.idempotency.clone();
+        if let Some(key) = &key {
+            if let Some(first) = claim_key(&mut tx, tenant, key, now).await? {
+                let run_id = run_rows::replayed_run_id(&first)?;
+                let found = find_run(&mut tx, tenant, session_id, run_id).await?;
+                return Ok(CreatedRun {
+                    run: found.run.into_record()?.run,
+                    claim: None,
+                    replayed: true,
+                });
+            }
+        }
         let session_pk: i64 = sqlx::query_scalar(
             r"insert into sessions (tenant_id, id, created_at, updated_at) values (?1, ?2, ?3, ?3)
               on conflict (tenant_id, id) do update set updated_at = sessions.updated_at
@@ -210,10 +224,17 @@ impl RunStore for SqliteStore {
         .fetch_one(&mut *tx)
         .await?;
         insert_events(&mut tx, run_pk, &[created]).await?;
+        if let Some(key) = &key {
+            keep_response(&mut tx, tenant, key, &run_rows::run_response(record.run.id)).await?;
+        }
         tx.commit().await?;
         let claim =
             start.map(|s| run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), now));
-        Ok((record.run, claim))
+        Ok(CreatedRun {
+            run: record.run,
+            claim,
+            replayed: false,
+        })
     }
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {

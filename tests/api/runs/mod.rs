@@ -3,6 +3,7 @@
 mod failures;
 mod modes;
 mod queue;
+mod retries;
 mod tools;
 
 use axum::http::StatusCode;

@@ -1,0 +1,130 @@
+//! `Idempotency-Key` on new runs: a retried request never starts a second run.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{json, Value};
+
+use super::RunsApp;
+use crate::fake_llm::Reply;
+use crate::helpers::{on_both_backends, TestDb, TestResponse};
+
+on_both_backends!(
+    a_retried_run_is_answered_with_the_first_run,
+    concurrent_retries_start_one_run,
+);
+
+fn keyed(path: &str, key: &str, body: &Value) -> Request<Body> {
+    Request::post(path)
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+fn replayed(response: &TestResponse) -> bool {
+    response.header("idempotent-replayed") == Some("true")
+}
+
+async fn a_retried_run_is_answered_with_the_first_run(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.set_default(Reply::text("hello"));
+    let body = json!({"input": "hi"});
+    let first = t
+        .app
+        .send(keyed("/v1/sessions/k/runs", "key-1", &body))
+        .await;
+    assert!(!replayed(&first));
+    let first = first.expect(StatusCode::OK);
+    assert_eq!(first["status"], "completed");
+
+    let retry = t
+        .app
+        .send(keyed("/v1/sessions/k/runs", "key-1", &body))
+        .await;
+    assert!(replayed(&retry));
+    assert_eq!(retry.expect(StatusCode::OK), first);
+    assert_eq!(t.llm.requests().len(), 1, "the model ran once");
+    assert_eq!(
+        t.items("k").await.len(),
+        2,
+        "the turn is in the history once"
+    );
+
+    // A background retry answers with the same run, as it is now.
+    let background = json!({"input": "later", "background": true});
+    let queued = t
+        .app
+        .send(keyed("/v1/sessions/k/runs", "key-2", &background))
+        .await
+        .expect(StatusCode::ACCEPTED);
+    let again = t
+        .app
+        .send(keyed("/v1/sessions/k/runs", "key-2", &background))
+        .await;
+    assert!(replayed(&again));
+    assert_eq!(again.expect(StatusCode::ACCEPTED)["id"], queued["id"]);
+
+    // The key belongs to its first request: another body, another session or an append
+    // that reuses it is refused.
+    for (path, body) in [
+        ("/v1/sessions/k/runs", json!({"input": "something else"})),
+        ("/v1/sessions/other/runs", body.clone()),
+        (
+            "/v1/sessions/k/items",
+            json!({"items": [{"role": "user", "content": "hi"}]}),
+        ),
+    ] {
+        t.app
+            .send(keyed(path, "key-1", &body))
+            .await
+            .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused");
+    }
+    let runs = t
+        .app
+        .get("/v1/sessions/k/runs")
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(runs["data"].as_array().unwrap().len(), 2);
+    t.app
+        .get("/v1/sessions/other")
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+}
+
+/// Retries that race each other start one run; a refused request leaves its key unused.
+async fn concurrent_retries_start_one_run(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.set_default(Reply::Text {
+        deltas: vec!["slow".into()],
+        usage: None,
+        delay: Duration::from_millis(200),
+    });
+    let body = json!({"input": "hi", "background": true});
+    let attempts = (0..6).map(|_| t.app.send(keyed("/v1/sessions/race/runs", "same", &body)));
+    let answers = futures::future::join_all(attempts).await;
+    let ids: Vec<Value> = answers
+        .iter()
+        .map(|a| a.expect(StatusCode::ACCEPTED)["id"].clone())
+        .collect();
+    assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
+    assert_eq!(answers.iter().filter(|a| replayed(a)).count(), 5);
+
+    // While that run is busy a new key is refused with 409; the refusal is not kept, so
+    // the same request succeeds once the session is free.
+    let next = json!({"input": "next"});
+    t.app
+        .send(keyed("/v1/sessions/race/runs", "next", &next))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "session_busy");
+    let path = format!("/v1/sessions/race/runs/{}/events", ids[0].as_str().unwrap());
+    t.app.get(&path).await;
+    let done = t
+        .app
+        .send(keyed("/v1/sessions/race/runs", "next", &next))
+        .await;
+    assert!(!replayed(&done));
+    assert_eq!(done.expect(StatusCode::OK)["status"], "completed");
+    assert_eq!(t.llm.requests().len(), 2);
+}
