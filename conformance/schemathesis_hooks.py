@@ -233,8 +233,10 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             body = case.body if isinstance(case.body, dict) else {}
             if detail in (
                 f"no agent with id `{body.get('agent_id')}`",
-                f"session `{session_id}` names agent `{SESSION_AGENTS.get(session_id)}`, "
-                "which does not exist",
+                (
+                    f"session `{session_id}` names agent `{SESSION_AGENTS.get(session_id)}`, "
+                    "which does not exist"
+                ),
             ):
                 return _drop("ST302 create_run 404 agent_not_found")
         # 9. Popping a session without items: the session was created and exists, but the

@@ -26,6 +26,13 @@ from typing import Any
 import yaml
 from agent_sessions_client import Client
 from agent_sessions_client import models as m
+from agent_sessions_client.api.agents import (
+    create_agent,
+    delete_agent,
+    get_agent,
+    list_agents,
+    update_agent,
+)
 from agent_sessions_client.api.items import (
     append_items,
     clear_items,
@@ -35,6 +42,7 @@ from agent_sessions_client.api.items import (
     pop_last_item,
 )
 from agent_sessions_client.api.operations import export, healthz, readyz
+from agent_sessions_client.api.runs import cancel_run, create_run, get_run, list_runs
 from agent_sessions_client.api.sessions import (
     create_session,
     delete_session,
@@ -559,6 +567,106 @@ def main(base_url: str) -> int:
         else:
             expect_problem(found, 400, "invalid_request")
         expect(delete_session.sync_detailed(f"{sid}.nul", client=client), 204, None)
+
+    @step("an agent: create, read, list, patch (whole-float counts), delete")
+    def _() -> None:
+        body = m.CreateAgentRequest.from_dict(
+            {
+                "name": f"walkthrough-{run}",
+                "instructions": "Be brief.",
+                "max_turns": 4,
+                "tools": [
+                    {
+                        "type": "function",
+                        "name": "lookup",
+                        "parameters": {"type": "object"},
+                    }
+                ],
+                "context": {"max_input_tokens": 4000},
+                "metadata": {"walkthrough": run},
+            }
+        )
+        created = create_agent.sync_detailed(client=client, body=body)
+        agent = expect(created, 201, m.Agent)
+        check(created.headers.get("location") == f"/v1/agents/{agent.id}", "no Location")
+        check(uuid.UUID(agent.id).version == 7, f"agent id {agent.id} is not a UUIDv7")
+        check(
+            agent.max_turns == 4 and agent.tools[0].name == "lookup",
+            f"{agent.to_dict()}",
+        )
+        got = expect(get_agent.sync_detailed(agent.id, client=client), 200, m.Agent)
+        check(got.to_dict() == agent.to_dict(), "GET differs from the created agent")
+        page = expect(list_agents.sync_detailed(client=client, limit=1000), 200, m.PageAgent)
+        check(agent.id in [a.id for a in page.data], "the agent is not listed")
+        patch = m.UpdateAgentRequest.from_dict({"max_turns": 2.0, "instructions": None})
+        patched = expect(
+            update_agent.sync_detailed(agent.id, client=client, body=patch),
+            200,
+            m.Agent,
+        )
+        check(
+            patched.max_turns == 2 and patched.instructions is None,
+            f"{patched.to_dict()}",
+        )
+        check(patched.name == agent.name, "a field left out of the patch changed")
+        state["agent"] = agent.id
+        spare = expect(
+            create_agent.sync_detailed(client=client, body=m.CreateAgentRequest()),
+            201,
+            m.Agent,
+        )
+        expect(delete_agent.sync_detailed(spare.id, client=client), 204, None)
+        expect_problem(get_agent.sync_detailed(spare.id, client=client), 404, "agent_not_found")
+
+    @step("a run without a reachable LLM fails as llm_unavailable and keeps the history")
+    def _() -> None:
+        before = expect(get_session.sync_detailed(sid, client=client), 200, m.Session)
+        body = m.CreateRunRequest.from_dict({"input": "hello", "agent_id": state["agent"]})
+        key = f"walkthrough-{run}-run"
+        first = create_run.sync_detailed(sid, client=client, body=body, idempotency_key=key)
+        failed = expect(first, 200, m.Run)
+        check(failed.status == m.RunStatus.FAILED, f"status {failed.status}")
+        check(failed.error.code == "llm_unavailable", f"error {failed.error.to_dict()}")
+        check(failed.session_id == sid and failed.output == [], f"{failed.to_dict()}")
+        retry = create_run.sync_detailed(sid, client=client, body=body, idempotency_key=key)
+        check(
+            retry.headers.get("idempotent-replayed") == "true",
+            "a retry is not marked replayed",
+        )
+        check(expect(retry, 200, m.Run).id == failed.id, "a retry started another run")
+        got = expect(get_run.sync_detailed(sid, failed.id, client=client), 200, m.Run)
+        check(got.to_dict() == failed.to_dict(), "GET differs from the finished run")
+        after = expect(get_session.sync_detailed(sid, client=client), 200, m.Session)
+        check(after.item_count == before.item_count, "a failed run changed the history")
+
+        queued = m.CreateRunRequest.from_dict(
+            {"input": [{"role": "user", "content": "hi"}], "background": True}
+        )
+        accepted = create_run.sync_detailed(sid, client=client, body=queued)
+        background = expect(accepted, 202, m.Run)
+        check(
+            accepted.headers.get("location") == f"/v1/sessions/{sid}/runs/{background.id}",
+            "no Location",
+        )
+        page = expect(
+            list_runs.sync_detailed(sid, client=client, order=m.ListRunsOrder.ASC),
+            200,
+            m.PageRun,
+        )
+        check(
+            [r.id for r in page.data] == [failed.id, background.id],
+            "runs are not listed in order",
+        )
+        expect_problem(cancel_run.sync_detailed(sid, failed.id, client=client), 409, "run_finished")
+        missing = str(uuid.uuid4())
+        expect_problem(get_run.sync_detailed(sid, missing, client=client), 404, "run_not_found")
+        expect(delete_agent.sync_detailed(state["agent"], client=client), 204, None)
+        gone = m.CreateRunRequest.from_dict({"input": "hi", "agent_id": state["agent"]})
+        expect_problem(
+            create_run.sync_detailed(sid, client=client, body=gone),
+            404,
+            "agent_not_found",
+        )
 
     @step("delete the sessions")
     def _() -> None:
