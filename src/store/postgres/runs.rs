@@ -96,29 +96,41 @@ async fn insert_events(conn: &mut PgConnection, run_pk: i64, events: &[RunEvent]
     Ok(())
 }
 
-/// Stores the record and its status, releasing any lease; with `lease`, only while that
-/// worker holds the run. Returns the run's session, or None when the lease was lost.
+/// Stores the record and its status, releasing any lease, and adds `events`, in one
+/// round trip; with `lease`, only while that worker holds the run. Returns the run's
+/// session, or None when the lease was lost.
 async fn write_run(
     conn: &mut PgConnection,
     run_pk: i64,
     record: &RunRecord,
-    last_event_seq: i64,
+    events: &[RunEvent],
     lease: Option<Uuid>,
 ) -> Result<Option<i64>> {
     Ok(sqlx::query_scalar(
-        r"update runs set status = $2, finished_at = $3, body = $4,
-              last_event_seq = greatest(last_event_seq, $5),
-              lease_owner = null, lease_expires_at = null,
-              attempts = case when $2 = 'requires_action' then 0 else attempts end
-          where pk = $1 and ($6::uuid is null or (lease_owner = $6 and status = 'running'))
-          returning session_pk",
+        r"with r as (
+              update runs set status = $2, finished_at = $3, body = $4,
+                  last_event_seq = greatest(last_event_seq, $5),
+                  lease_owner = null, lease_expires_at = null,
+                  attempts = case when $2 = 'requires_action' then 0 else attempts end
+              where pk = $1 and ($6::uuid is null or (lease_owner = $6 and status = 'running'))
+              returning session_pk),
+          e as (
+              insert into run_events (run_pk, seq, event, data, created_at)
+              select $1, t.seq, t.event, t.data, $10
+              from r, unnest($7::bigint[], $8::text[], $9::text[]) as t (seq, event, data)
+              on conflict do nothing)
+          select session_pk from r",
     )
     .bind(run_pk)
     .bind(record.run.status.as_str())
     .bind(record.run.finished_at)
     .bind(to_json(record)?)
-    .bind(last_event_seq)
+    .bind(events.last().map_or(0, |e| e.seq))
     .bind(lease)
+    .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
+    .bind(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>())
+    .bind(events.iter().map(|e| e.data.get()).collect::<Vec<_>>())
+    .bind(now())
     .fetch_optional(conn)
     .await?)
 }
@@ -134,11 +146,16 @@ async fn settle_session(
 ) -> Result<()> {
     let usage = record.run.usage;
     let items = run_rows::turn_items(record);
-    let last_seq: i64 = sqlx::query_scalar(
-        r"update sessions set last_seq = last_seq + $2, item_count = item_count + $2,
-              input_tokens = input_tokens + $3, output_tokens = output_tokens + $4,
-              total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7
-          where pk = $1 returning last_seq",
+    // One round trip: the update reserves the items' seqs, the insert numbers them.
+    sqlx::query(
+        r"with s as (
+              update sessions set last_seq = last_seq + $2, item_count = item_count + $2,
+                  input_tokens = input_tokens + $3, output_tokens = output_tokens + $4,
+                  total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7
+              where pk = $1 returning last_seq)
+          insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
+          select t.id, $8, $1, s.last_seq - $2 + t.n, $7, $9, t.body
+          from s, unnest($10::uuid[], $11::text[]) with ordinality as t (id, body, n)",
     )
     .bind(session_pk)
     .bind(items.len() as i64)
@@ -147,24 +164,10 @@ async fn settle_session(
     .bind(usage.total_tokens)
     .bind(usage.llm_calls)
     .bind(now)
-    .fetch_one(&mut *conn)
-    .await?;
-    if items.is_empty() {
-        return Ok(());
-    }
-    let first_seq = last_seq - items.len() as i64 + 1;
-    sqlx::query(
-        r"insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
-          select id, $4, $5, seq, $6, $7, body
-          from unnest($1::uuid[], $2::bigint[], $3::text[]) as t (id, seq, body)",
-    )
-    .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
-    .bind((first_seq..=last_seq).collect::<Vec<_>>())
-    .bind(items.iter().map(|i| i.get()).collect::<Vec<_>>())
     .bind(tenant)
-    .bind(session_pk)
-    .bind(now)
     .bind(record.run.id)
+    .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
+    .bind(items.iter().map(|i| i.get()).collect::<Vec<_>>())
     .execute(conn)
     .await?;
     Ok(())
@@ -345,8 +348,7 @@ impl RunStore for PgStore {
         let locked = Self::lock_run(&mut tx, tenant, session_id, run_id).await?;
         let mut record = locked.run.into_record()?;
         let event = run_rows::cancel(&mut record, locked.last_event_seq, now)?;
-        write_run(&mut tx, locked.pk, &record, event.seq, None).await?;
-        insert_events(&mut tx, locked.pk, &[event]).await?;
+        write_run(&mut tx, locked.pk, &record, &[event], None).await?;
         settle_session(&mut tx, tenant, locked.session_pk, &record, now).await?;
         tx.commit().await?;
         Ok(record.run)
@@ -363,7 +365,7 @@ impl RunStore for PgStore {
         let locked = Self::lock_run(&mut tx, tenant, session_id, run_id).await?;
         let mut record = locked.run.into_record()?;
         run_rows::resume(&mut record, outputs)?;
-        write_run(&mut tx, locked.pk, &record, locked.last_event_seq, None).await?;
+        write_run(&mut tx, locked.pk, &record, &[], None).await?;
         tx.commit().await?;
         Ok((record.run, locked.last_event_seq))
     }
@@ -440,14 +442,12 @@ impl RunStore for PgStore {
     ) -> Result<bool> {
         let now = now();
         let mut tx = self.pool.begin().await?;
-        // The update checks the lease and locks the run in one round trip.
-        let last = events.last().map_or(0, |e| e.seq);
+        // The update checks the lease and locks the run in the same round trip.
         let Some(session_pk) =
-            write_run(&mut tx, claim.run_pk, record, last, Some(claim.worker)).await?
+            write_run(&mut tx, claim.run_pk, record, events, Some(claim.worker)).await?
         else {
             return Ok(false);
         };
-        insert_events(&mut tx, claim.run_pk, events).await?;
         if record.run.status.is_final() {
             settle_session(&mut tx, &claim.tenant, session_pk, record, now).await?;
         }
@@ -486,8 +486,7 @@ impl RunStore for PgStore {
             } else {
                 let mut record = row.run.into_record()?;
                 let event = run_rows::lost(&mut record, seq, now);
-                write_run(&mut tx, pk, &record, event.seq, None).await?;
-                insert_events(&mut tx, pk, &[event]).await?;
+                write_run(&mut tx, pk, &record, &[event], None).await?;
                 settle_session(&mut tx, &tenant, session_pk, &record, now).await?;
                 failed += 1;
             }
