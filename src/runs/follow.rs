@@ -46,6 +46,8 @@ async fn pump(
     tx: &mpsc::Sender<Result<RunEvent, StoreError>>,
 ) -> Result<(), StoreError> {
     let send = |event: RunEvent| async move { tx.send(Ok(event)).await.map_err(|_| Gone) };
+    // Set when an execution here ended without the event that ends the stream.
+    let mut cut_short = false;
     loop {
         let mut starts = engine.hub.starts();
         starts.borrow_and_update();
@@ -82,21 +84,36 @@ async fn pump(
             }
             // The execution ended without a final event here (its lease was lost, say):
             // the database knows how the run went on.
+            cut_short = true;
             continue;
         }
         let (events, status) = engine
             .store
             .run_events(tenant, session_id, run_id, cursor)
             .await?;
+        let mut ended = false;
         for event in events {
             cursor = event.seq;
+            ended = event.ends_stream();
             if send(event).await.is_err() {
                 return Ok(());
             }
         }
         // A final or waiting status was committed with the event announcing it, and the
-        // status was read first: that event has been sent.
+        // status was read first: that event has been sent, unless the follower has passed
+        // its seq already. That happens when another replica cancelled the run: the store
+        // numbers `run.cancelled` after the events the worker had stored, while its
+        // followers here had more from the worker's memory. They get it all the same.
         if status.is_final() || status == RunStatus::RequiresAction {
+            if cut_short && !ended {
+                let (all, _) = engine
+                    .store
+                    .run_events(tenant, session_id, run_id, 0)
+                    .await?;
+                if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
+                    let _ = send(last).await;
+                }
+            }
             return Ok(());
         }
         tokio::select! {

@@ -15,6 +15,7 @@ on_both_backends!(
     concurrent_runs_on_one_session_admit_one,
     every_run_path_names_an_unknown_run,
     runs_started_at_creation_share_the_worker_slots,
+    a_cancel_from_another_replica_ends_the_stream_here,
 );
 
 async fn enqueued_runs_execute_in_order(db: TestDb) {
@@ -287,4 +288,41 @@ async fn runs_started_at_creation_share_the_worker_slots(db: TestDb) {
     assert_eq!(first.expect(StatusCode::OK)["status"], "cancelled");
     assert_eq!(second.expect(StatusCode::OK)["status"], "completed");
     assert_eq!(t.llm.requests().len(), 2);
+}
+
+/// A run cancelled through the database, as another replica does, while this process
+/// executes it: its followers here still end with `run.cancelled`, although the store
+/// numbered that event before deltas they had from the worker's memory.
+async fn a_cancel_from_another_replica_ends_the_stream_here(db: TestDb) {
+    let store = db.store.clone();
+    let t = RunsApp::configured(db, |c| c.llm_idle_timeout_secs = 30).await;
+    t.llm.push(Reply::HangMidStream);
+    let stream = t.app.post(
+        "/v1/sessions/x/runs",
+        json!({"input": "go", "stream": true}),
+    );
+    let cancel = async {
+        while t.llm.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let runs = t
+            .app
+            .get("/v1/sessions/x/runs")
+            .await
+            .expect(StatusCode::OK);
+        let id = Uuid::parse_str(runs["data"][0]["id"].as_str().unwrap()).unwrap();
+        let session = agent_sessions::model::SessionId::parse("id", "x".into()).unwrap();
+        store.cancel_run("default", &session, id).await.unwrap();
+    };
+    let (stream, ()) = tokio::time::timeout(Duration::from_secs(10), async {
+        tokio::join!(stream, cancel)
+    })
+    .await
+    .expect("the stream ends");
+    let events = super::parse_sse(&stream.text);
+    let (last, _, run) = events.last().unwrap();
+    assert_eq!(last, "run.cancelled", "{events:?}");
+    assert_eq!(run["status"], "cancelled");
+    assert!(t.items("x").await.is_empty());
 }
