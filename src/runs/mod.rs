@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -120,38 +120,63 @@ impl Runs {
         if_busy: IfBusy,
         start_now: bool,
     ) -> Result<(Run, bool), StoreError> {
-        let engine = &self.engine;
+        let engine = self.engine.clone();
         let slot = start_now
             .then(|| engine.slots.clone().try_acquire_owned().ok())
             .flatten();
-        let start = slot.as_ref().map(|_| StartNow {
-            worker: Uuid::now_v7(),
-            lease: engine.settings.lease,
-        });
-        let created = engine
-            .store
-            .create_run(tenant, session_id, run, if_busy, start)
-            .await?;
-        let run = created.run;
-        match (created.claim, slot) {
-            (Some(claim), Some(slot)) => {
-                // The run's one stored event, as the store wrote it.
-                let created = RunEvent::for_status(1, &run);
-                let execution = worker::execute_claimed(engine.clone(), claim, vec![created]);
-                let engine = engine.clone();
-                engine.started.clone().spawn(async move {
-                    if let Err(error) = execution.await {
-                        tracing::warn!(%error, "cannot finish a run");
-                    }
-                    drop(slot);
-                    // A run queued behind this one may be claimable now.
-                    engine.work.notify_one();
-                });
+        let Some(slot) = slot else {
+            let created = engine
+                .store
+                .create_run(tenant, session_id, run, if_busy, None)
+                .await?;
+            if !created.replayed {
+                self.wake();
             }
-            _ if created.replayed => {}
-            _ => self.wake(),
-        }
-        Ok((run, created.replayed))
+            return Ok((created.run, created.replayed));
+        };
+        // Creation and the execution it may start run in a task of their own: a request
+        // that goes away while its run is being committed must not leave the run claimed
+        // by no one until the lease lapses.
+        let (answer, answered) = oneshot::channel();
+        let (tenant, session_id) = (tenant.to_owned(), session_id.clone());
+        engine.started.clone().spawn(async move {
+            let start = StartNow {
+                worker: Uuid::now_v7(),
+                lease: engine.settings.lease,
+            };
+            let created = match engine
+                .store
+                .create_run(&tenant, &session_id, run, if_busy, Some(start))
+                .await
+            {
+                Ok(created) => created,
+                Err(error) => {
+                    let _ = answer.send(Err(error));
+                    return;
+                }
+            };
+            // Live before the request follows it, with the one event the store wrote.
+            let execution = created.claim.map(|claim| {
+                let event = RunEvent::for_status(1, &created.run);
+                worker::execute_claimed(engine.clone(), claim, vec![event])
+            });
+            if execution.is_none() && !created.replayed {
+                engine.work.notify_one();
+            }
+            let _ = answer.send(Ok((created.run, created.replayed)));
+            if let Some(execution) = execution {
+                if let Err(error) = execution.await {
+                    tracing::warn!(%error, "cannot finish a run");
+                }
+                drop(slot);
+                // A run queued behind this one may be claimable now.
+                engine.work.notify_one();
+            }
+        });
+        // Only a panic in the task drops the answer unsent.
+        answered
+            .await
+            .unwrap_or(Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
     }
 
     /// Waits for the runs started at creation; call after the requests have ended.

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::hub::LiveRun;
 use super::turn::{drive, Execution, Outcome};
 use super::Engine;
 use crate::model::{RunEvent, RunStatus};
@@ -91,7 +92,13 @@ pub(super) fn execute_claimed(
     for event in stored {
         live.publish(event);
     }
+    let registered = Registered {
+        engine: engine.clone(),
+        run_id,
+        live: live.clone(),
+    };
     async move {
+        let _registered = registered;
         let engine = &*engine;
         let mut exec = Execution {
             record: claim.record.clone(),
@@ -104,9 +111,22 @@ pub(super) fn execute_claimed(
         let span = tracing::info_span!("run", run_id = %run_id, attempt = claim.attempts);
         let result =
             tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await;
-        live.close();
-        engine.hub.remove(run_id);
         result
+    }
+}
+
+/// A run live in the hub; dropping it ends the execution there, also when the execution
+/// panics or is dropped, so that no follower waits for it forever.
+struct Registered {
+    engine: Arc<Engine>,
+    run_id: Uuid,
+    live: Arc<LiveRun>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.live.close();
+        self.engine.hub.remove(self.run_id);
     }
 }
 

@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use super::{claim_key, keep_response, PgStore};
 use crate::model::{
-    IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput,
+    IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
+    SessionId, ToolOutput,
 };
 use crate::store::rows::direction;
 use crate::store::run_rows::{
@@ -173,6 +174,40 @@ async fn settle_session(
     Ok(())
 }
 
+/// The run that an earlier request with `key` created, or None with the key claimed for
+/// this request. A key whose run has been deleted since (with its session) is claimed
+/// afresh, so that the retry creates the run again rather than failing for a day.
+async fn replay_run(
+    conn: &mut PgConnection,
+    tenant: &str,
+    session_id: &SessionId,
+    key: &IdempotencyKey,
+    now: DateTime<Utc>,
+) -> Result<Option<Run>> {
+    loop {
+        let Some(first) = claim_key(conn, tenant, key, now).await? else {
+            return Ok(None);
+        };
+        let run_id = run_rows::replayed_run_id(&first)?;
+        match PgStore::lock_run(conn, tenant, session_id, run_id).await {
+            Ok(found) => return Ok(Some(found.run.into_record()?.run)),
+            Err(StoreError::RunNotFound | StoreError::SessionNotFound) => {
+                // Only the claim that named the missing run: a concurrent retry that
+                // claimed the key afresh already is replayed on the next turn.
+                sqlx::query(
+                    "delete from idempotency_keys where tenant_id = $1 and key = $2 and response = $3",
+                )
+                .bind(tenant)
+                .bind(&key.key)
+                .bind(&first)
+                .execute(&mut *conn)
+                .await?;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
 #[async_trait]
 impl RunStore for PgStore {
     async fn create_run(
@@ -187,11 +222,9 @@ impl RunStore for PgStore {
         let mut tx = self.pool.begin().await?;
         let key = run.idempotency.clone();
         if let Some(key) = &key {
-            if let Some(first) = claim_key(&mut tx, tenant, key, now).await? {
-                let run_id = run_rows::replayed_run_id(&first)?;
-                let found = Self::lock_run(&mut tx, tenant, session_id, run_id).await?;
+            if let Some(run) = replay_run(&mut tx, tenant, session_id, key, now).await? {
                 return Ok(CreatedRun {
-                    run: found.run.into_record()?.run,
+                    run,
                     claim: None,
                     replayed: true,
                 });
@@ -216,6 +249,8 @@ impl RunStore for PgStore {
         .await?;
         run_rows::admit(active, if_busy)?;
         let start = start.filter(|_| active.is_none());
+        // The lease runs from now: the session lock may have kept this request waiting.
+        let started = crate::store::now();
         let (record, created) = run_rows::new_run(session_id, run, now);
         // The run and its first event in one round trip.
         let run_pk: i64 = sqlx::query_scalar(
@@ -233,9 +268,9 @@ impl RunStore for PgStore {
         .bind(to_json(&record)?)
         .bind(if start.is_some() { "running" } else { "queued" })
         .bind(start.map(|s| s.worker))
-        .bind(start.map(|s| now + s.lease))
+        .bind(start.map(|s| started + s.lease))
         .bind(i32::from(start.is_some()))
-        .bind(start.map(|_| now))
+        .bind(start.map(|_| started))
         .bind(created.seq)
         .bind(&created.event)
         .bind(created.data.get())
@@ -246,7 +281,7 @@ impl RunStore for PgStore {
         }
         tx.commit().await?;
         let claim =
-            start.map(|s| run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), now));
+            start.map(|s| run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), started));
         Ok(CreatedRun {
             run: record.run,
             claim,

@@ -4,12 +4,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use uuid::Uuid;
 
 use super::{claim_key, keep_response, SqliteStore};
 use crate::model::{
-    IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput,
+    IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
+    SessionId, ToolOutput,
 };
 use crate::store::rows::{beyond, direction};
 use crate::store::run_rows::{
@@ -163,6 +165,35 @@ async fn settle_session(
     Ok(())
 }
 
+/// The run that an earlier request with `key` created, or None with the key claimed for
+/// this request. A key whose run has been deleted since (with its session) is claimed
+/// afresh, so that the retry creates the run again rather than failing for a day.
+async fn replay_run(
+    conn: &mut SqliteConnection,
+    tenant: &str,
+    session_id: &SessionId,
+    key: &IdempotencyKey,
+    now: DateTime<Utc>,
+) -> Result<Option<Run>> {
+    loop {
+        let Some(first) = claim_key(conn, tenant, key, now).await? else {
+            return Ok(None);
+        };
+        let run_id = run_rows::replayed_run_id(&first)?;
+        match find_run(conn, tenant, session_id, run_id).await {
+            Ok(found) => return Ok(Some(found.run.into_record()?.run)),
+            Err(StoreError::RunNotFound | StoreError::SessionNotFound) => {
+                sqlx::query("delete from idempotency_keys where tenant_id = ? and key = ?")
+                    .bind(tenant)
+                    .bind(&key.key)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn create_run(
@@ -177,11 +208,9 @@ impl RunStore for SqliteStore {
         let mut tx = self.writer.begin().await?;
         let key = run.idempotency.clone();
         if let Some(key) = &key {
-            if let Some(first) = claim_key(&mut tx, tenant, key, now).await? {
-                let run_id = run_rows::replayed_run_id(&first)?;
-                let found = find_run(&mut tx, tenant, session_id, run_id).await?;
+            if let Some(run) = replay_run(&mut tx, tenant, session_id, key, now).await? {
                 return Ok(CreatedRun {
-                    run: found.run.into_record()?.run,
+                    run,
                     claim: None,
                     replayed: true,
                 });
@@ -205,6 +234,8 @@ impl RunStore for SqliteStore {
         .await?;
         run_rows::admit(active, if_busy)?;
         let start = start.filter(|_| active.is_none());
+        // The lease runs from now: the session lock may have kept this request waiting.
+        let started = crate::store::now();
         let (record, created) = run_rows::new_run(session_id, run, now);
         let run_pk: i64 = sqlx::query_scalar(
             r"insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq, body,
@@ -218,9 +249,9 @@ impl RunStore for SqliteStore {
         .bind(to_json(&record)?)
         .bind(if start.is_some() { "running" } else { "queued" })
         .bind(start.map(|s| s.worker))
-        .bind(start.map(|s| now.timestamp_micros() + micros(s.lease)))
+        .bind(start.map(|s| started.timestamp_micros() + micros(s.lease)))
         .bind(i64::from(start.is_some()))
-        .bind(start.map(|_| now.timestamp_micros()))
+        .bind(start.map(|_| started.timestamp_micros()))
         .fetch_one(&mut *tx)
         .await?;
         insert_events(&mut tx, run_pk, &[created]).await?;
@@ -229,7 +260,7 @@ impl RunStore for SqliteStore {
         }
         tx.commit().await?;
         let claim =
-            start.map(|s| run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), now));
+            start.map(|s| run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), started));
         Ok(CreatedRun {
             run: record.run,
             claim,

@@ -13,6 +13,7 @@ use crate::helpers::{on_both_backends, TestDb, TestResponse};
 on_both_backends!(
     a_retried_run_is_answered_with_the_first_run,
     concurrent_retries_start_one_run,
+    a_client_that_leaves_mid_request_strands_no_run,
 );
 
 fn keyed(path: &str, key: &str, body: &Value) -> Request<Body> {
@@ -91,6 +92,26 @@ async fn a_retried_run_is_answered_with_the_first_run(db: TestDb) {
         .get("/v1/sessions/other")
         .await
         .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+
+    // Once the first run is gone with its session, a retry creates the run again.
+    t.app
+        .delete("/v1/sessions/k")
+        .await
+        .expect(StatusCode::NO_CONTENT);
+    let again = t
+        .app
+        .send(keyed("/v1/sessions/k/runs", "key-1", &body))
+        .await;
+    assert!(!replayed(&again));
+    let again = again.expect(StatusCode::OK);
+    assert_eq!(again["status"], "completed");
+    assert_ne!(again["id"], first["id"]);
+    let retry = t
+        .app
+        .send(keyed("/v1/sessions/k/runs", "key-1", &body))
+        .await;
+    assert!(replayed(&retry));
+    assert_eq!(retry.expect(StatusCode::OK)["id"], again["id"]);
 }
 
 /// Retries that race each other start one run; a refused request leaves its key unused.
@@ -127,4 +148,32 @@ async fn concurrent_retries_start_one_run(db: TestDb) {
     assert!(!replayed(&done));
     assert_eq!(done.expect(StatusCode::OK)["status"], "completed");
     assert_eq!(t.llm.requests().len(), 2);
+}
+
+/// A client that gives up while its run is being created: whenever the run was
+/// committed, it executes to the end; none is left `running` for its lease to lapse.
+async fn a_client_that_leaves_mid_request_strands_no_run(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.set_default(Reply::text("done"));
+    let mut created = 0;
+    for attempt in 0..12u64 {
+        let path = format!("/v1/sessions/gone-{attempt}/runs");
+        let request = t.app.post(&path, json!({"input": "hi"}));
+        let _ = tokio::time::timeout(Duration::from_micros(250 * attempt), request).await;
+        let mut runs = Vec::new();
+        for _ in 0..100 {
+            let page = t.app.get(&path).await;
+            runs = match page.status {
+                StatusCode::OK => page.json()["data"].as_array().unwrap().clone(),
+                _ => Vec::new(),
+            };
+            if runs.iter().all(|r| r["status"] == "completed") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(runs.iter().all(|r| r["status"] == "completed"), "{runs:?}");
+        created += runs.len();
+    }
+    assert!(created > 0, "no attempt got as far as creating its run");
 }
