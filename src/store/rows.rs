@@ -186,8 +186,8 @@ pub(super) async fn read_item_rows(
     Ok((read, false))
 }
 
-/// A cursor as the item id it names; text that is no UUID names no item.
-pub(super) fn item_cursor(page: &PageRequest) -> Option<Uuid> {
+/// A cursor as the id (of an item or a run) it names; text that is no UUID names none.
+pub(super) fn uuid_cursor(page: &PageRequest) -> Option<Uuid> {
     page.cursor_id()
         .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()))
 }

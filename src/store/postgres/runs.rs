@@ -13,7 +13,7 @@ use crate::model::{
     IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
     SessionId, ToolOutput,
 };
-use crate::store::rows::direction;
+use crate::store::rows::{direction, uuid_cursor};
 use crate::store::run_rows::{
     self, events, to_json, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
 };
@@ -313,16 +313,15 @@ impl RunStore for PgStore {
         session_id: &SessionId,
         page: &PageRequest,
     ) -> Result<Page<Run>> {
-        let cursor = page
-            .cursor_id()
-            .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()));
+        let cursor = uuid_cursor(page);
         let scan = page.scan_order();
         let beyond = crate::store::rows::beyond(scan);
         let rows: Vec<RunRow> = sqlx::query_as(&format!(
             r"select {RUN_COLUMNS} from runs r
               where r.tenant_id = $1
                 and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2)
-                and ($3::uuid is null or r.pk {beyond} (select c.pk from runs c where c.tenant_id = $1 and c.id = $3))
+                and ($3::uuid is null or r.pk {beyond} (select c.pk from runs c where c.tenant_id = $1 and c.id = $3
+                                                           and c.session_pk = r.session_pk))
               order by r.pk {} limit $4",
             direction(scan)
         ))

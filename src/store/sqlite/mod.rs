@@ -20,8 +20,8 @@ use sqlx::{QueryBuilder, Sqlite};
 use uuid::Uuid;
 
 use super::rows::{
-    beyond, direction, first_response, item_cursor, items, items_page_query, new_items,
-    read_item_rows, replayed_items, response_json, ItemRow, SessionRow, ITEM_COLUMNS,
+    beyond, direction, first_response, items, items_page_query, new_items, read_item_rows,
+    replayed_items, response_json, uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS,
     ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
 };
 use super::{explain_empty_page, now, Appended, PoolStats, Result, SessionStore, StoreError};
@@ -356,7 +356,7 @@ impl SessionStore for SqliteStore {
         session_id: &SessionId,
         page: &PageRequest,
     ) -> Result<Page<Item>> {
-        let cursor = item_cursor(page);
+        let cursor = uuid_cursor(page);
         let (rows, cut_short) = read_item_rows(
             items_page_query(tenant, session_id.as_str(), cursor, page)
                 .build_query_as()

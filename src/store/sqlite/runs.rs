@@ -13,7 +13,7 @@ use crate::model::{
     IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
     SessionId, ToolOutput,
 };
-use crate::store::rows::{beyond, direction};
+use crate::store::rows::{beyond, direction, uuid_cursor};
 use crate::store::run_rows::{
     self, events, to_json, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
 };
@@ -283,15 +283,14 @@ impl RunStore for SqliteStore {
         session_id: &SessionId,
         page: &PageRequest,
     ) -> Result<Page<Run>> {
-        let cursor = page
-            .cursor_id()
-            .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()));
+        let cursor = uuid_cursor(page);
         let scan = page.scan_order();
         let rows: Vec<RunRow> = sqlx::query_as(&format!(
             r"select {RUN_COLUMNS} from runs r
               where r.tenant_id = ?1
                 and r.session_pk = (select pk from sessions where tenant_id = ?1 and id = ?2)
-                and (?3 is null or r.pk {} (select c.pk from runs c where c.tenant_id = ?1 and c.id = ?3))
+                and (?3 is null or r.pk {} (select c.pk from runs c where c.tenant_id = ?1 and c.id = ?3
+                                                     and c.session_pk = r.session_pk))
               order by r.pk {} limit ?4",
             beyond(scan),
             direction(scan)
@@ -370,7 +369,9 @@ impl RunStore for SqliteStore {
                   attempts = attempts + 1, started_at = coalesce(started_at, ?3)
               where pk = (
                   select q.pk from runs q
-                  where (q.status = 'queued' or (q.status = 'running' and q.lease_owner is null))
+                  -- Spelled as in runs_active_idx, which SQLite uses only then.
+                  where q.status in ('queued', 'running', 'requires_action')
+                    and (q.status = 'queued' or (q.status = 'running' and q.lease_owner is null))
                     and not exists (select 1 from runs a where a.session_pk = q.session_pk
                                     and a.pk <> q.pk and a.status in ('running', 'requires_action'))
                     and not exists (select 1 from runs o where o.session_pk = q.session_pk
@@ -442,7 +443,8 @@ impl RunStore for SqliteStore {
         let mut tx = self.writer.begin().await?;
         let expired: Vec<LockedRunRow> = sqlx::query_as(&format!(
             r"select {LOCKED_COLUMNS}, {RUN_COLUMNS} from runs r
-              where r.status = 'running' and r.lease_owner is not null and r.lease_expires_at < ?1"
+              where r.status in {UNFINISHED}
+                and r.status = 'running' and r.lease_owner is not null and r.lease_expires_at < ?1"
         ))
         .bind(now.timestamp_micros())
         .fetch_all(&mut *tx)

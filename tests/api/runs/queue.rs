@@ -238,6 +238,25 @@ async fn every_run_path_names_an_unknown_run(db: TestDb) {
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("after:"), "{detail}");
+    // A run of another session is no cursor of this one, though this one has runs after it.
+    let elsewhere = t
+        .app
+        .post("/v1/sessions/v/runs", json!({"input": "x"}))
+        .await
+        .expect(StatusCode::OK);
+    t.app
+        .post("/v1/sessions/u/runs", json!({"input": "y"}))
+        .await
+        .expect(StatusCode::OK);
+    let detail = t
+        .app
+        .get(&format!(
+            "/v1/sessions/u/runs?order=asc&after={}",
+            elsewhere["id"].as_str().unwrap()
+        ))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("after:"), "{detail}");
     let detail = t
         .app
         .get("/v1/agents?before=missing")
