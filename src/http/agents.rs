@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, HeaderName, StatusCode};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -10,7 +10,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, Result};
-use super::extract::{present, AppJson, ListQuery, Tenant};
+use super::extract::{present, AgentPath, AppJson, ListQuery, Tenant};
 use super::openapi::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
 use super::AppState;
 use crate::model::{
@@ -196,7 +196,7 @@ async fn list_agents(
 async fn get_agent(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    AgentPath(id): AgentPath,
 ) -> Result<Json<Agent>> {
     Ok(Json(find_agent(&state, tenant, &id).await?))
 }
@@ -220,7 +220,7 @@ async fn get_agent(
 async fn update_agent(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    AgentPath(id): AgentPath,
     AppJson(request): AppJson<UpdateAgentRequest>,
 ) -> Result<Json<Agent>> {
     if let Some(Some(changes)) = &request.metadata {
@@ -270,7 +270,7 @@ async fn update_agent(
 async fn delete_agent(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    AgentPath(id): AgentPath,
 ) -> Result<StatusCode> {
     state
         .store

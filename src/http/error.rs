@@ -103,10 +103,10 @@ impl ApiError {
         Self::InvalidRequest(format!("{field}: {message}"))
     }
 
-    /// Maps a store error of a request about one session (and one of its items), so the
-    /// detail can name them.
-    pub fn from_store(error: StoreError, session_id: &str, item_id: Option<&str>) -> Self {
-        match (error, item_id) {
+    /// Maps a store error of a request about one session (and one of its items or runs),
+    /// so the detail can name them.
+    pub fn from_store(error: StoreError, session_id: &str, child_id: Option<&str>) -> Self {
+        match (error, child_id) {
             (StoreError::SessionNotFound, _) => {
                 Self::SessionNotFound(format!("no session with id `{session_id}`"))
             }
@@ -115,6 +115,9 @@ impl ApiError {
             }
             (StoreError::ItemNotFound, Some(item_id)) => Self::ItemNotFound(format!(
                 "no item with id `{item_id}` in session `{session_id}`"
+            )),
+            (StoreError::RunNotFound, Some(run_id)) => Self::RunNotFound(format!(
+                "no run with id `{run_id}` in session `{session_id}`"
             )),
             (StoreError::SessionEmpty, _) => {
                 Self::SessionEmpty(format!("session `{session_id}` has no items"))

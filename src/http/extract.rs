@@ -151,8 +151,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ItemPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_param(parts, state, "item_id").await?;
-        let id = Uuid::parse_str(&raw).unwrap_or(Uuid::nil());
+        let (id, raw) = uuid_param(parts, state, "item_id").await?;
         Ok(ItemPath { id, raw })
     }
 }
@@ -167,10 +166,31 @@ impl<S: Send + Sync> FromRequestParts<S> for RunPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_param(parts, state, "run_id").await?;
-        let id = Uuid::parse_str(&raw).unwrap_or(Uuid::nil());
+        let (id, raw) = uuid_param(parts, state, "run_id").await?;
         Ok(RunPath { id, raw })
     }
+}
+
+/// The `{agent_id}` of the path.
+pub struct AgentPath(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for AgentPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        path_param(parts, state, "agent_id").await.map(AgentPath)
+    }
+}
+
+/// A path parameter that names a row by UUID, and its text; text that is no UUID gives
+/// the nil UUID, which names no row.
+async fn uuid_param<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    name: &str,
+) -> Result<(Uuid, String), ApiError> {
+    let raw = path_param(parts, state, name).await?;
+    Ok((Uuid::parse_str(&raw).unwrap_or(Uuid::nil()), raw))
 }
 
 async fn path_param<S: Send + Sync>(

@@ -145,12 +145,15 @@ async fn resolve_config(
     match state.store.get_session(tenant, session_id).await {
         Ok(session) => {
             if let Some(id) = session.agent_id {
-                let agent = find_agent(state, tenant, &id).await.map_err(|_| {
-                    ApiError::AgentNotFound(format!(
-                        "session `{}` names agent `{id}`, which does not exist",
-                        session_id.as_str()
-                    ))
-                })?;
+                let agent = find_agent(state, tenant, &id)
+                    .await
+                    .map_err(|error| match error {
+                        ApiError::AgentNotFound(_) => ApiError::AgentNotFound(format!(
+                            "session `{}` names agent `{id}`, which does not exist",
+                            session_id.as_str()
+                        )),
+                        other => other,
+                    })?;
                 config = agent.config().over(config);
             }
         }
@@ -295,16 +298,20 @@ async fn wait(
     )
     .await;
     match waited {
-        Ok(run) => Ok(Json(run.map_err(|e| run_error(e, session_id, run_id))?).into_response()),
+        Ok(run) => Ok(Json(run.map_err(|e| not_found(e, session_id, run_id))?).into_response()),
         Err(_) => {
             let run = state
                 .store
                 .get_run(tenant, session_id, run_id)
                 .await
-                .map_err(|e| run_error(e, session_id, run_id))?;
+                .map_err(|e| not_found(e, session_id, run_id))?;
             Ok(accepted(run))
         }
     }
+}
+
+fn not_found(error: StoreError, session_id: &SessionId, run_id: Uuid) -> ApiError {
+    ApiError::from_store(error, session_id.as_str(), Some(&run_id.to_string()))
 }
 
 fn accepted(run: Run) -> Response {
@@ -315,20 +322,6 @@ fn accepted(run: Run) -> Response {
         Json(run),
     )
         .into_response()
-}
-
-fn run_error(
-    error: StoreError,
-    session_id: &SessionId,
-    run_id: impl std::fmt::Display,
-) -> ApiError {
-    match error {
-        StoreError::RunNotFound => ApiError::RunNotFound(format!(
-            "no run with id `{run_id}` in session `{}`",
-            session_id.as_str()
-        )),
-        other => ApiError::from_store(other, session_id.as_str(), None),
-    }
 }
 
 /// The events as server-sent events, with keep-alive comments while the run is quiet.
@@ -407,7 +400,7 @@ async fn get_run(
         .store
         .get_run(tenant, &session_id, run.id)
         .await
-        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+        .map_err(|e| ApiError::from_store(e, session_id.as_str(), Some(&run.raw)))?;
     Ok(Json(found))
 }
 
@@ -455,7 +448,7 @@ async fn run_events(
         .store
         .get_run(tenant, &session_id, run.id)
         .await
-        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+        .map_err(|e| ApiError::from_store(e, session_id.as_str(), Some(&run.raw)))?;
     Ok(sse(state.runs.events(tenant, &session_id, run.id, after)))
 }
 
@@ -486,7 +479,7 @@ async fn cancel_run(
         .runs
         .cancel(tenant, &session_id, run.id)
         .await
-        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+        .map_err(|e| ApiError::from_store(e, session_id.as_str(), Some(&run.raw)))?;
     Ok(Json(cancelled))
 }
 
@@ -521,17 +514,11 @@ async fn submit_tool_outputs(
     run: RunPath,
     AppJson(request): AppJson<ToolOutputsRequest>,
 ) -> Result<Response> {
-    if request.outputs.is_empty() {
-        return Err(ApiError::invalid(
-            "outputs",
-            "must hold at least one output",
-        ));
-    }
     let (_, after) = state
         .store
         .submit_tool_outputs(tenant, &session_id, run.id, &request.outputs)
         .await
-        .map_err(|e| run_error(e, &session_id, &run.raw))?;
+        .map_err(|e| ApiError::from_store(e, session_id.as_str(), Some(&run.raw)))?;
     state.runs.wake();
     if request.stream.unwrap_or(false) {
         return Ok(sse(state.runs.events(tenant, &session_id, run.id, after)));

@@ -83,6 +83,12 @@ async fn agent_lifecycle_over_http(db: TestDb) {
     app.delete(&format!("/v1/agents/{id}"))
         .await
         .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
+    // A path that is no UTF-8 is a problem document naming the parameter, as everywhere.
+    let detail = app
+        .get("/v1/agents/%FF")
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("agent_id:"), "{detail}");
 }
 
 /// Every field's limits, on create and on patch: a 400 whose detail starts with the field.

@@ -10,6 +10,7 @@ on_both_backends!(
     a_sync_run_appends_the_turn_and_sends_history,
     a_streamed_run_sends_numbered_events_and_replays_them,
     a_background_run_answers_at_once,
+    configuration_layers_from_the_session_to_the_run,
 );
 
 async fn a_sync_run_appends_the_turn_and_sends_history(db: TestDb) {
@@ -139,6 +140,70 @@ async fn a_streamed_run_sends_numbered_events_and_replays_them(db: TestDb) {
             .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
         assert!(detail.starts_with("Last-Event-ID"), "{id}: {detail}");
     }
+}
+
+/// Inline settings over `agent_id`'s agent over the session's agent over LLM_MODEL.
+async fn configuration_layers_from_the_session_to_the_run(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    let agent = |body: serde_json::Value| {
+        let app = &t.app;
+        async move {
+            app.post("/v1/agents", body)
+                .await
+                .expect(StatusCode::CREATED)
+        }
+    };
+    let own = agent(json!({"instructions": "Session agent.", "temperature": 0.5})).await;
+    let named = agent(json!({"model": "named-model", "temperature": 1.0})).await;
+    t.app
+        .post(
+            "/v1/sessions",
+            json!({"id": "layers", "agent_id": own["id"]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+
+    let run = t
+        .app
+        .post("/v1/sessions/layers/runs", json!({"input": "a"}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(
+        run["model"], "test-model",
+        "LLM_MODEL where no agent sets one"
+    );
+    let sent = &t.llm.requests()[0];
+    assert_eq!(sent["messages"][0]["content"], "Session agent.");
+    assert_eq!(sent["temperature"], 0.5);
+
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/layers/runs",
+            json!({"input": "b", "agent_id": named["id"], "agent": {"temperature": 0.0}}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["model"], "named-model");
+    let sent = &t.llm.requests()[1];
+    assert_eq!(
+        sent["messages"][0]["content"], "Session agent.",
+        "kept from below"
+    );
+    assert_eq!(sent["temperature"], 0.0, "inline wins");
+
+    // The session's agent is looked up when a run starts: once deleted, runs say so.
+    t.app
+        .delete(&format!("/v1/agents/{}", own["id"].as_str().unwrap()))
+        .await
+        .expect(StatusCode::NO_CONTENT);
+    let detail = t
+        .app
+        .post("/v1/sessions/layers/runs", json!({"input": "c"}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
+    assert!(detail.contains("session `layers`"), "{detail}");
+    assert_eq!(t.llm.requests().len(), 2);
 }
 
 async fn a_background_run_answers_at_once(db: TestDb) {

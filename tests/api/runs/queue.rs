@@ -226,6 +226,10 @@ async fn every_run_path_names_an_unknown_run(db: TestDb) {
             )
             .await
             .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
+        t.app
+            .post(&format!("{path}/tool_outputs"), json!({"outputs": []}))
+            .await
+            .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
     }
     t.app
         .get("/v1/sessions/nobody/runs")

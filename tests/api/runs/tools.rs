@@ -62,6 +62,21 @@ async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
         )
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    for (body, field) in [
+        (json!({"outputs": []}), "outputs"),
+        (json!({"outputs": [{"call_id": "call_1"}]}), "outputs[0]"),
+        (
+            json!({"outputs": [{"call_id": "call_1", "output": "x"}], "stream": "yes"}),
+            "stream",
+        ),
+    ] {
+        let detail = t
+            .app
+            .post(&format!("{path}/tool_outputs"), body.clone())
+            .await
+            .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+        assert!(detail.starts_with(field), "{body}: {detail}");
+    }
     t.llm.push(Reply::text("It is sunny in Oslo."));
     let response = t
         .app
