@@ -70,15 +70,6 @@ pub(super) async fn drive(
         })
         .collect();
     loop {
-        if exec.record.turns >= config.max_turns {
-            return Ok(Outcome::Failed(RunError::new(
-                "max_turns_exceeded",
-                format!(
-                    "the run made {} LLM calls without finishing",
-                    config.max_turns
-                ),
-            )));
-        }
         let current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
         let messages = match build_messages(
             config.instructions.as_deref(),
@@ -121,6 +112,17 @@ pub(super) async fn drive(
         }
         if completion.tool_calls.is_empty() {
             return Ok(Outcome::Completed);
+        }
+        // The tools' outputs would need another LLM call: fail before running them (a
+        // webhook's side effects) or pausing for the client.
+        if exec.record.turns >= config.max_turns {
+            return Ok(Outcome::Failed(RunError::new(
+                "max_turns_exceeded",
+                format!(
+                    "the run made {} LLM calls without finishing",
+                    config.max_turns
+                ),
+            )));
         }
         for call in &completion.tool_calls {
             exec.push_item(run_items::function_call(

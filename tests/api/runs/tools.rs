@@ -7,7 +7,10 @@ use super::{parse_sse, RunsApp};
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 
-on_both_backends!(a_client_tool_pauses_the_run_until_its_output_arrives);
+on_both_backends!(
+    a_client_tool_pauses_the_run_until_its_output_arrives,
+    a_run_out_of_turns_fails_before_its_tools_run,
+);
 
 async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
     let t = RunsApp::new(db).await;
@@ -175,4 +178,38 @@ async fn webhook_tools_run_on_allowed_hosts_only() {
         items[2]["output"],
         "weather for {\"city\":\"Rome\"} (weather)"
     );
+}
+
+/// `max_turns` counts LLM calls; a call that asks for tools on the last turn fails the
+/// run at once, without running the tools or pausing for the client.
+async fn a_run_out_of_turns_fails_before_its_tools_run(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    // A tool the agent does not have is answered by the service, so the loop goes on.
+    t.llm.set_default(Reply::tool_call("call_x", "ghost", "{}"));
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/turns/runs",
+            json!({"input": "loop", "agent": {"max_turns": 2}}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "failed", "{run}");
+    assert_eq!(run["error"]["code"], "max_turns_exceeded");
+    assert_eq!(t.llm.requests().len(), 2);
+    assert!(t.items("turns").await.is_empty());
+
+    let client_tool = json!({"type": "function", "name": "ask"});
+    t.llm.push(Reply::tool_call("call_1", "ask", "{}"));
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/turns/runs",
+            json!({"input": "once", "agent": {"max_turns": 1, "tools": [client_tool]}}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "failed", "not requires_action: {run}");
+    assert_eq!(run["error"]["code"], "max_turns_exceeded");
+    assert_eq!(run["required_action"], Value::Null);
 }
