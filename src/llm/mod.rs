@@ -14,6 +14,23 @@ use tokio::sync::mpsc;
 
 pub use openai::OpenAiClient;
 
+/// A response body cut off after `limit` bytes, as text: a peer cannot make the service
+/// hold more than that.
+pub(crate) async fn read_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<String, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        body.extend_from_slice(&chunk);
+        if body.len() >= limit {
+            body.truncate(limit);
+            break;
+        }
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
 /// One Chat Completions request, already translated from session items.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {

@@ -17,10 +17,14 @@ use tokio::time::timeout;
 
 use super::sse::SseParser;
 use super::{
-    ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message, ToolSpec,
+    read_limited, ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message,
+    ToolSpec,
 };
 use errors::{provider_message, retry_after, retryable, status_code, timed_out, transport_error};
 use stream::Accumulator;
+
+/// How much of an error answer is kept for its message.
+const MAX_ERROR_BYTES: usize = 64 * 1024;
 
 /// Talks to one endpoint with one connection pool, shared by every run.
 #[derive(Debug)]
@@ -78,10 +82,17 @@ impl LlmClient for OpenAiClient {
             if acc.delivered || !retryable(error.code) || retries >= self.settings.max_retries {
                 return Err(error);
             }
+            // A provider that asks for a longer pause than a retry may wait would only
+            // refuse again: honour it by giving up now.
+            if failure
+                .retry_after
+                .is_some_and(|wait| wait > self.settings.retry_max_delay)
+            {
+                return Err(error);
+            }
             let delay = failure
                 .retry_after
-                .unwrap_or_else(|| self.backoff(retries))
-                .min(self.settings.retry_max_delay);
+                .unwrap_or_else(|| self.backoff(retries).min(self.settings.retry_max_delay));
             retries += 1;
             tracing::warn!(
                 code = error.code.as_str(),
@@ -122,7 +133,7 @@ impl OpenAiClient {
         if !status.is_success() {
             let retry_after = retry_after(response.headers());
             // The status decides the outcome; a body that never comes only loses detail.
-            let text = match timeout(idle, response.text()).await {
+            let text = match timeout(idle, read_limited(response, MAX_ERROR_BYTES)).await {
                 Ok(Ok(text)) => text,
                 _ => String::new(),
             };

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::Engine;
+use crate::llm::read_limited;
 use crate::model::Tool;
 
 /// The most response body a tool output keeps.
@@ -69,7 +70,7 @@ pub(super) async fn call_webhook(
         Err(_) => return format!("error: tool `{}` could not be reached", tool.name),
     };
     let status = response.status();
-    let body = match read_limited(response).await {
+    let body = match read_limited(response, MAX_OUTPUT_BYTES).await {
         Ok(body) => body,
         Err(error) if error.is_timeout() => {
             return format!(
@@ -84,16 +85,4 @@ pub(super) async fn call_webhook(
     } else {
         format!("error: tool `{}` answered {status}: {body}", tool.name)
     }
-}
-
-async fn read_limited(mut response: reqwest::Response) -> Result<String, reqwest::Error> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        body.extend_from_slice(&chunk);
-        if body.len() >= MAX_OUTPUT_BYTES {
-            body.truncate(MAX_OUTPUT_BYTES);
-            break;
-        }
-    }
-    Ok(String::from_utf8_lossy(&body).into_owned())
 }

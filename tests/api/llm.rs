@@ -217,6 +217,28 @@ async fn a_429_with_retry_after_waits_then_succeeds() {
 }
 
 #[tokio::test]
+async fn a_retry_after_longer_than_a_retry_may_wait_fails_at_once() {
+    let fake = FakeLlm::start().await;
+    fake.set_default(Reply::Status {
+        status: 429,
+        retry_after: Some("3600".to_owned()),
+        body: json!({"error": {"message": "come back in an hour"}}).to_string(),
+    });
+    let started = Instant::now();
+    fails_with(&fake, LlmErrorCode::RateLimited, &["come back in an hour"]).await;
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "no retry before the provider's time"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
 async fn a_429_every_time_is_rate_limited_after_every_retry() {
     let fake = FakeLlm::start().await;
     fake.set_default(Reply::status(429));
