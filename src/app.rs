@@ -99,9 +99,11 @@ impl Application {
             });
         }
         drop(self.listener);
+        // One deadline for the requests in flight and the runs in hand together.
+        let deadline = tokio::time::Instant::now() + self.patience;
         tokio::select! {
             _ = connections.shutdown() => {}
-            _ = tokio::time::sleep(self.patience) => {
+            _ = tokio::time::sleep_until(deadline) => {
                 tracing::warn!("connections still open at the shutdown deadline are closed");
             }
         }
@@ -115,7 +117,7 @@ impl Application {
             while workers.join_next().await.is_some() {}
             runs.drain_started().await;
         };
-        if tokio::time::timeout(self.patience, drained).await.is_err() {
+        if tokio::time::timeout_at(deadline, drained).await.is_err() {
             tracing::warn!(
                 "runs still executing at the shutdown deadline are left to their leases"
             );

@@ -119,6 +119,8 @@ async fn pump(
         tokio::select! {
             _ = starts.changed() => {}
             _ = tokio::time::sleep(engine.settings.poll_interval) => {}
+            // A follower that went away stops the polling now, not at the next event.
+            () = tx.closed() => return Ok(()),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The run engine: workers claim queued runs from the store, call the LLM, run webhook
 //! tools and commit each finished turn atomically; followers stream the runs' events.
 
-pub mod context;
+mod context;
 mod follow;
 mod hub;
 mod tools;
