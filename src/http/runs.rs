@@ -31,7 +31,7 @@ use crate::model::{
     run_items, AgentConfig, IdempotencyKey, IfBusy, ItemBody, Metadata, NewRun, Order, Page, Run,
     RunConfig, RunEvent, SessionId, ToolOutput, DEFAULT_MAX_TURNS,
 };
-use crate::store::StoreError;
+use crate::store::{self, StoreError};
 
 pub(super) const MAX_INPUT_ITEMS: usize = 1000;
 
@@ -233,6 +233,29 @@ async fn create_run(
             "cannot be combined with background: true",
         ));
     }
+    let idempotency = idempotency_key(&headers)?
+        .map(|key| {
+            let body = std::str::from_utf8(&body).unwrap_or_default();
+            IdempotencyKey::for_run(key, &session_id, body)
+        })
+        .transpose()?;
+    let store_error = |e| ApiError::from_store(e, session_id.as_str(), None);
+    if let Some(key) = &idempotency {
+        let first = store::replayed_run(&*state.store, tenant, &session_id, key)
+            .await
+            .map_err(store_error)?;
+        if let Some(run) = first {
+            return answer(
+                &state,
+                tenant,
+                &session_id,
+                run,
+                true,
+                mode(stream, background),
+            )
+            .await;
+        }
+    }
     let input = parse_input(&request.input)?;
     let metadata = Metadata::new(request.metadata.unwrap_or_default())?;
     let config = resolve_config(
@@ -243,12 +266,6 @@ async fn create_run(
         request.agent,
     )
     .await?;
-    let idempotency = idempotency_key(&headers)?
-        .map(|key| {
-            let body = std::str::from_utf8(&body).unwrap_or_default();
-            IdempotencyKey::for_run(key, &session_id, body)
-        })
-        .transpose()?;
     let run = NewRun {
         id: Uuid::now_v7(),
         input,
@@ -267,13 +284,46 @@ async fn create_run(
             !background,
         )
         .await
-        .map_err(|e| ApiError::from_store(e, session_id.as_str(), None))?;
-    let mut response = if background {
-        accepted(run)
-    } else if stream {
-        sse(state.runs.events(tenant, &session_id, run.id, 0))
-    } else {
-        wait(&state, tenant, &session_id, run.id, 0).await?
+        .map_err(store_error)?;
+    answer(
+        &state,
+        tenant,
+        &session_id,
+        run,
+        replayed,
+        mode(stream, background),
+    )
+    .await
+}
+
+/// How a new run is answered.
+enum Mode {
+    Wait,
+    Stream,
+    Background,
+}
+
+fn mode(stream: bool, background: bool) -> Mode {
+    match (stream, background) {
+        (true, _) => Mode::Stream,
+        (_, true) => Mode::Background,
+        _ => Mode::Wait,
+    }
+}
+
+/// Answers with a new run (or, `replayed`, an earlier request's run) in `mode`.
+async fn answer(
+    state: &AppState,
+    tenant: &str,
+    session_id: &SessionId,
+    run: Run,
+    replayed: bool,
+    mode: Mode,
+) -> Result<Response> {
+    let mut response = match mode {
+        Mode::Background => accepted(run),
+        Mode::Stream => sse(state.runs.events(tenant, session_id, run.id, 0)),
+        Mode::Wait => wait(state, tenant, session_id, run.id, 0).await?,
     };
     if replayed {
         response.headers_mut().insert(

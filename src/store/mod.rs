@@ -22,7 +22,8 @@ pub use runs::{Claim, CreatedRun, RunStore, StartNow};
 pub use sqlite::SqliteStore;
 
 use crate::model::{
-    IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
+    IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Run, Session, SessionId,
+    SessionPatch,
 };
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -86,6 +87,14 @@ pub trait SessionStore: AgentStore + RunStore + Send + Sync + 'static {
 
     /// Forgets idempotency keys first used before `cutoff`; returns how many.
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64>;
+
+    /// The fingerprint and response stored for a key used since `since`.
+    async fn idempotency_key(
+        &self,
+        tenant: &str,
+        key: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>>;
 
     /// Answers when the database does.
     async fn ping(&self) -> Result<()>;
@@ -164,6 +173,31 @@ async fn explain_empty_agent_page(
     match store.get_agent(tenant, cursor).await {
         Err(StoreError::AgentNotFound) => Err(StoreError::UnknownCursor),
         other => other.map(drop),
+    }
+}
+
+/// The run that an earlier request with `key` created, if it still exists. A retry is
+/// answered with it before anything else of the request is looked up again (its agent
+/// may be gone by now); `create_run` decides again, atomically, for retries that race.
+pub async fn replayed_run(
+    store: &dyn SessionStore,
+    tenant: &str,
+    session_id: &SessionId,
+    key: &IdempotencyKey,
+) -> Result<Option<Run>> {
+    let since = now() - IdempotencyKey::ttl();
+    let Some((fingerprint, response)) = store.idempotency_key(tenant, &key.key, since).await?
+    else {
+        return Ok(None);
+    };
+    let first = rows::first_response(key, fingerprint, response)?;
+    match store
+        .get_run(tenant, session_id, run_rows::replayed_run_id(&first)?)
+        .await
+    {
+        Ok(run) => Ok(Some(run)),
+        Err(StoreError::RunNotFound | StoreError::SessionNotFound) => Ok(None),
+        Err(error) => Err(error),
     }
 }
 

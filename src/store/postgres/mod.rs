@@ -450,6 +450,23 @@ impl SessionStore for PgStore {
         Ok(())
     }
 
+    async fn idempotency_key(
+        &self,
+        tenant: &str,
+        key: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>> {
+        Ok(sqlx::query_as(
+            r"select fingerprint, response from idempotency_keys
+               where tenant_id = $1 and key = $2 and created_at >= $3",
+        )
+        .bind(tenant)
+        .bind(key)
+        .bind(since)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {
         let purged = sqlx::query("delete from idempotency_keys where created_at < $1")
             .bind(cutoff)

@@ -440,6 +440,22 @@ impl SessionStore for SqliteStore {
         Ok(())
     }
 
+    async fn idempotency_key(
+        &self,
+        tenant: &str,
+        key: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Option<(Vec<u8>, Option<String>)>> {
+        Ok(sqlx::query_as(
+            r"select fingerprint, response from idempotency_keys where tenant_id = ? and key = ? and created_at >= ?",
+        )
+        .bind(tenant)
+        .bind(key)
+        .bind(since.timestamp_micros())
+        .fetch_optional(&self.reader)
+        .await?)
+    }
+
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {
         let purged = sqlx::query("delete from idempotency_keys where created_at < ?")
             .bind(cutoff.timestamp_micros())

@@ -93,6 +93,29 @@ async fn a_retried_run_is_answered_with_the_first_run(db: TestDb) {
         .await
         .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
 
+    // A retry is answered before its agent is looked up again: the agent may be gone.
+    let agent = t
+        .app
+        .post("/v1/agents", json!({"instructions": "Be brief."}))
+        .await
+        .expect(StatusCode::CREATED);
+    let with_agent = json!({"input": "hi", "agent_id": agent["id"]});
+    let first_with_agent = t
+        .app
+        .send(keyed("/v1/sessions/k/runs", "key-3", &with_agent))
+        .await
+        .expect(StatusCode::OK);
+    t.app
+        .delete(&format!("/v1/agents/{}", agent["id"].as_str().unwrap()))
+        .await
+        .expect(StatusCode::NO_CONTENT);
+    let retry = t
+        .app
+        .send(keyed("/v1/sessions/k/runs", "key-3", &with_agent))
+        .await;
+    assert!(replayed(&retry));
+    assert_eq!(retry.expect(StatusCode::OK)["id"], first_with_agent["id"]);
+
     // Once the first run is gone with its session, a retry creates the run again.
     t.app
         .delete("/v1/sessions/k")
@@ -159,7 +182,12 @@ async fn a_client_that_leaves_mid_request_strands_no_run(db: TestDb) {
     for attempt in 0..12u64 {
         let path = format!("/v1/sessions/gone-{attempt}/runs");
         let request = t.app.post(&path, json!({"input": "hi"}));
-        let _ = tokio::time::timeout(Duration::from_micros(250 * attempt), request).await;
+        // Ever later give-ups; the last attempt waits, so one run at least is created.
+        let patience = match attempt {
+            11 => Duration::from_secs(10),
+            _ => Duration::from_micros(250 * attempt),
+        };
+        let _ = tokio::time::timeout(patience, request).await;
         let mut runs = Vec::new();
         for _ in 0..100 {
             let page = t.app.get(&path).await;
