@@ -19,8 +19,6 @@ use super::openapi::{
 use super::AppState;
 use crate::model::{IdempotencyKey, Item, ItemBody, Order, Page};
 
-const MAX_BATCH: usize = 1000;
-
 pub fn router() -> Router<AppState> {
     Router::new()
         .route(
@@ -109,21 +107,7 @@ async fn append_items(
     headers: HeaderMap,
     AppJson(request): AppJson<AppendItemsRequest>,
 ) -> Result<(StatusCode, HeaderMap, Json<AppendItemsResponse>)> {
-    if request.items.is_empty() || request.items.len() > MAX_BATCH {
-        return Err(ApiError::invalid(
-            "items",
-            format!(
-                "must hold 1 to {MAX_BATCH} items, got {}",
-                request.items.len()
-            ),
-        ));
-    }
-    let bodies = request
-        .items
-        .into_iter()
-        .enumerate()
-        .map(|(i, raw)| ItemBody::new(&format!("items[{i}]"), raw))
-        .collect::<Result<Vec<_>, _>>()?;
+    let bodies = ItemBody::batch("items", request.items)?;
     let idempotency = idempotency_key(&headers)?
         .map(|key| IdempotencyKey::new(key, &id, &bodies))
         .transpose()?;

@@ -11,7 +11,7 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::model::{ItemCreated, MessageDelta, Run, RunEvent};
+use crate::model::{ItemBody, ItemCreated, MessageDelta, Run, RunEvent};
 
 /// The schema of `input` on a new run.
 pub struct RunInput;
@@ -30,7 +30,7 @@ impl PartialSchema for RunInput {
                 ArrayBuilder::new()
                     .items(item())
                     .min_items(Some(1))
-                    .max_items(Some(super::runs::MAX_INPUT_ITEMS)),
+                    .max_items(Some(ItemBody::MAX_BATCH)),
             )
             .description(Some(
                 "What a run is given: a string (a user message), one item, or a list of 1 to \

@@ -33,8 +33,6 @@ use crate::model::{
 };
 use crate::store::{self, StoreError};
 
-pub(super) const MAX_INPUT_ITEMS: usize = 1000;
-
 /// The reads of runs, which answer at once like any other request.
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -104,24 +102,15 @@ fn parse_input(input: &RawValue) -> Result<Vec<Box<RawValue>>> {
         return Ok(vec![run_items::user_message(&message)]);
     }
     if text.starts_with('{') {
-        let item =
-            RawValue::from_string(text.to_owned()).map_err(|e| ApiError::invalid("input", e))?;
-        return Ok(vec![ItemBody::new("input", item)?.into_raw()]);
+        return Ok(vec![ItemBody::new("input", input.to_owned())?.into_raw()]);
     }
     if text.starts_with('[') {
         let items: Vec<Box<RawValue>> =
             serde_json::from_str(text).map_err(|e| ApiError::invalid("input", e))?;
-        if items.is_empty() || items.len() > MAX_INPUT_ITEMS {
-            return Err(ApiError::invalid(
-                "input",
-                format!("must hold 1 to {MAX_INPUT_ITEMS} items"),
-            ));
-        }
-        return items
+        return Ok(ItemBody::batch("input", items)?
             .into_iter()
-            .enumerate()
-            .map(|(i, item)| Ok(ItemBody::new(&format!("input[{i}]"), item)?.into_raw()))
-            .collect();
+            .map(ItemBody::into_raw)
+            .collect());
     }
     Err(ApiError::invalid(
         "input",

@@ -39,6 +39,28 @@ pub struct Item {
 pub struct ItemBody(Box<RawValue>);
 
 impl ItemBody {
+    /// The most items one request may add.
+    pub const MAX_BATCH: usize = 1000;
+
+    /// A batch of 1 to [`Self::MAX_BATCH`] items, named `field[i]` when one is refused.
+    pub fn batch(field: &str, items: Vec<Box<RawValue>>) -> Result<Vec<Self>, InvalidField> {
+        if items.is_empty() || items.len() > Self::MAX_BATCH {
+            return Err(InvalidField::new(
+                field,
+                format!(
+                    "must hold 1 to {} items, got {}",
+                    Self::MAX_BATCH,
+                    items.len()
+                ),
+            ));
+        }
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, raw)| Self::new(&format!("{field}[{i}]"), raw))
+            .collect()
+    }
+
     /// Accepts a JSON object that any JSON library can read back: the raw text was only
     /// checked for syntax, so escapes, nesting depth and number range are checked here.
     pub fn new(field: &str, raw: Box<RawValue>) -> Result<Self, InvalidField> {
