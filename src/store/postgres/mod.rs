@@ -55,13 +55,17 @@ impl PgStore {
     }
 
     async fn session_pk(&self, tenant: &str, id: &SessionId) -> Result<i64> {
-        sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2")
-            .bind(tenant)
-            .bind(id.as_str())
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::SessionNotFound)
+        session_pk(&mut *self.pool.acquire().await?, tenant, id).await
     }
+}
+
+async fn session_pk(conn: &mut PgConnection, tenant: &str, id: &SessionId) -> Result<i64> {
+    sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2")
+        .bind(tenant)
+        .bind(id.as_str())
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::SessionNotFound)
 }
 
 /// Locks the session row for the rest of the transaction and returns its key.

@@ -48,53 +48,14 @@ impl PgStore {
             None => Err(missing_run(conn, tenant, session_id).await),
         }
     }
-
-    /// Locks a claimed run for its worker and returns its last event seq and session;
-    /// `None` when the lease was lost.
-    async fn lock_claim(conn: &mut PgConnection, claim: &Claim) -> Result<Option<(i64, i64)>> {
-        Ok(sqlx::query_as(
-            r"select last_event_seq, session_pk from runs
-              where pk = $1 and lease_owner = $2 and status = 'running' for update",
-        )
-        .bind(claim.run_pk)
-        .bind(claim.worker)
-        .fetch_optional(conn)
-        .await?)
-    }
 }
 
 /// Why a run lookup found nothing: the session or only the run is missing.
 async fn missing_run(conn: &mut PgConnection, tenant: &str, session_id: &SessionId) -> StoreError {
-    let session: Result<Option<i64>, _> =
-        sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2")
-            .bind(tenant)
-            .bind(session_id.as_str())
-            .fetch_optional(conn)
-            .await;
-    match session {
-        Ok(Some(_)) => StoreError::RunNotFound,
-        Ok(None) => StoreError::SessionNotFound,
-        Err(error) => error.into(),
+    match super::session_pk(conn, tenant, session_id).await {
+        Ok(_) => StoreError::RunNotFound,
+        Err(error) => error,
     }
-}
-
-async fn insert_events(conn: &mut PgConnection, run_pk: i64, events: &[RunEvent]) -> Result<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        r"insert into run_events (run_pk, seq, event, data, created_at)
-          select $1, seq, event, data, $5 from unnest($2::bigint[], $3::text[], $4::text[]) as t (seq, event, data)
-          on conflict do nothing",
-    )
-    .bind(run_pk)
-    .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
-    .bind(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>())
-    .bind(events.iter().map(|e| e.data.get()).collect::<Vec<_>>())
-    .bind(now())
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 /// Stores the record and its status, releasing any lease, and adds `events`, in one
@@ -450,22 +411,29 @@ impl RunStore for PgStore {
     }
 
     async fn save_run_events(&self, claim: &Claim, events: &[RunEvent]) -> Result<bool> {
-        let mut tx = self.pool.begin().await?;
-        if Self::lock_claim(&mut tx, claim).await?.is_none() {
-            return Ok(false);
-        }
-        insert_events(&mut tx, claim.run_pk, events).await?;
-        if let Some(last) = events.last() {
-            sqlx::query(
-                "update runs set last_event_seq = greatest(last_event_seq, $2) where pk = $1",
-            )
-            .bind(claim.run_pk)
-            .bind(last.seq)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(true)
+        // One statement: the update checks the lease, the insert follows only if it held.
+        let held: Option<i64> = sqlx::query_scalar(
+            r"with r as (
+                  update runs set last_event_seq = greatest(last_event_seq, $3)
+                  where pk = $1 and lease_owner = $2 and status = 'running'
+                  returning pk),
+              e as (
+                  insert into run_events (run_pk, seq, event, data, created_at)
+                  select r.pk, t.seq, t.event, t.data, $7
+                  from r, unnest($4::bigint[], $5::text[], $6::text[]) as t (seq, event, data)
+                  on conflict do nothing)
+              select pk from r",
+        )
+        .bind(claim.run_pk)
+        .bind(claim.worker)
+        .bind(events.last().map_or(0, |e| e.seq))
+        .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| e.data.get()).collect::<Vec<_>>())
+        .bind(now())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(held.is_some())
     }
 
     async fn finish_run(

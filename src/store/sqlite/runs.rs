@@ -61,17 +61,7 @@ async fn missing_run(
     }
 }
 
-/// The claimed run's last event seq and session; `None` when the lease was lost.
-async fn held(conn: &mut SqliteConnection, claim: &Claim) -> Result<Option<(i64, i64)>> {
-    Ok(sqlx::query_as(
-        "select last_event_seq, session_pk from runs where pk = ?1 and lease_owner = ?2 and status = 'running'",
-    )
-    .bind(claim.run_pk)
-    .bind(claim.worker)
-    .fetch_optional(conn)
-    .await?)
-}
-
+/// Adds events of a run; one stored before (a batch saved twice) is left as it is.
 async fn insert_events(
     conn: &mut SqliteConnection,
     run_pk: i64,
@@ -95,28 +85,36 @@ async fn insert_events(
     Ok(())
 }
 
-/// Stores the record and its status, releasing any lease.
+/// Stores the record and its status, releasing any lease, and adds `events`; with
+/// `lease`, only while that worker holds the run. Returns the run's session, or None when
+/// the lease was lost.
 async fn write_run(
     conn: &mut SqliteConnection,
     run_pk: i64,
     record: &RunRecord,
-    last_event_seq: i64,
-) -> Result<()> {
-    sqlx::query(
+    events: &[RunEvent],
+    lease: Option<Uuid>,
+) -> Result<Option<i64>> {
+    let session_pk: Option<i64> = sqlx::query_scalar(
         r"update runs set status = ?2, finished_at = ?3, body = ?4,
               last_event_seq = max(last_event_seq, ?5),
               lease_owner = null, lease_expires_at = null,
               attempts = case when ?2 = 'requires_action' then 0 else attempts end
-          where pk = ?1",
+          where pk = ?1 and (?6 is null or (lease_owner = ?6 and status = 'running'))
+          returning session_pk",
     )
     .bind(run_pk)
     .bind(record.run.status.as_str())
     .bind(record.run.finished_at.map(|t| t.timestamp_micros()))
     .bind(to_json(record)?)
-    .bind(last_event_seq)
-    .execute(conn)
+    .bind(events.last().map_or(0, |e| e.seq))
+    .bind(lease)
+    .fetch_optional(&mut *conn)
     .await?;
-    Ok(())
+    if session_pk.is_some() {
+        insert_events(conn, run_pk, events).await?;
+    }
+    Ok(session_pk)
 }
 
 /// Adds a finished run's usage to its session and appends its turn, if it completed.
@@ -339,8 +337,7 @@ impl RunStore for SqliteStore {
         let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
         let mut record = locked.run.into_record()?;
         let event = run_rows::cancel(&mut record, locked.last_event_seq, now)?;
-        write_run(&mut tx, locked.pk, &record, event.seq).await?;
-        insert_events(&mut tx, locked.pk, &[event]).await?;
+        write_run(&mut tx, locked.pk, &record, &[event], None).await?;
         settle_session(&mut tx, tenant, locked.session_pk, &record).await?;
         tx.commit().await?;
         Ok(record.run)
@@ -357,7 +354,7 @@ impl RunStore for SqliteStore {
         let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
         let mut record = locked.run.into_record()?;
         run_rows::resume(&mut record, outputs)?;
-        write_run(&mut tx, locked.pk, &record, locked.last_event_seq).await?;
+        write_run(&mut tx, locked.pk, &record, &[], None).await?;
         tx.commit().await?;
         Ok((record.run, locked.last_event_seq))
     }
@@ -403,17 +400,22 @@ impl RunStore for SqliteStore {
 
     async fn save_run_events(&self, claim: &Claim, events: &[RunEvent]) -> Result<bool> {
         let mut tx = self.writer.begin().await?;
-        if held(&mut tx, claim).await?.is_none() {
+        // The update checks the lease.
+        let held = sqlx::query(
+            r"update runs set last_event_seq = max(last_event_seq, ?3)
+              where pk = ?1 and lease_owner = ?2 and status = 'running'",
+        )
+        .bind(claim.run_pk)
+        .bind(claim.worker)
+        .bind(events.last().map_or(0, |e| e.seq))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if !held {
             return Ok(false);
         }
         insert_events(&mut tx, claim.run_pk, events).await?;
-        if let Some(last) = events.last() {
-            sqlx::query("update runs set last_event_seq = max(last_event_seq, ?2) where pk = ?1")
-                .bind(claim.run_pk)
-                .bind(last.seq)
-                .execute(&mut *tx)
-                .await?;
-        }
         tx.commit().await?;
         Ok(true)
     }
@@ -425,12 +427,11 @@ impl RunStore for SqliteStore {
         events: &[RunEvent],
     ) -> Result<bool> {
         let mut tx = self.writer.begin().await?;
-        let Some((last_event_seq, session_pk)) = held(&mut tx, claim).await? else {
+        let Some(session_pk) =
+            write_run(&mut tx, claim.run_pk, record, events, Some(claim.worker)).await?
+        else {
             return Ok(false);
         };
-        let last = events.last().map_or(last_event_seq, |e| e.seq);
-        write_run(&mut tx, claim.run_pk, record, last).await?;
-        insert_events(&mut tx, claim.run_pk, events).await?;
         if record.run.status.is_final() {
             settle_session(&mut tx, &claim.tenant, session_pk, record).await?;
         }
@@ -469,8 +470,7 @@ impl RunStore for SqliteStore {
             } else {
                 let mut record = row.run.into_record()?;
                 let event = run_rows::lost(&mut record, seq, now);
-                write_run(&mut tx, pk, &record, event.seq).await?;
-                insert_events(&mut tx, pk, &[event]).await?;
+                write_run(&mut tx, pk, &record, &[event], None).await?;
                 settle_session(&mut tx, &tenant, session_pk, &record).await?;
                 failed += 1;
             }

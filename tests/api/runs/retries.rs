@@ -188,8 +188,9 @@ async fn a_client_that_leaves_mid_request_strands_no_run(db: TestDb) {
             _ => Duration::from_micros(250 * attempt),
         };
         let _ = tokio::time::timeout(patience, request).await;
+        // Well within the 30 s lease that a stranded run would wait for.
         let mut runs = Vec::new();
-        for _ in 0..100 {
+        for _ in 0..500 {
             let page = t.app.get(&path).await;
             runs = match page.status {
                 StatusCode::OK => page.json()["data"].as_array().unwrap().clone(),
