@@ -46,8 +46,6 @@ async fn pump(
     tx: &mpsc::Sender<Result<RunEvent, StoreError>>,
 ) -> Result<(), StoreError> {
     let send = |event: RunEvent| async move { tx.send(Ok(event)).await.map_err(|_| Gone) };
-    // Set when an execution here ended without the event that ends the stream.
-    let mut cut_short = false;
     loop {
         let mut starts = engine.hub.starts();
         starts.borrow_and_update();
@@ -84,7 +82,6 @@ async fn pump(
             }
             // The execution ended without a final event here (its lease was lost, say):
             // the database knows how the run went on.
-            cut_short = true;
             continue;
         }
         let (events, status) = engine
@@ -100,12 +97,13 @@ async fn pump(
             }
         }
         // A final or waiting status was committed with the event announcing it, and the
-        // status was read first: that event has been sent, unless the follower has passed
-        // its seq already. That happens when another replica cancelled the run: the store
-        // numbers `run.cancelled` after the events the worker had stored, while its
-        // followers here had more from the worker's memory. They get it all the same.
+        // status was read first: that event has been sent, unless the follower had passed
+        // its seq already. That happens when another replica cancelled the run (the store
+        // numbers `run.cancelled` after the events the worker had stored, while followers
+        // of the worker had more from its memory), or when a client that saw the end
+        // reconnects. Every stream ends with the event that ends it all the same.
         if status.is_final() || status == RunStatus::RequiresAction {
-            if cut_short && !ended {
+            if !ended {
                 let (all, _) = engine
                     .store
                     .run_events(tenant, session_id, run_id, 0)

@@ -348,4 +348,19 @@ async fn a_cancel_from_another_replica_ends_the_stream_here(db: TestDb) {
     assert_eq!(last, "run.cancelled", "{events:?}");
     assert_eq!(run["status"], "cancelled");
     assert!(t.items("x").await.is_empty());
+    // A client that reconnects after the newest id it saw ends with it too.
+    let newest = events.iter().map(|(_, id, _)| *id).max().unwrap();
+    let request = axum::http::Request::get(format!(
+        "/v1/sessions/x/runs/{}/events",
+        run["id"].as_str().unwrap()
+    ))
+    .header("last-event-id", newest.to_string())
+    .body(axum::body::Body::empty())
+    .unwrap();
+    let again = super::parse_sse(&t.app.send(request).await.text);
+    assert_eq!(
+        again.last().map(|e| e.0.as_str()),
+        Some("run.cancelled"),
+        "{again:?}"
+    );
 }
