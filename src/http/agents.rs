@@ -223,12 +223,6 @@ async fn update_agent(
     AgentPath(id): AgentPath,
     AppJson(request): AppJson<UpdateAgentRequest>,
 ) -> Result<Json<Agent>> {
-    if let Some(Some(changes)) = &request.metadata {
-        for (key, value) in changes {
-            let probe = value.clone().unwrap_or_default();
-            Metadata::new(BTreeMap::from([(key.clone(), probe)]))?;
-        }
-    }
     let patch = AgentPatch {
         name: request.name,
         model: request.model,
@@ -238,10 +232,10 @@ async fn update_agent(
         tools: request.tools,
         max_turns: request.max_turns,
         context: request.context,
-        metadata: request.metadata.map(|patch| match patch {
-            Some(changes) => MetadataPatch::Merge(changes),
-            None => MetadataPatch::Clear,
-        }),
+        metadata: request
+            .metadata
+            .map(MetadataPatch::from_request)
+            .transpose()?,
     };
     patch
         .as_config()

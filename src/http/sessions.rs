@@ -83,18 +83,8 @@ pub struct UpdateSessionRequest {
 
 impl UpdateSessionRequest {
     fn into_patch(self) -> Result<SessionPatch, ApiError> {
-        if let Some(Some(changes)) = &self.metadata {
-            for (key, value) in changes {
-                // The same limits as stored metadata; a null value checks its key only.
-                let probe = value.clone().unwrap_or_default();
-                Metadata::new(BTreeMap::from([(key.clone(), probe)]))?;
-            }
-        }
         Ok(SessionPatch {
-            metadata: self.metadata.map(|patch| match patch {
-                Some(changes) => MetadataPatch::Merge(changes),
-                None => MetadataPatch::Clear,
-            }),
+            metadata: self.metadata.map(MetadataPatch::from_request).transpose()?,
             agent_id: self
                 .agent_id
                 .map(|id| id.map(|id| AgentId::parse("agent_id", id)).transpose())

@@ -115,6 +115,23 @@ pub enum MetadataPatch {
     Merge(BTreeMap<String, Option<String>>),
 }
 
+impl MetadataPatch {
+    /// The patch a PATCH body's `metadata` gives (`null`: clear), each entry held to the
+    /// limits of stored metadata; a null value checks its key only.
+    pub fn from_request(
+        patch: Option<BTreeMap<String, Option<String>>>,
+    ) -> Result<Self, InvalidField> {
+        let Some(changes) = patch else {
+            return Ok(Self::Clear);
+        };
+        for (key, value) in &changes {
+            let probe = value.clone().unwrap_or_default();
+            Metadata::new(BTreeMap::from([(key.clone(), probe)]))?;
+        }
+        Ok(Self::Merge(changes))
+    }
+}
+
 impl PartialSchema for MetadataPatch {
     fn schema() -> RefOr<Schema> {
         metadata_schema(true).into()
