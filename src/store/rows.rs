@@ -233,11 +233,6 @@ pub(super) fn replayed_items(key: &IdempotencyKey, response: &str) -> Result<App
     })
 }
 
-pub(super) fn response_json(items: &[Item]) -> Result<String, StoreError> {
-    serde_json::to_string(items)
-        .map_err(|e| StoreError::Corrupt(format!("cannot encode items: {e}")))
-}
-
 /// The items of an append whose seqs end at `last_seq`, ready to be inserted.
 pub(super) fn new_items(bodies: Vec<ItemBody>, last_seq: i64, now: DateTime<Utc>) -> Vec<Item> {
     let first_seq = last_seq - bodies.len() as i64 + 1;
@@ -252,4 +247,8 @@ pub(super) fn new_items(bodies: Vec<ItemBody>, last_seq: i64, now: DateTime<Utc>
             item: body.into_raw(),
         })
         .collect()
+}
+
+pub(super) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("cannot encode: {e}")))
 }

@@ -97,10 +97,6 @@ impl TryFrom<AgentRow> for Agent {
     }
 }
 
-pub(super) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("cannot encode: {e}")))
-}
-
 /// The record of a new, queued run and its `run.created` event.
 pub(super) fn new_run(
     session_id: &SessionId,

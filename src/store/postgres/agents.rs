@@ -2,8 +2,9 @@ use async_trait::async_trait;
 
 use super::PgStore;
 use crate::model::{Agent, AgentPatch, Page, PageRequest};
+use crate::store::rows::to_json;
 use crate::store::rows::{beyond, direction};
-use crate::store::run_rows::{to_json, AgentRow};
+use crate::store::run_rows::AgentRow;
 use crate::store::{explain_empty_agent_page, now, AgentStore, Result, StoreError};
 
 #[async_trait]

@@ -21,8 +21,8 @@ use uuid::Uuid;
 
 use super::rows::{
     beyond, direction, first_response, items, items_page_query, new_items, read_item_rows,
-    replayed_items, response_json, uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS,
-    ITEM_COLUMNS_OF_I, SESSION_COLUMNS,
+    replayed_items, to_json, uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I,
+    SESSION_COLUMNS,
 };
 use super::{explain_empty_page, now, Appended, PoolStats, Result, SessionStore, StoreError};
 use crate::model::{
@@ -341,7 +341,7 @@ impl SessionStore for SqliteStore {
         });
         insert.build().execute(&mut *tx).await?;
         if let Some(key) = &idempotency {
-            keep_response(&mut tx, tenant, key, &response_json(&items)?).await?;
+            keep_response(&mut tx, tenant, key, &to_json(&items)?).await?;
         }
         tx.commit().await?;
         Ok(Appended {

@@ -13,9 +13,9 @@ use crate::model::{
     IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
     SessionId, ToolOutput,
 };
-use crate::store::rows::{beyond, direction, uuid_cursor};
+use crate::store::rows::{beyond, direction, to_json, uuid_cursor};
 use crate::store::run_rows::{
-    self, events, to_json, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
+    self, events, EventRow, LockedRunRow, RunRow, RUN_COLUMNS, UNFINISHED,
 };
 use crate::store::{
     explain_empty_run_page, now, Claim, CreatedRun, Result, RunStore, StartNow, StoreError,
