@@ -26,23 +26,17 @@ pub(super) enum Outcome {
     RequiresAction(RequiredAction),
 }
 
-/// The run being executed, with the events it produced that are not stored yet.
+/// The run being executed; its events go to the hub, which the worker stores from.
 pub(super) struct Execution {
     pub record: RunRecord,
     pub seq: i64,
     pub live: Arc<LiveRun>,
-    pub unsaved: Arc<std::sync::Mutex<Vec<RunEvent>>>,
 }
 
 impl Execution {
     pub(super) fn emit(&mut self, event: &str, data: &impl serde::Serialize) {
         self.seq += 1;
-        let event = RunEvent::new(self.seq, event, data);
-        self.unsaved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(event.clone());
-        self.live.publish(event);
+        self.live.publish(RunEvent::new(self.seq, event, data));
     }
 
     fn push_item(&mut self, item: Box<RawValue>) {

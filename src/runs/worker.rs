@@ -1,6 +1,7 @@
 //! The worker loop: claim a run, execute it while holding its lease, commit the outcome.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -104,7 +105,6 @@ pub(super) fn execute_claimed(
             record: claim.record.clone(),
             seq: claim.last_event_seq,
             live: live.clone(),
-            unsaved: Arc::new(Mutex::new(Vec::new())),
         };
         let run = exec.record.run.clone();
         exec.emit(RunEvent::STARTED, &run);
@@ -131,12 +131,13 @@ impl Drop for Registered {
 }
 
 async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result<(), StoreError> {
-    let unsaved = exec.unsaved.clone();
-    let cancel = exec.live.cancel.clone();
+    let live = exec.live.clone();
+    // The seq up to which the execution's events are stored.
+    let saved = AtomicI64::new(claim.last_event_seq);
     let outcome = tokio::select! {
         outcome = drive(engine, claim, exec) => Some(outcome?),
-        () = cancel.cancelled() => None,
-        () = keep_lease(engine, claim, &unsaved) => {
+        () = live.cancel.cancelled() => None,
+        () = keep_lease(engine, claim, &live, &saved) => {
             tracing::warn!("the run's lease was lost; its outcome is discarded");
             return Ok(());
         }
@@ -154,7 +155,8 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
     let last = exec
         .record
         .end(status, error, exec.seq, crate::store::now());
-    let mut events = std::mem::take(&mut *lock(&unsaved));
+    // A save abandoned halfway may have stored some of these: they are skipped.
+    let (mut events, _) = live.after(saved.load(Ordering::Relaxed));
     events.push(last.clone());
     if engine
         .store
@@ -172,19 +174,18 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
 
 /// Writes the run's events as they accumulate and renews its lease; returns only when
 /// the lease is lost.
-async fn keep_lease(engine: &Engine, claim: &Claim, unsaved: &Mutex<Vec<RunEvent>>) {
+async fn keep_lease(engine: &Engine, claim: &Claim, live: &LiveRun, saved: &AtomicI64) {
     let settings = &engine.settings;
     let renew_every = settings.lease / 3;
     let mut renewed = tokio::time::Instant::now();
     loop {
         tokio::time::sleep(settings.flush_interval.min(renew_every)).await;
-        // Copied, not taken: if this write is abandoned halfway, the events stay queued.
-        let batch = lock(unsaved).clone();
-        let held = if !batch.is_empty() {
+        let (batch, _) = live.after(saved.load(Ordering::Relaxed));
+        let held = if let Some(newest) = batch.last().map(|e| e.seq) {
             match engine.store.save_run_events(claim, &batch).await {
                 Ok(held) => {
                     if held {
-                        lock(unsaved).drain(..batch.len());
+                        saved.store(newest, Ordering::Relaxed);
                     }
                     Some(held)
                 }
@@ -212,10 +213,4 @@ async fn keep_lease(engine: &Engine, claim: &Claim, unsaved: &Mutex<Vec<RunEvent
             return;
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
