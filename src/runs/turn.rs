@@ -15,7 +15,7 @@ use super::Engine;
 use crate::llm::{ChatRequest, ToolCall, ToolSpec};
 use crate::model::{
     run_items, ItemCreated, MessageDelta, Order, PageRequest, RequiredAction, RequiredToolCall,
-    RunError, RunEvent, RunRecord, SessionId,
+    RunError, RunEvent, RunRecord, SessionId, Tool,
 };
 use crate::store::{Claim, StoreError};
 
@@ -54,18 +54,25 @@ pub(super) async fn drive(
     let config = exec.record.config.clone();
     let session_id = SessionId::parse("session_id", exec.record.run.session_id.clone())?;
     let history = load_history(engine, &claim.tenant, &session_id, config.max_input_tokens).await?;
-    let tools: Vec<ToolSpec> = config
-        .tools
-        .iter()
-        .map(|tool| ToolSpec {
-            name: tool.name.clone(),
-            description: tool.description.clone(),
-            parameters: tool.parameters.clone(),
-        })
-        .collect();
+    // The same request each turn, but for its messages.
+    let mut request = ChatRequest {
+        model: config.model.clone(),
+        messages: Vec::new(),
+        tools: config
+            .tools
+            .iter()
+            .map(|tool| ToolSpec {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                parameters: tool.parameters.clone(),
+            })
+            .collect(),
+        temperature: config.temperature,
+        max_output_tokens: config.max_output_tokens,
+    };
     loop {
         let current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
-        let messages = match build_messages(
+        request.messages = match build_messages(
             config.instructions.as_deref(),
             &history,
             &current,
@@ -78,13 +85,6 @@ pub(super) async fn drive(
                     error.to_string(),
                 )))
             }
-        };
-        let request = ChatRequest {
-            model: config.model.clone(),
-            messages,
-            tools: tools.clone(),
-            temperature: config.temperature,
-            max_output_tokens: config.max_output_tokens,
         };
         exec.record.turns += 1;
         let completion = match complete(engine, &request, exec).await {
@@ -125,7 +125,7 @@ pub(super) async fn drive(
                 &call.arguments,
             ));
         }
-        let client_calls = run_tools(engine, exec, &completion.tool_calls).await;
+        let client_calls = run_tools(engine, exec, &config.tools, &completion.tool_calls).await;
         if !client_calls.is_empty() {
             return Ok(Outcome::RequiresAction(RequiredAction {
                 tool_calls: client_calls,
@@ -139,9 +139,9 @@ pub(super) async fn drive(
 async fn run_tools(
     engine: &Engine,
     exec: &mut Execution,
+    tools: &[Tool],
     calls: &[ToolCall],
 ) -> Vec<RequiredToolCall> {
-    let tools = exec.record.config.tools.clone();
     let session_id = exec.record.run.session_id.clone();
     let run_id = exec.record.run.id;
     let mut client_calls = Vec::new();
