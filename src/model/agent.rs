@@ -144,14 +144,17 @@ impl AgentPatch {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
+    /// A label for people; runs do not use it.
     #[schema(max_length = 256)]
     pub name: Option<String>,
+    /// Absent: the layer below decides, down to the server default (`LLM_MODEL`).
     #[schema(
         min_length = 1,
         max_length = 256,
         pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
     )]
     pub model: Option<String>,
+    /// Sent first, as the system message, on every LLM call.
     pub instructions: Option<String>,
     #[schema(minimum = 0, maximum = 2)]
     pub temperature: Option<f64>,
@@ -160,6 +163,7 @@ pub struct AgentConfig {
     pub max_output_tokens: Option<u32>,
     #[schema(max_items = 128)]
     pub tools: Option<Vec<Tool>>,
+    /// LLM calls a run may make; 10 when no layer sets it.
     #[serde(default, deserialize_with = "whole::optional")]
     #[schema(minimum = 1, maximum = 100)]
     pub max_turns: Option<u32>,
