@@ -1,0 +1,62 @@
+"""Python client of agent-sessions, with an OpenAI Agents SDK ``Session`` adapter.
+
+- ``AgentSessionsSession``: pass it as ``session=`` to the SDK's ``Runner``.
+- ``AgentSessionsClient``: sessions, items, agents and runs (with streamed events).
+- ``errors``: one exception class per family of problem codes.
+"""
+
+from ._transport import RetryPolicy
+from ._version import __version__
+from .client import UNSET, AgentSessionsClient
+from .errors import (
+    AgentSessionsError,
+    APIConnectionError,
+    APIError,
+    Conflict,
+    Forbidden,
+    IdempotencyKeyReused,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    ServerError,
+    ServiceUnavailable,
+    Unauthorized,
+)
+from .session import AgentSessionsSession, SyncAgentSessionsSession
+from .types import (
+    CompactionCreated,
+    ItemCreated,
+    MessageDelta,
+    Page,
+    RunEvent,
+    RunStatusEvent,
+)
+
+__all__ = [
+    "UNSET",
+    "APIConnectionError",
+    "APIError",
+    "AgentSessionsClient",
+    "AgentSessionsError",
+    "AgentSessionsSession",
+    "CompactionCreated",
+    "Conflict",
+    "Forbidden",
+    "IdempotencyKeyReused",
+    "InvalidRequest",
+    "ItemCreated",
+    "MessageDelta",
+    "NotFound",
+    "Page",
+    "PayloadTooLarge",
+    "RateLimited",
+    "RetryPolicy",
+    "RunEvent",
+    "RunStatusEvent",
+    "ServerError",
+    "ServiceUnavailable",
+    "SyncAgentSessionsSession",
+    "Unauthorized",
+    "__version__",
+]

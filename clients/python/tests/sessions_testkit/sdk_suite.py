@@ -1,0 +1,171 @@
+"""pytest plugin that runs the Agents SDK's own session tests against agent-sessions.
+
+Used as ``pytest -p sessions_testkit.sdk_suite <sdist>/tests/memory/test_session.py``
+(see ``scripts/ci.sh``). The test file is run exactly as the SDK ships it; this plugin
+
+- starts the service (``AGENT_SESSIONS_BIN`` on ``AGENT_SESSIONS_BACKEND`` = ``sqlite``
+  or ``postgres``, the latter a scratch database made from ``PG_URL``);
+- replaces ``agents.SQLiteSession`` by ``ServiceBackedSession`` before the test file
+  imports it: an ``AgentSessionsSession`` that takes ``SQLiteSession``'s constructor
+  arguments and maps each (database, id) pair of a test to a fresh id on the service;
+- deselects, by name, the tests that examine SQLite itself, each with its reason below.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+
+import agents
+import agents.memory
+import pytest
+
+from agent_sessions_client import AgentSessionsSession
+
+from .server import binary_from_env, run_service
+
+DESELECTED: Dict[str, str] = {
+    # SQLiteSession's private connection bookkeeping; the service has no client-side
+    # database connections to open, reap or close.
+    "test_sqlite_session_close_closes_worker_thread_connections": (
+        "inspects SQLiteSession._connections (sqlite3 connections of worker threads)"
+    ),
+    "test_sqlite_session_reaps_connections_from_exited_worker_threads": (
+        "inspects SQLiteSession._connections (sqlite3 connections of exited threads)"
+    ),
+    "test_sqlite_session_closes_retired_connections_before_the_next_allocation": (
+        "monkeypatches sqlite3.connect and inspects SQLiteSession._connections"
+    ),
+    "test_sqlite_session_keeps_connections_of_live_worker_threads": (
+        "inspects SQLiteSession._connections (sqlite3 connections of live threads)"
+    ),
+    "test_sqlite_session_file_lock_is_shared_across_instances": (
+        "inspects SQLiteSession's process-local per-file locks (_lock, _file_lock_counts)"
+    ),
+    # Corrupt rows are written with raw SQL into SQLite's agent_messages table; the
+    # service stores only JSON objects, so such rows cannot exist there.
+    "test_sqlite_session_pop_item_skips_corrupt_most_recent": (
+        "writes a corrupt row into SQLite's agent_messages table with raw SQL"
+    ),
+    "test_sqlite_session_pop_item_returns_none_after_dropping_only_corrupt_rows": (
+        "writes a corrupt row into SQLite's agent_messages table with raw SQL"
+    ),
+    "test_sqlite_session_get_items_limit_skips_corrupt_newest_rows": (
+        "writes a corrupt row into SQLite's agent_messages table with raw SQL"
+    ),
+    "test_sqlite_session_get_items_session_settings_limit_skips_corrupt_rows": (
+        "writes a corrupt row into SQLite's agent_messages table with raw SQL"
+    ),
+    # SQLite transaction and lock handling, provoked through the SQLite file.
+    "test_sqlite_session_failed_add_items_releases_write_lock": (
+        "probes SQLite's write lock and agent_sessions table in the local database file"
+    ),
+    "test_sqlite_session_failed_clear_session_rolls_back": (
+        "drops SQLite's agent_sessions table to make the clear fail, then probes its lock"
+    ),
+    "test_sqlite_session_failed_pop_item_releases_write_lock": (
+        "drops SQLite's agent_messages table to make the pop fail, then probes its lock"
+    ),
+    "test_sqlite_session_rollback_failure_evicts_connection": (
+        "injects a sqlite3.Connection subclass whose rollback fails"
+    ),
+    "test_sqlite_session_close_retries_quarantined_connection": (
+        "injects a sqlite3.Connection subclass whose rollback and close fail"
+    ),
+    "test_sqlite_session_post_commit_cancellation_propagates_after_known_outcome": (
+        "injects a sqlite3.Connection subclass that pauses inside commit()"
+    ),
+    # The behaviour is covered (RuntimeError, add_items([]) included) by
+    # tests/unit/test_session_unit.py::test_closed_session_refuses_every_operation.
+    "test_sqlite_session_closed_rejects_empty_add_items": (
+        "matches SQLiteSession's own error text 'SQLiteSession is closed'"
+    ),
+}
+
+_service_url: Optional[str] = None
+_test_prefix = "unset-"
+_made: List[str] = []
+
+
+class ServiceBackedSession(AgentSessionsSession):
+    """``SQLiteSession``'s constructor, an ``AgentSessionsSession`` underneath.
+
+    Sessions of one test that share a database file and an id share their history, as
+    in SQLite; an in-memory database is private to its instance, so it gets its own id.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: Union[str, Path] = ":memory:",
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: Optional[Union[agents.SessionSettings, Mapping[str, Any]]] = None,
+    ) -> None:
+        if str(db_path) == ":memory:":
+            database = uuid.uuid4().hex[:8]
+        else:
+            database = hashlib.sha256(str(db_path).encode()).hexdigest()[:8]
+        assert _service_url is not None, "the service is not running"
+        super().__init__(
+            f"{_test_prefix}{database}-{session_id}",
+            base_url=_service_url,
+            session_settings=session_settings,
+        )
+        self.db_path = db_path
+        _made.append(self.session_id)
+
+
+agents.SQLiteSession = ServiceBackedSession  # type: ignore[assignment,misc]
+agents.memory.SQLiteSession = ServiceBackedSession  # type: ignore[assignment,misc]
+
+_stack = contextlib.ExitStack()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _service_url
+    backend = os.environ.get("AGENT_SESSIONS_BACKEND", "sqlite")
+    service = _stack.enter_context(run_service(binary_from_env(), backend))
+    _service_url = service.url
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _stack.close()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    backend = os.environ.get("AGENT_SESSIONS_BACKEND", "sqlite")
+    return f"agent-sessions SDK suite: SQLiteSession -> AgentSessionsSession on {backend}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    keep: List[pytest.Item] = []
+    dropped: List[pytest.Item] = []
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        (dropped if name in DESELECTED else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.section("agent-sessions")
+    terminalreporter.write_line(
+        f"{len(_made)} SQLiteSession constructions were served by AgentSessionsSession"
+    )
+    terminalreporter.section("deselected: these tests examine SQLite itself")
+    for name, reason in DESELECTED.items():
+        terminalreporter.write_line(f"{name}: {reason}")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_session_ids() -> Iterator[None]:
+    """Every test gets its own id prefix, so its sessions start empty on the service."""
+    global _test_prefix
+    _test_prefix = f"t{uuid.uuid4().hex[:12]}-"
+    yield
