@@ -1,0 +1,129 @@
+//! `/v1/sessions/{session_id}/fork`: a new session starting from a copy of another's
+//! history, to carry on from a point or retry a turn another way.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::error::{ApiError, Result};
+use super::error::{
+    BadRequest, Conflict, Internal, KeyReused, NotFound, PayloadTooLarge, UnsupportedMediaType,
+};
+use super::extract::{idempotency_key, AppJsonText, SessionPath, Tenant, IDEMPOTENT_REPLAYED};
+use super::AppState;
+use crate::model::{ForkPoint, IdempotencyKey, Metadata, NewFork, Session, SessionId};
+use crate::store::StoreError;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/sessions/{session_id}/fork", post(fork_session))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkSessionRequest {
+    /// The fork's id: 1 to 128 characters of `A-Za-z0-9_.:@-`; a UUIDv7 when absent.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
+    )]
+    id: Option<String>,
+    /// The fork's metadata; the source's when absent.
+    #[schema(value_type = Option<Metadata>)]
+    metadata: Option<BTreeMap<String, String>>,
+    /// Copy the items up to and including this one. Not with `before_run_id`.
+    through_item_id: Option<Uuid>,
+    /// Copy the history as it stood before this run's turn. Not with `through_item_id`.
+    before_run_id: Option<Uuid>,
+}
+
+/// Fork a session: a new session holding copies of its items (all, up to an item, or
+/// before a run's turn) and of the compactions within them.
+///
+/// The copies have the same JSON in the same order, new ids and `seq` from 1; the fork
+/// keeps the agent and (unless given) the metadata, and starts with no runs and zero
+/// usage. The source is neither waited for nor changed: a turn in flight is not copied.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{session_id}/fork",
+    tag = "sessions",
+    params(
+        ("session_id" = String, Path, description = "The session to fork"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: the same key with the same request answers with the first request's fork; kept for 24 hours"),
+    ),
+    request_body = ForkSessionRequest,
+    responses(
+        (status = 201, description = "The fork", body = Session,
+         headers(
+            ("location" = String, description = "The path of the fork"),
+            ("idempotent-replayed" = String, description = "`true` when this answers a retry"),
+        )),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 422, response = KeyReused),
+        (status = 500, response = Internal),
+    )
+)]
+async fn fork_session(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(source): SessionPath,
+    headers: HeaderMap,
+    AppJsonText(request, body): AppJsonText<ForkSessionRequest>,
+) -> Result<(StatusCode, HeaderMap, Json<Session>)> {
+    let point = ForkPoint::from_request(request.through_item_id, request.before_run_id)?;
+    let id = match request.id {
+        Some(id) => SessionId::parse("id", id)?,
+        None => SessionId::generate(),
+    };
+    let idempotency = idempotency_key(&headers)?
+        .map(|key| {
+            let body = std::str::from_utf8(&body).unwrap_or_default();
+            IdempotencyKey::for_fork(key, &source, body)
+        })
+        .transpose()?;
+    let fork = NewFork {
+        metadata: request.metadata.map(Metadata::new).transpose()?,
+        id: id.clone(),
+        point,
+        idempotency,
+    };
+    let forked = state
+        .store
+        .fork_session(tenant, &source, fork)
+        .await
+        .map_err(|error| match (error, point) {
+            (StoreError::SessionExists, _) => ApiError::SessionExists(format!(
+                "a session with id `{}` already exists",
+                id.as_str()
+            )),
+            (error, ForkPoint::ThroughItem(item)) => {
+                ApiError::from_store(error, source.as_str(), Some(&item.to_string()))
+            }
+            (error, ForkPoint::BeforeRun(run)) => {
+                ApiError::from_store(error, source.as_str(), Some(&run.to_string()))
+            }
+            (error, ForkPoint::All) => ApiError::from_store(error, source.as_str(), None),
+        })?;
+    let mut response_headers = HeaderMap::new();
+    let location = format!("/v1/sessions/{}", forked.session.id);
+    if let Ok(location) = HeaderValue::from_str(&location) {
+        response_headers.insert(header::LOCATION, location);
+    }
+    if forked.replayed {
+        response_headers.insert(
+            IDEMPOTENT_REPLAYED.clone(),
+            HeaderValue::from_static("true"),
+        );
+    }
+    Ok((StatusCode::CREATED, response_headers, Json(forked.session)))
+}

@@ -1,0 +1,283 @@
+//! Compaction: the LLM summarises a session's older items, so that runs can send the
+//! summary and the recent items instead of the whole history. Used by `POST …/compact`
+//! and by runs whose agent's context strategy is `compact`.
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::context::build_messages;
+use super::error::{Result, RunsError};
+use super::turn::Execution;
+use super::{config, ConfigRequest, Engine, Runs};
+use crate::llm::{ChatRequest, LlmError, Message, Progress, Role};
+use crate::model::{
+    AgentConfig, Compaction, CompactionCreated, InvalidField, RunError, RunEvent, SessionId,
+    MAX_KEEP_RECENT_ITEMS,
+};
+use crate::store::{Context, StoreError};
+
+/// What the summariser is told unless the request gives its own `instructions`.
+pub const SUMMARY_PROMPT: &str = "You compact the history of a conversation between a user \
+and an AI assistant, so that the assistant can carry on from your summary alone. Write a \
+concise summary that keeps every fact stated by the user or by tools, every decision made, \
+every open task and question, and all names, numbers, identifiers, dates and amounts exactly \
+as given. When the text starts with an earlier summary, fold it in. Write only the summary.";
+
+/// The first line of the text given to the summariser, before the rendered items.
+pub const CONVERSATION_HEADING: &str = "The conversation to summarise:";
+
+/// How the summary is introduced where a run sends it, as a developer message.
+pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation, which it replaces:";
+
+/// What a client asks of a compaction.
+#[derive(Debug, Default)]
+pub struct CompactRequest {
+    pub keep_recent_items: u32,
+    /// The session's agent's model (or the server default) when absent.
+    pub model: Option<String>,
+    /// Replaces [`SUMMARY_PROMPT`].
+    pub instructions: Option<String>,
+}
+
+/// The part of a session's uncompacted items that a compaction summarises.
+struct Plan {
+    /// How many of the context's items, from the first, the summary covers.
+    summarised: usize,
+}
+
+impl Runs {
+    /// Summarises the session's items older than the newest `keep_recent_items` (and any
+    /// earlier summary) and stores the compaction. Nothing is stored when the LLM fails.
+    pub async fn compact(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        request: CompactRequest,
+    ) -> Result<Compaction> {
+        if request.keep_recent_items > MAX_KEEP_RECENT_ITEMS {
+            return Err(InvalidField::new(
+                "keep_recent_items",
+                format!("must be between 0 and {MAX_KEEP_RECENT_ITEMS}"),
+            )
+            .into());
+        }
+        let engine = &*self.engine;
+        // The model and instructions obey the rules an agent's do.
+        let asked = AgentConfig {
+            model: request.model.clone(),
+            ..AgentConfig::default()
+        };
+        asked.validate("", &engine.settings.webhooks)?;
+        let context = engine.store.context(tenant, session_id, true).await?;
+        let plan = plan(&context, request.keep_recent_items)?;
+        let model = match request.model {
+            Some(model) => model,
+            None => {
+                let config = config::resolve(
+                    &*engine.store,
+                    &engine.settings,
+                    tenant,
+                    session_id,
+                    ConfigRequest::default(),
+                )
+                .await?;
+                config.model
+            }
+        };
+        let instructions = request.instructions.as_deref();
+        let compaction = summarise(
+            engine,
+            session_id,
+            &context,
+            &plan,
+            &model,
+            instructions,
+            None,
+        )
+        .await
+        .map_err(RunsError::Llm)?;
+        let base = context.compaction.as_ref();
+        let summarised = plan.summarised as i64;
+        engine
+            .store
+            .add_compaction(tenant, session_id, base, summarised, &compaction)
+            .await?;
+        Ok(compaction)
+    }
+}
+
+/// What a run's compaction came to.
+pub(super) enum RunCompaction {
+    Stored,
+    /// Too few items, or the history changed meanwhile: the run carries on without.
+    Skipped,
+    /// The summary's call failed: so does the run, with its code.
+    Failed(RunError),
+}
+
+/// Compacts the session for the run in `exec` with its model, keeping `keep` items. The
+/// call counts in the run's usage, and a stored compaction is a `compaction.created`
+/// event of the run.
+pub(super) async fn compact_for_run(
+    engine: &Engine,
+    tenant: &str,
+    session_id: &SessionId,
+    exec: &mut Execution,
+    keep: u32,
+) -> Result<RunCompaction, StoreError> {
+    let context = engine.store.context(tenant, session_id, false).await?;
+    let Ok(plan) = plan(&context, keep) else {
+        return Ok(RunCompaction::Skipped);
+    };
+    let (model, run_id) = (&exec.record.config.model, Some(exec.record.run.id));
+    let summary = summarise(engine, session_id, &context, &plan, model, None, run_id);
+    let compaction = match summary.await {
+        Ok(compaction) => compaction,
+        Err(error) => {
+            exec.record.run.usage.llm_calls += 1;
+            let error = RunError::new(error.code.as_str(), error.message);
+            return Ok(RunCompaction::Failed(error));
+        }
+    };
+    let base = context.compaction.as_ref();
+    let summarised = plan.summarised as i64;
+    match (engine.store)
+        .add_compaction(tenant, session_id, base, summarised, &compaction)
+        .await
+    {
+        Ok(()) => {}
+        Err(StoreError::HistoryChanged) => return Ok(RunCompaction::Skipped),
+        Err(error) => return Err(error),
+    }
+    exec.record.run.usage.add(&compaction.usage);
+    let created = CompactionCreated {
+        compaction: &compaction,
+    };
+    exec.emit(RunEvent::COMPACTION_CREATED, &created);
+    Ok(RunCompaction::Stored)
+}
+
+/// Leaves the newest `keep` items out of the summary, and with them the call of any
+/// tool output among them: a call and its output are summarised together or kept
+/// together, never split.
+fn plan(context: &Context, keep: u32) -> Result<Plan> {
+    let items: Vec<Value> = (context.items.iter())
+        .map(|item| serde_json::from_str(item.item.get()).unwrap_or(Value::Null))
+        .collect();
+    let call_id = |item: &Value, kind: &str| {
+        (item.get("type").and_then(Value::as_str) == Some(kind))
+            .then(|| item.get("call_id").and_then(Value::as_str))
+            .flatten()
+            .map(str::to_owned)
+    };
+    let mut first_kept = items.len().saturating_sub(keep as usize);
+    let mut moved = true;
+    while moved && first_kept > 0 {
+        moved = false;
+        for output in items[first_kept..]
+            .iter()
+            .filter_map(|i| call_id(i, "function_call_output"))
+        {
+            let call = (items[..first_kept].iter())
+                .rposition(|i| call_id(i, "function_call").as_deref() == Some(output.as_str()));
+            if let Some(call) = call {
+                first_kept = call;
+                moved = true;
+            }
+        }
+    }
+    if first_kept == 0 {
+        return Err(RunsError::NothingToCompact {
+            items: items.len(),
+            keep,
+        });
+    }
+    Ok(Plan {
+        summarised: first_kept,
+    })
+}
+
+/// Asks the LLM for the summary of the earlier summary and the planned items.
+async fn summarise(
+    engine: &Engine,
+    session_id: &SessionId,
+    context: &Context,
+    plan: &Plan,
+    model: &str,
+    instructions: Option<&str>,
+    run_id: Option<Uuid>,
+) -> Result<Compaction, LlmError> {
+    let summarised = &context.items[..plan.summarised];
+    let through = summarised
+        .last()
+        .expect("a plan summarises at least one item");
+    let values: Vec<Value> = (summarised.iter())
+        .map(|item| serde_json::from_str(item.item.get()).unwrap_or(Value::Null))
+        .collect();
+    let mut text = format!("{CONVERSATION_HEADING}\n\n");
+    if let Some(earlier) = &context.compaction {
+        text.push_str(&format!("[earlier summary]\n{}\n\n", earlier.summary));
+    }
+    let messages = build_messages(None, None, &[], &values, None)
+        .expect("without a budget the context always fits");
+    for message in &messages {
+        text.push_str(&render(message));
+        text.push('\n');
+    }
+    let request = ChatRequest {
+        model: model.to_owned(),
+        messages: vec![
+            Message::text(Role::System, instructions.unwrap_or(SUMMARY_PROMPT)),
+            Message::text(Role::User, text),
+        ],
+        tools: Vec::new(),
+        temperature: None,
+        max_output_tokens: None,
+    };
+    // The summary is not streamed to anyone: of its progress only the requests count.
+    let (progress, mut received) = mpsc::unbounded_channel();
+    let completion = engine.llm.complete(&request, progress).await?;
+    let mut usage: crate::model::Usage = completion.usage.into();
+    while let Ok(progress) = received.try_recv() {
+        if progress == Progress::Request {
+            usage.llm_calls += 1;
+        }
+    }
+    let earlier = context.compaction.as_ref().map_or(0, |c| c.items_compacted);
+    Ok(Compaction {
+        id: Uuid::now_v7(),
+        session_id: session_id.as_str().to_owned(),
+        created_at: crate::store::now(),
+        run_id,
+        through_item_id: through.id,
+        through_seq: through.seq,
+        items_compacted: earlier + plan.summarised as i64,
+        summary: completion.text,
+        model: model.to_owned(),
+        usage,
+    })
+}
+
+/// One message as a line of the text to summarise; tool calls and outputs included.
+fn render(message: &Message) -> String {
+    let text = message.content.as_deref().unwrap_or_default();
+    match message.role {
+        Role::System => format!("system: {text}"),
+        Role::User => format!("user: {text}"),
+        Role::Assistant if message.tool_calls.is_empty() => format!("assistant: {text}"),
+        Role::Assistant => (message.tool_calls.iter())
+            .map(|c| {
+                format!(
+                    "assistant called tool `{}` with arguments {} (call {})",
+                    c.function.name, c.function.arguments, c.id
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Role::Tool => format!(
+            "tool output for call {}: {text}",
+            message.tool_call_id.as_deref().unwrap_or_default()
+        ),
+    }
+}
