@@ -23,9 +23,10 @@ RUN mkdir -p src tests/api \
            target/release/deps/libagent_sessions-* \
            target/release/.fingerprint/agent-sessions-*
 
-# 2. The service itself. Migrations (sqlx::migrate!) are embedded into the
-#    binary at compile time.
+# 2. The service itself. Migrations (sqlx::migrate!) and the console's files
+#    (include_bytes!) are embedded into the binary at compile time.
 COPY migrations ./migrations
+COPY console ./console
 COPY src ./src
 RUN touch src/main.rs src/lib.rs \
  && cargo build --release --locked --bin agent-sessions \

@@ -7,7 +7,8 @@
 #
 #   1. DATABASE_URL already set            -> used as is.
 #   2. a Postgres answering on 127.0.0.1:5432 that lets `postgres` in without a
-#      password                            -> postgres://postgres@127.0.0.1:5432/postgres
+#      password (checked with psql)        -> a scratch database agent_sessions_test_<pid>
+#      on it, dropped on exit (sqlx keeps its _sqlx_test schema there)
 #   3. initdb/pg_ctl found (PATH, then the highest /usr/lib/postgresql/*/bin)
 #                                          -> a throwaway cluster in a temp dir on a
 #      free 127.0.0.1 port (trust auth, fsync off), run as the `postgres` OS
@@ -20,7 +21,12 @@
 #                                        cluster (to test that path, or to keep the
 #                                        tests off a shared server).
 #
-# The exit status is cargo test's (non-zero when any test fails).
+# After cargo test (unless it was given arguments) the release binary is built and the
+# Python client's suite (clients/python/scripts/ci.sh), the console's browser tests
+# (scripts/browser-tests.sh, needs chromium) and the README's and docs' sh blocks
+# (tests/docs/run_blocks.py) run against it.
+#
+# The exit status is non-zero when any test fails.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -143,18 +149,23 @@ else
   use_local=0
   if [[ "${AGENT_SESSIONS_TEST_FORCE_THROWAWAY:-}" != "1" ]] && port_answers 5432; then
     use_local=1
-    # If psql is at hand, make sure the passwordless login works; if it does
-    # not, a throwaway cluster is the better bet.
-    if command -v psql >/dev/null 2>&1 &&
+    # The passwordless login must work (psql also makes the scratch database below);
+    # if it does not, a throwaway cluster is the better bet.
+    if ! command -v psql >/dev/null 2>&1 ||
        ! PGCONNECT_TIMEOUT=5 psql -w -X -q -At "$local_url" -c 'select 1' >/dev/null 2>&1; then
-      log "a server answers on 127.0.0.1:5432 but refuses $local_url; trying a throwaway cluster"
+      log "a server answers on 127.0.0.1:5432 but psql cannot log in as postgres; trying a throwaway cluster"
       use_local=0
     fi
   fi
 
   if [[ $use_local -eq 1 ]]; then
-    export DATABASE_URL="$local_url"
-    log "using the local PostgreSQL at $DATABASE_URL"
+    # sqlx::test keeps its bookkeeping (the _sqlx_test schema) in the database of the
+    # URL: give it one of our own, dropped on exit, not the shared server's `postgres`.
+    MASTER_DB="agent_sessions_test_$$"
+    psql -w -X -q "$local_url" -c "create database $MASTER_DB" >/dev/null
+    trap 'psql -w -X -q "$local_url" -c "drop database if exists $MASTER_DB with (force)" >/dev/null 2>&1 || true' EXIT
+    export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$MASTER_DB"
+    log "using the local PostgreSQL, database $MASTER_DB (dropped on exit)"
   elif bindir=$(find_pg_bindir); then
     start_throwaway "$bindir"
   else
@@ -170,13 +181,17 @@ EOF
   fi
 fi
 
-if [[ -z "$PG_TMP" ]]; then
-  exec cargo test --locked "$@"
-fi
-
-# A throwaway cluster is running: keep this shell alive so the EXIT trap stops
-# it. (A SIGTERM sent to this script alone is acted on once cargo returns; a
-# Ctrl-C reaches cargo and this script together.)
 status=0
 cargo test --locked "$@" || status=$?
+
+# The Python client's suite and the console's browser tests run against the release
+# binary; skipped when cargo test was given arguments (a filtered run).
+if [[ $status -eq 0 && $# -eq 0 ]]; then
+  log "building the release binary for the Python client's tests"
+  cargo build --release --locked
+  bin="${CARGO_TARGET_DIR:-target}/release/agent-sessions"
+  AGENT_SESSIONS_BIN="$bin" PG_URL="$DATABASE_URL" bash clients/python/scripts/ci.sh || status=$?
+  AGENT_SESSIONS_BIN="$bin" bash scripts/browser-tests.sh || status=$?
+  AGENT_SESSIONS_BIN="$bin" python3 tests/docs/run_blocks.py || status=$?
+fi
 exit "$status"
