@@ -34,6 +34,7 @@ LIST_OPERATIONS = {
     "GET /v1/sessions/{session_id}/items",
     "GET /v1/agents",
     "GET /v1/sessions/{session_id}/runs",
+    "GET /v1/sessions/{session_id}/compactions",
 }
 # The operations that take an agent configuration, in the body or inline as `agent`.
 AGENT_OPERATIONS = {
@@ -52,6 +53,8 @@ CLEAR = "DELETE /v1/sessions/{session_id}/items"
 CREATE_SESSION = "POST /v1/sessions"
 UPDATE_SESSION = "PATCH /v1/sessions/{session_id}"
 CREATE_RUN = "POST /v1/sessions/{session_id}/runs"
+COMPACT = "POST /v1/sessions/{session_id}/compact"
+FORK = "POST /v1/sessions/{session_id}/fork"
 
 # What the checks cannot see, recorded by `after_call`:
 REPLAYED_ITEMS: set[tuple[str, str]] = set()  # (session, item) named by replayed appends
@@ -162,7 +165,7 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
         #    with another body; the contract answers 422 `idempotency_key_reused`. That
         #    depends on earlier requests, so no schema can rule it out.
         if (
-            label in (APPEND, CREATE_RUN)
+            label in (APPEND, CREATE_RUN, FORK)
             and status == 422
             and code == "idempotency_key_reused"
         ):
@@ -187,12 +190,14 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
 
         if label in AGENT_OPERATIONS and status == 400:
             prefix = AGENT_OPERATIONS[label]
-            # 4. `context.strategy: compact` is part of the contract's schema, and the
-            #    contract lets it answer 400 `not_implemented` until it is built.
-            if code == "not_implemented" and detail.startswith(
-                f"{prefix}context.strategy: `compact` is not implemented yet"
+            # 4. The context's fields depend on each other in ways the schema does not
+            #    say: `compact` needs `compact_threshold_tokens` or `max_input_tokens`,
+            #    and the compaction fields apply only with `compact`.
+            if code == "invalid_request" and (
+                detail.startswith(f"{prefix}context.compact_threshold_tokens: strategy")
+                or detail.endswith("applies only with strategy `compact`")
             ):
-                return _drop(f"ST202 {label} 400 not_implemented (compact)")
+                return _drop(f"ST202 {label} 400 context fields that depend on the strategy")
             # 5. A webhook on a host the operator has not listed in
             #    TOOL_WEBHOOK_ALLOWED_HOSTS: the contract refuses it with 400 wherever an
             #    agent is given. Which hosts are allowed is configuration, not schema.
@@ -224,6 +229,18 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             ):
                 return _drop(f"ST202 {label} 400 tool name listed twice")
 
+        # 8a. Too few items to compact: the request is valid, but the session holds no
+        #    more than `keep_recent_items` items not yet summarised, and the contract
+        #    answers 400 `nothing_to_compact`. Only the data decides.
+        if label == COMPACT and status == 400 and code == "nothing_to_compact":
+            return _drop(f"ST202 {label} 400 nothing_to_compact")
+
+    # 8b. A compaction asks the LLM for its summary; the conformance server's LLM is an
+    #    address nothing listens on, so the contract's answer is the LLM's error code
+    #    (`llm_unavailable`, 502). Runs fail the same way inside a 200.
+    if label == COMPACT and status in (502, 504) and code.startswith("llm_"):
+        return _drop(f"{failure.code} {label} {status} {code} (no LLM here)")
+
     if failure.code == CREATED_NOT_FOUND and status == 404:
         # 8. A run on an agent that does not exist: the session was created, but the run
         #    names an agent (as `agent_id`, or through the session's `agent_id`) that no
@@ -239,6 +256,14 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
                 ),
             ):
                 return _drop("ST302 create_run 404 agent_not_found")
+        # 8c. A session given an agent that does not exist (or no longer does): the
+        #    contract refuses the `agent_id` with 404 `agent_not_found` at create and
+        #    patch. The check takes any 404 below a created resource for "the resource
+        #    is missing".
+        if label in (CREATE_SESSION, UPDATE_SESSION) and code == "agent_not_found":
+            body = case.body if isinstance(case.body, dict) else {}
+            if detail == f"no agent with id `{body.get('agent_id')}`":
+                return _drop(f"ST302 {label} 404 agent_not_found")
         # 9. Popping a session without items: the session was created and exists, but the
         #    contract answers a pop on an empty session with 404 `session_empty`. The
         #    check takes any 404 below a created resource for "the resource is missing".

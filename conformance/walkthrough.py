@@ -217,21 +217,32 @@ def main(base_url: str) -> int:
         location = response.headers.get("location")
         check(location == f"/v1/sessions/{sid}", f"location {location!r}")
 
-    @step("create two more sessions, one with a generated id")
+    @step("create two more sessions, one with a generated id and an agent")
     def _() -> None:
+        # A session's agent must exist (404 agent_not_found otherwise): make two helpers.
+        for name in ("helper-1", "helper-2"):
+            body = m.CreateAgentRequest.from_dict({"name": name, "metadata": {"walkthrough": run}})
+            state[name] = expect(create_agent.sync_detailed(client=client, body=body), 201, m.Agent).id
+        expect_problem(
+            create_session.sync_detailed(
+                client=client, body=m.CreateSessionRequest(id=f"{sid}.nobody", agent_id="nobody")
+            ),
+            404,
+            "agent_not_found",
+        )
         other = expect(
             create_session.sync_detailed(
                 client=client,
                 body=m.CreateSessionRequest(
                     id=f"{sid}.bob",
                     metadata=m.Metadata.from_dict({"user": "bob", "walkthrough": run}),
-                    agent_id="helper-1",
+                    agent_id=state["helper-1"],
                 ),
             ),
             201,
             m.Session,
         )
-        check(other.agent_id == "helper-1", f"agent_id {other.agent_id!r}")
+        check(other.agent_id == state["helper-1"], f"agent_id {other.agent_id!r}")
         generated = expect(
             create_session.sync_detailed(
                 client=client,
@@ -427,7 +438,10 @@ def main(base_url: str) -> int:
                 sid,
                 client=client,
                 body=m.UpdateSessionRequest.from_dict(
-                    {"metadata": {"user": "carol", "topic": "weather"}, "agent_id": "helper-2"}
+                    {
+                        "metadata": {"user": "carol", "topic": "weather"},
+                        "agent_id": state["helper-2"],
+                    }
                 ),
             ),
             200,
@@ -435,7 +449,7 @@ def main(base_url: str) -> int:
         )
         want = {"user": "carol", "walkthrough": run, "topic": "weather"}
         check_session(session, id=sid, metadata=want, item_count=5)
-        check(session.agent_id == "helper-2", f"agent_id {session.agent_id!r}")
+        check(session.agent_id == state["helper-2"], f"agent_id {session.agent_id!r}")
         session = expect(
             update_session.sync_detailed(
                 sid,
