@@ -11,8 +11,11 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
-use crate::http::{self, AppState};
+use anyhow::Context as _;
+
+use crate::config::{describe_database, Config, DEFAULT_LLM_URL};
+use crate::http::{self, AppState, Metrics};
+use crate::llm::{LlmClient, OpenAiClient};
 use crate::model::IdempotencyKey;
 use crate::runs::Runs;
 use crate::store::{self, SessionStore};
@@ -30,26 +33,91 @@ pub struct Application {
     /// How long a client may take to send request headers, and how long shutdown waits
     /// for requests in flight: the request time limit.
     patience: Duration,
+    startup: Startup,
+}
+
+/// What the start-up log line says the process is doing.
+struct Startup {
+    database: String,
+    schema_version: Option<i64>,
+    llm_base_url: String,
+    llm_model: Option<String>,
+    llm_key_missing: bool,
+    workers: usize,
+}
+
+impl Startup {
+    fn new(config: &Config) -> Self {
+        let url = config.database_url();
+        Self {
+            database: describe_database(url),
+            schema_version: store::schema_version(url),
+            llm_base_url: config.llm_base_url.clone(),
+            llm_model: config.llm_model.clone(),
+            llm_key_missing: config.llm_api_key.as_deref().unwrap_or_default().is_empty(),
+            workers: config.run_workers,
+        }
+    }
+
+    fn log(&self, addr: SocketAddr) {
+        tracing::info!(
+            version = env!("CARGO_PKG_VERSION"),
+            %addr,
+            database = %self.database,
+            schema_version = self.schema_version,
+            llm_base_url = %self.llm_base_url,
+            llm_model = self.llm_model.as_deref().unwrap_or("(set per agent)"),
+            workers = self.workers,
+            "listening"
+        );
+        if self.llm_key_missing && self.llm_base_url.starts_with(DEFAULT_LLM_URL) {
+            tracing::warn!(
+                "runs go to {DEFAULT_LLM_URL} without LLM_API_KEY and will fail; set LLM_API_KEY, or LLM_BASE_URL for a local server"
+            );
+        }
+    }
 }
 
 impl Application {
     pub async fn build(config: &Config) -> anyhow::Result<Self> {
-        let store = store::connect(config.database_url(), config.database_max_connections).await?;
+        let url = config.database_url();
+        let store = store::connect(url, config.database_max_connections)
+            .await
+            .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
         Self::with_store(config, store).await
     }
 
-    /// Builds the service on a store that is open already.
+    /// Builds the service on a store that is open already, with the LLM client
+    /// `config` describes.
     pub async fn with_store(config: &Config, store: Arc<dyn SessionStore>) -> anyhow::Result<Self> {
-        let state = AppState::new(store.clone(), config)?;
+        let llm = Arc::new(OpenAiClient::new(config.llm_settings())?);
+        Self::with_parts(config, store, llm).await
+    }
+
+    /// Builds the service on a store and an LLM client of the caller's.
+    pub async fn with_parts(
+        config: &Config,
+        store: Arc<dyn SessionStore>,
+        llm: Arc<dyn LlmClient>,
+    ) -> anyhow::Result<Self> {
+        let state = state(config, store.clone(), llm);
         let runs = state.runs.clone();
         let router = http::router(state, config)?;
-        let listener = TcpListener::bind(&config.listen_addr).await?;
+        let listener = TcpListener::bind(&config.listen_addr)
+            .await
+            .with_context(|| {
+                format!(
+                    "cannot listen on {}; choose another address with --listen or LISTEN_ADDR",
+                    config.listen_addr
+                )
+            })?;
         Ok(Self {
             listener,
             router,
             store,
             runs,
             patience: Duration::from_secs(config.request_timeout_secs),
+            startup: Startup::new(config),
         })
     }
 
@@ -61,10 +129,10 @@ impl Application {
     /// finish and closes idle connections. A client that holds its connection longer
     /// than the request time limit is cut off, so shutdown always ends.
     pub async fn run(self, shutdown: CancellationToken) -> io::Result<()> {
-        tracing::info!(addr = %self.local_addr()?, "listening");
+        self.startup.log(self.local_addr()?);
         let purger = tokio::spawn(purge_idempotency_keys(self.store, shutdown.clone()));
         let stop_workers = CancellationToken::new();
-        let mut workers = self.runs.start(stop_workers.clone());
+        let mut workers = self.runs.start_workers(stop_workers.clone());
         let mut server = auto::Builder::new(TokioExecutor::new());
         // Without a timer hyper applies no header timeout: a client could hold a
         // connection forever by sending its headers slowly.
@@ -139,6 +207,17 @@ async fn purge_idempotency_keys(store: Arc<dyn SessionStore>, shutdown: Cancella
             Ok(purged) => tracing::debug!(purged, "purged expired idempotency keys"),
             Err(error) => tracing::warn!(%error, "cannot purge expired idempotency keys"),
         }
+    }
+}
+
+/// The state the handlers share: the store, the run engine on `llm` (its workers not
+/// started) and the metrics.
+pub fn state(config: &Config, store: Arc<dyn SessionStore>, llm: Arc<dyn LlmClient>) -> AppState {
+    AppState {
+        runs: Runs::new(store.clone(), llm, config.run_settings()),
+        store,
+        metrics: Arc::new(Metrics::default()),
+        run_wait: Duration::from_secs(config.run_wait_secs),
     }
 }
 

@@ -3,12 +3,16 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// Where runs go unless `LLM_BASE_URL` says otherwise.
+pub const DEFAULT_LLM_URL: &str = "https://api.openai.com/v1";
+
 /// The command line. Every option can also be given as an environment variable.
 #[derive(Debug, Parser)]
 #[command(
     name = "agent-sessions",
     version,
-    about = "Keeps AI-agent conversation sessions and serves them over HTTP"
+    about = "Keeps AI-agent conversation sessions and serves them over HTTP",
+    after_help = "Logging: RUST_LOG filters log lines (e.g. `RUST_LOG=agent_sessions=debug,info`; default `info`)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -37,7 +41,7 @@ pub struct Config {
     pub listen_addr: String,
 
     /// `postgres://…` or `sqlite:…`; unset means the SQLite file `./agent-sessions.db`.
-    #[arg(long, env = "DATABASE_URL", global = true)]
+    #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
     pub database_url: Option<String>,
 
     /// Largest number of connections to Postgres.
@@ -70,7 +74,7 @@ pub struct Config {
         long,
         env = "LLM_BASE_URL",
         global = true,
-        default_value = "https://api.openai.com/v1"
+        default_value = DEFAULT_LLM_URL
     )]
     pub llm_base_url: String,
 
@@ -142,6 +146,7 @@ impl Config {
             lease: Duration::from_secs(self.run_lease_secs),
             max_attempts: self.run_max_attempts,
             webhooks: crate::model::WebhookPolicy::new(&self.tool_webhook_allowed_hosts),
+            default_model: self.llm_model.clone().filter(|m| !m.is_empty()),
             ..crate::runs::RunSettings::default()
         }
     }
@@ -182,6 +187,15 @@ impl fmt::Debug for Config {
                 &self.tool_webhook_allowed_hosts,
             )
             .finish()
+    }
+}
+
+/// The database of `url` for people: the SQLite file, or the Postgres URL without its
+/// password.
+pub fn describe_database(url: &str) -> String {
+    match url.strip_prefix("sqlite:") {
+        Some(path) => format!("SQLite file {}", path.trim_start_matches("//")),
+        None => redact_password(url),
     }
 }
 

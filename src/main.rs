@@ -1,6 +1,7 @@
 use agent_sessions::app::{shutdown_on_signal, Application};
-use agent_sessions::config::{Cli, Command};
+use agent_sessions::config::{describe_database, Cli, Command};
 use agent_sessions::{store, telemetry};
+use anyhow::Context as _;
 use clap::Parser;
 
 #[tokio::main]
@@ -10,7 +11,10 @@ async fn main() -> anyhow::Result<()> {
     tracing::debug!(config = ?cli.config, "starting");
     match cli.command.unwrap_or(Command::Serve) {
         Command::Migrate => {
-            store::connect(cli.config.database_url(), 1).await?;
+            let url = cli.config.database_url();
+            store::connect(url, 1).await.with_context(|| {
+                format!("cannot migrate the database {}", describe_database(url))
+            })?;
             tracing::info!("migrations applied");
         }
         Command::Serve => {

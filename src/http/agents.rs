@@ -10,8 +10,9 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, Result};
-use super::extract::{present, AgentPath, AppJson, ListQuery, Tenant};
-use super::openapi::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
+use super::error::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
+use super::extract::{present, AgentPath, AppJson, Tenant};
+use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{
     whole_optional, whole_patch, Agent, AgentConfig, AgentPatch, ContextConfig, Metadata,
@@ -152,7 +153,7 @@ async fn create_agent(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(agent),
+        Json(agent.redacted()),
     ))
 }
 
@@ -178,7 +179,7 @@ async fn list_agents(
         .list_agents(tenant, &query.page(Order::Desc))
         .await
         .map_err(|e| query.store_error(e, None))?;
-    Ok(Json(page))
+    Ok(Json(page.map(Agent::redacted)))
 }
 
 /// Get an agent.
@@ -198,7 +199,7 @@ async fn get_agent(
     Tenant(tenant): Tenant,
     AgentPath(id): AgentPath,
 ) -> Result<Json<Agent>> {
-    Ok(Json(find_agent(&state, tenant, &id).await?))
+    Ok(Json(find_agent(&state, tenant, &id).await?.redacted()))
 }
 
 /// Change an agent.
@@ -245,7 +246,7 @@ async fn update_agent(
         .update_agent(tenant, &id, patch)
         .await
         .map_err(|e| agent_error(e, &id))?;
-    Ok(Json(agent))
+    Ok(Json(agent.redacted()))
 }
 
 /// Delete an agent. Sessions that name it keep the name; their runs then answer 404

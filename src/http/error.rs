@@ -3,9 +3,14 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use utoipa::ToSchema;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::response::{Response as ResponseDoc, ResponseBuilder};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{ToResponse, ToSchema};
 
+use crate::llm::LlmErrorCode;
 use crate::model::{ConfigError, InvalidField};
+use crate::runs::RunsError;
 use crate::store::StoreError;
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -33,11 +38,19 @@ pub enum ApiError {
     #[error("{0}")]
     RunNotWaiting(String),
     #[error("{0}")]
-    NotImplemented(String),
+    NothingToCompact(String),
+    #[error("{0}")]
+    HistoryChanged(String),
+    /// The LLM call a request made itself (a compaction's summary) failed.
+    #[error("{1}")]
+    Llm(LlmErrorCode, String),
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyKeyReused,
-    #[error("the request body is larger than the server accepts (MAX_BODY_BYTES)")]
-    PayloadTooLarge,
+    #[error(
+        "the request body is larger than the limit of {0} bytes ({size}, MAX_BODY_BYTES)",
+        size = human_size(*.0)
+    )]
+    PayloadTooLarge(usize),
     #[error("the request body must be JSON (Content-Type: application/json)")]
     UnsupportedMediaType,
     #[error("no such endpoint")]
@@ -52,10 +65,33 @@ pub enum ApiError {
     Internal(String),
 }
 
+/// Bytes in MiB, or KiB below one MiB; to one decimal where that is not a whole number.
+fn human_size(bytes: usize) -> String {
+    let (amount, unit) = if bytes >= 1 << 20 {
+        (bytes as f64 / f64::from(1 << 20), "MiB")
+    } else {
+        (bytes as f64 / 1024.0, "KiB")
+    };
+    if amount.fract() == 0.0 {
+        format!("{amount:.0} {unit}")
+    } else {
+        format!("{amount:.1} {unit}")
+    }
+}
+
 impl ApiError {
     pub fn status_code(&self) -> StatusCode {
         match self {
-            Self::InvalidRequest(_) | Self::NotImplemented(_) => StatusCode::BAD_REQUEST,
+            Self::InvalidRequest(_) | Self::NothingToCompact(_) => StatusCode::BAD_REQUEST,
+            Self::HistoryChanged(_) => StatusCode::CONFLICT,
+            Self::Llm(code, _) => match code {
+                LlmErrorCode::BadRequest | LlmErrorCode::ContextTooLong => StatusCode::BAD_REQUEST,
+                LlmErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+                LlmErrorCode::Timeout => StatusCode::GATEWAY_TIMEOUT,
+                LlmErrorCode::Unavailable
+                | LlmErrorCode::BadResponse
+                | LlmErrorCode::AuthFailed => StatusCode::BAD_GATEWAY,
+            },
             Self::AgentNotFound(_) | Self::RunNotFound(_) => StatusCode::NOT_FOUND,
             Self::SessionBusy(_) | Self::RunFinished(_) | Self::RunNotWaiting(_) => {
                 StatusCode::CONFLICT
@@ -66,7 +102,7 @@ impl ApiError {
             | Self::RouteNotFound => StatusCode::NOT_FOUND,
             Self::SessionExists(_) => StatusCode::CONFLICT,
             Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Timeout(_) | Self::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -87,9 +123,11 @@ impl ApiError {
             Self::SessionBusy(_) => "session_busy",
             Self::RunFinished(_) => "run_finished",
             Self::RunNotWaiting(_) => "run_not_requires_action",
-            Self::NotImplemented(_) => "not_implemented",
+            Self::NothingToCompact(_) => "nothing_to_compact",
+            Self::HistoryChanged(_) => "history_changed",
+            Self::Llm(code, _) => code.as_str(),
             Self::IdempotencyKeyReused => "idempotency_key_reused",
-            Self::PayloadTooLarge => "payload_too_large",
+            Self::PayloadTooLarge(_) => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::RouteNotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
@@ -130,11 +168,32 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// Maps a run use case's error about one session (and one of its runs).
+    pub fn from_runs(error: RunsError, session_id: &str, run_id: Option<&str>) -> Self {
+        match error {
+            RunsError::Store(error) => Self::from_store(error, session_id, run_id),
+            RunsError::Config(error) => error.into(),
+            RunsError::AgentNotFound {
+                agent_id,
+                by_session: true,
+            } => Self::AgentNotFound(format!(
+                "session `{session_id}` names agent `{agent_id}`, which does not exist"
+            )),
+            RunsError::AgentNotFound { agent_id, .. } => {
+                Self::AgentNotFound(format!("no agent with id `{agent_id}`"))
+            }
+            RunsError::NothingToCompact { .. } => Self::NothingToCompact(error.to_string()),
+            RunsError::Llm(error) => Self::Llm(error.code, error.message),
+            RunsError::Stopped => Self::Internal(error.to_string()),
+        }
+    }
+}
+
 impl From<ConfigError> for ApiError {
     fn from(error: ConfigError) -> Self {
         match error {
             ConfigError::Invalid(field) => field.into(),
-            ConfigError::NotImplemented(detail) => Self::NotImplemented(detail),
         }
     }
 }
@@ -156,6 +215,9 @@ impl From<StoreError> for ApiError {
                 Self::InvalidRequest("after/before: the cursor names no row of this listing".into())
             }
             StoreError::IdempotencyKeyReused => Self::IdempotencyKeyReused,
+            StoreError::HistoryChanged => Self::HistoryChanged(
+                "the session's history changed while it was being compacted; try again".into(),
+            ),
             StoreError::AgentNotFound => Self::AgentNotFound("agent not found".into()),
             StoreError::RunNotFound => Self::RunNotFound("run not found".into()),
             StoreError::SessionBusy(active) => {
@@ -168,9 +230,7 @@ impl From<StoreError> for ApiError {
                 "the run is `{status}`, not waiting for tool outputs"
             )),
             StoreError::Invalid(field) => field.into(),
-            StoreError::Database(
-                error @ (sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)),
-            ) => Self::DatabaseUnavailable(StoreError::Database(error)),
+            error if error.is_transient() => Self::DatabaseUnavailable(error),
             other => Self::Internal(other.to_string()),
         }
     }
@@ -225,6 +285,10 @@ impl IntoResponse for ApiError {
                 response.extensions_mut().insert(InternalCause(cause));
             }
             Self::DatabaseUnavailable(cause) => {
+                // Retrying is the right move; with its Idempotency-Key nothing doubles.
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
                 response
                     .extensions_mut()
                     .insert(InternalCause(cause.to_string()));
@@ -233,4 +297,43 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// Declares the problem+json responses that operations refer to by name.
+macro_rules! problem_responses {
+    ($($name:ident => $description:literal,)*) => {$(
+        #[doc = $description]
+        pub struct $name;
+
+        impl<'s> ToResponse<'s> for $name {
+            fn response() -> (&'s str, RefOr<ResponseDoc>) {
+                (stringify!($name), problem_response($description))
+            }
+        }
+    )*};
+}
+
+problem_responses! {
+    BadRequest => "`invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise",
+    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found` or `run_not_found`",
+    Conflict => "`session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted",
+    KeyReused => "`idempotency_key_reused`: the key came with a different request before",
+    LlmFailed => "`llm_rate_limited` (429), `llm_timeout` (504), `llm_unavailable`, `llm_bad_response` or `llm_auth_failed` (502), `llm_bad_request` or `context_too_long` (400): the summarising LLM call failed and nothing was stored",
+    PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
+    UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",
+    Unavailable => "`database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit",
+    Internal => "`internal_error`: logged with the request id",
+}
+
+fn problem_response(description: &str) -> RefOr<ResponseDoc> {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build()
+        .into()
 }

@@ -1,21 +1,16 @@
 //! Extractors that reject bad input with our problem format and name the field at fault.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderName, StatusCode};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
-use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::Required;
-use utoipa::IntoParams;
 use uuid::Uuid;
 
 use super::error::ApiError;
-use crate::model::{Cursor, Metadata, Order, PageRequest, SessionId, DEFAULT_TENANT};
-use crate::store::StoreError;
+use crate::model::{json_error_message, SessionId, DEFAULT_TENANT};
 
 /// A JSON request body. A missing `Content-Type` is taken as JSON.
 pub struct AppJson<T>(pub T);
@@ -48,6 +43,10 @@ pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
         .transpose()
 }
 
+/// `MAX_BODY_BYTES`, for the 413 to name.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
 /// A JSON request body together with its text, for a fingerprint of the request.
 pub struct AppJsonText<T>(pub T, pub Bytes);
 
@@ -62,11 +61,15 @@ where
         if !is_json(request.headers()) {
             return Err(ApiError::UnsupportedMediaType);
         }
+        let limit = request
+            .extensions()
+            .get::<BodyLimit>()
+            .map_or(0, |limit| limit.0);
         let bytes = Bytes::from_request(request, state)
             .await
             .map_err(|rejection| {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::PayloadTooLarge
+                    ApiError::PayloadTooLarge(limit)
                 } else {
                     ApiError::invalid("body", rejection.body_text())
                 }
@@ -108,11 +111,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             "." | "?" => "body",
             known => known,
         };
-        ApiError::invalid(field, error.into_inner())
+        ApiError::invalid(field, json_error_message(&error.into_inner()))
     })?;
     deserializer
         .end()
-        .map_err(|error| ApiError::invalid("body", error))?;
+        .map_err(|error| ApiError::invalid("body", json_error_message(&error)))?;
     Ok(value)
 }
 
@@ -204,173 +207,6 @@ async fn path_param<S: Send + Sync>(
     params
         .remove(name)
         .ok_or_else(|| ApiError::Internal(format!("the route has no `{name}` parameter")))
-}
-
-/// The query of a listing: `limit`, `order`, `after`/`before` and, for sessions,
-/// `metadata[KEY]=VALUE` filters. Unknown parameters are ignored.
-pub struct ListQuery {
-    limit: u32,
-    order: Option<Order>,
-    cursor: Option<Cursor>,
-    pub metadata: Vec<(String, String)>,
-}
-
-impl ListQuery {
-    /// The page to read, in `default_order` unless the query chose one.
-    pub fn page(&self, default_order: Order) -> PageRequest {
-        PageRequest {
-            limit: self.limit,
-            order: self.order.unwrap_or(default_order),
-            cursor: self.cursor.clone(),
-        }
-    }
-
-    /// Maps a store error of this listing, naming the cursor parameter when the cursor
-    /// is what was wrong.
-    pub fn store_error(&self, error: StoreError, session_id: Option<&str>) -> ApiError {
-        match (error, &self.cursor) {
-            (StoreError::UnknownCursor, Some(Cursor::After(id))) => {
-                ApiError::invalid("after", format!("no row with id `{id}` in this listing"))
-            }
-            (StoreError::UnknownCursor, Some(Cursor::Before(id))) => {
-                ApiError::invalid("before", format!("no row with id `{id}` in this listing"))
-            }
-            (error, _) => match session_id {
-                Some(session_id) => ApiError::from_store(error, session_id, None),
-                None => error.into(),
-            },
-        }
-    }
-
-    pub fn parse(query: &str) -> Result<Self, ApiError> {
-        let mut limit = PageRequest::DEFAULT_LIMIT;
-        let mut order = None;
-        let mut after = None;
-        let mut before = None;
-        let mut metadata = Vec::new();
-        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
-            match &*name {
-                "limit" => {
-                    limit = value
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=PageRequest::MAX_LIMIT).contains(n))
-                        .ok_or_else(|| {
-                            ApiError::invalid(
-                                "limit",
-                                format!(
-                                    "must be an integer from 1 to {}, got `{value}`",
-                                    PageRequest::MAX_LIMIT
-                                ),
-                            )
-                        })?;
-                }
-                "order" => {
-                    order = Some(match &*value {
-                        "asc" => Order::Asc,
-                        "desc" => Order::Desc,
-                        _ => {
-                            return Err(ApiError::invalid(
-                                "order",
-                                format!("must be `asc` or `desc`, got `{value}`"),
-                            ))
-                        }
-                    });
-                }
-                "after" => after = Some(cursor_id("after", value.into_owned())?),
-                "before" => before = Some(cursor_id("before", value.into_owned())?),
-                _ => {
-                    if let Some(key) = name
-                        .strip_prefix("metadata[")
-                        .and_then(|rest| rest.strip_suffix(']'))
-                    {
-                        metadata.push(metadata_filter(key, value.into_owned())?);
-                    }
-                }
-            }
-        }
-        if metadata.len() > Metadata::MAX_KEYS {
-            return Err(ApiError::invalid(
-                "metadata",
-                format!("at most {} filters are allowed", Metadata::MAX_KEYS),
-            ));
-        }
-        let cursor = match (after, before) {
-            (Some(_), Some(_)) => {
-                return Err(ApiError::invalid(
-                    "before",
-                    "cannot be combined with `after`",
-                ))
-            }
-            (Some(id), None) => Some(Cursor::After(id)),
-            (None, Some(id)) => Some(Cursor::Before(id)),
-            (None, None) => None,
-        };
-        Ok(Self {
-            limit,
-            order,
-            cursor,
-            metadata,
-        })
-    }
-}
-
-fn cursor_id(field: &str, id: String) -> Result<String, ApiError> {
-    if id.is_empty() || id.contains('\0') {
-        return Err(ApiError::invalid(field, "must be a non-empty id"));
-    }
-    Ok(id)
-}
-
-/// A `metadata[KEY]=VALUE` filter. A pair that no metadata can hold would match nothing;
-/// it is refused instead, as is a query with more filters than a session can have keys.
-fn metadata_filter(key: &str, value: String) -> Result<(String, String), ApiError> {
-    let field = format!("metadata[{key}]");
-    let pair = Metadata::new(BTreeMap::from([(key.to_owned(), value)]))
-        .map_err(|e| ApiError::invalid(&field, e.message))?;
-    let (key, value) = pair.iter().next().expect("one pair");
-    Ok((key.clone(), value.clone()))
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        ListQuery::parse(parts.uri.query().unwrap_or_default())
-    }
-}
-
-/// Documents the paging parameters for the OpenAPI document.
-impl IntoParams for ListQuery {
-    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        let string = || ObjectBuilder::new().schema_type(Type::String);
-        let limit = ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .minimum(Some(1))
-            .maximum(Some(PageRequest::MAX_LIMIT))
-            .default(Some(PageRequest::DEFAULT_LIMIT.into()));
-        let order = string().enum_values(Some(["asc", "desc"]));
-        let cursor = || string().min_length(Some(1)).pattern(Some("^[^\\u0000]+$"));
-        let param = |name: &str, schema: ObjectBuilder, description: &str| {
-            ParameterBuilder::new()
-                .name(name)
-                .parameter_in(ParameterIn::Query)
-                .required(Required::False)
-                .schema(Some(schema))
-                .description(Some(description))
-                .build()
-        };
-        vec![
-            param("limit", limit, "How many rows a page holds."),
-            param(
-                "order",
-                order,
-                "Sessions are listed newest first (`desc`) and items oldest first (`asc`) unless this says otherwise.",
-            ),
-            param("after", cursor(), "Return the page that follows the row with this id."),
-            param("before", cursor(), "Return the page that precedes the row with this id."),
-        ]
-    }
 }
 
 /// Tells a field given as `null` (`Some(None)`) from a field left out (`None`).

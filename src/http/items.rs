@@ -10,12 +10,13 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, Result};
-use super::extract::{
-    idempotency_key, AppJson, ItemPath, ListQuery, SessionPath, Tenant, IDEMPOTENT_REPLAYED,
-};
-use super::openapi::{
+use super::error::{
     BadRequest, Internal, KeyReused, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
+use super::extract::{
+    idempotency_key, AppJson, ItemPath, SessionPath, Tenant, IDEMPOTENT_REPLAYED,
+};
+use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{IdempotencyKey, Item, ItemBody, Order, Page};
 

@@ -1,13 +1,18 @@
 //! The router and the middleware every request passes through.
 
 mod agents;
+mod compactions;
+mod console;
 mod error;
+mod examples;
 mod extract;
+mod forks;
 mod items;
+mod list_query;
 mod metrics;
 pub mod openapi;
 mod operations;
-mod run_schemas;
+mod query_params;
 mod runs;
 mod sessions;
 
@@ -18,7 +23,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::Router;
+use axum::{Extension, Router};
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -27,44 +32,25 @@ use tower_http::request_id::{
 };
 use tower_http::trace::TraceLayer;
 use tracing::Span;
-use utoipa::OpenApi;
-use utoipa_swagger_ui::SwaggerUi;
 use uuid::Uuid;
 
 pub use error::{ApiError, Problem};
 pub use metrics::Metrics;
 
 use crate::config::Config;
-use crate::llm::OpenAiClient;
 use crate::runs::Runs;
 use crate::store::SessionStore;
 use error::InternalCause;
 
-/// What every handler can reach. Cheap to clone.
+/// What every handler can reach. Cheap to clone. Built by [`crate::app`], which owns
+/// the wiring; the handlers only use it.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn SessionStore>,
     pub metrics: Arc<Metrics>,
     pub runs: Runs,
-    /// The model of runs whose agents name none (`LLM_MODEL`).
-    pub default_model: Option<String>,
     /// How long a run that is neither streamed nor in the background is waited for.
     pub run_wait: Duration,
-}
-
-impl AppState {
-    /// The state of a service on `store`, with the LLM client and run engine `config`
-    /// describes. The run workers are not started.
-    pub fn new(store: Arc<dyn SessionStore>, config: &Config) -> anyhow::Result<Self> {
-        let llm = Arc::new(OpenAiClient::new(config.llm_settings())?);
-        Ok(Self {
-            runs: Runs::new(store.clone(), llm, config.run_settings()),
-            store,
-            metrics: Arc::new(Metrics::default()),
-            default_model: config.llm_model.clone().filter(|m| !m.is_empty()),
-            run_wait: Duration::from_secs(config.run_wait_secs),
-        })
-    }
 }
 
 /// The whole API with its middleware.
@@ -73,13 +59,18 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
     let bounded = Router::new()
         .merge(sessions::router())
         .merge(items::router())
+        .merge(forks::router())
+        .merge(compactions::router())
         .merge(agents::router())
         .merge(runs::router())
         .merge(operations::router())
-        .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi::ApiDoc::openapi()))
+        .merge(openapi::router())
+        .merge(console::router())
         .route_layer(middleware::from_fn_with_state(timeout, time_limit));
     let routes = bounded
         .merge(runs::waiting_router())
+        .merge(compactions::waiting_router())
+        .route_layer(middleware::from_fn(query_params::check))
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
     // Listed outermost first: the request id exists before the span that records it,
@@ -101,7 +92,8 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
             ApiError::Internal("the handler panicked".into()).into_response()
         }))
         .option_layer(cors(&config.cors_allowed_origins)?)
-        .layer(DefaultBodyLimit::max(config.max_body_bytes));
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .layer(Extension(extract::BodyLimit(config.max_body_bytes)));
     Ok(routes.layer(layers).with_state(state))
 }
 

@@ -3,16 +3,23 @@
 
 use std::sync::OnceLock;
 
-use utoipa::openapi::content::ContentBuilder;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::{Ref, RefOr};
-use utoipa::{Modify, OpenApi, ToResponse};
+use utoipa::{Modify, OpenApi};
+use utoipa_swagger_ui::SwaggerUi;
 
-use super::error::Problem;
-use super::run_schemas::RunStreamEvent;
-use super::{agents, items, metrics, operations, runs, sessions};
+use super::error::{
+    BadRequest, Conflict, Internal, KeyReused, LlmFailed, NotFound, PayloadTooLarge, Problem,
+    Unavailable, UnsupportedMediaType,
+};
+use super::examples::Examples;
+use super::runs::RunStreamEvent;
+use super::{agents, compactions, forks, items, metrics, operations, runs, sessions, AppState};
 use crate::model::IDENTIFIER_PATTERN;
 
 #[derive(OpenApi)]
@@ -36,6 +43,10 @@ use crate::model::IDENTIFIER_PATTERN;
         items::delete_item,
         items::pop_last_item,
         items::clear_items,
+        forks::fork_session,
+        compactions::compact,
+        compactions::list_compactions,
+        compactions::get_context,
         agents::create_agent,
         agents::list_agents,
         agents::get_agent,
@@ -49,7 +60,7 @@ use crate::model::IDENTIFIER_PATTERN;
         runs::submit_tool_outputs,
         operations::healthz,
         operations::readyz,
-        operations::openapi_yaml,
+        openapi_yaml,
         metrics::export,
     ),
     components(
@@ -59,18 +70,20 @@ use crate::model::IDENTIFIER_PATTERN;
         NotFound,
         Conflict,
         KeyReused,
+        LlmFailed,
         PayloadTooLarge,
         UnsupportedMediaType,
         Unavailable,
         Internal
     ),
     ),
-    modifiers(&ContractDetails),
+    modifiers(&ContractDetails, &Examples),
     tags(
         (name = "sessions", description = "Conversation sessions"),
         (name = "items", description = "A session's history"),
         (name = "agents", description = "Reusable run configuration"),
         (name = "runs", description = "Running the agent's next turn over a session"),
+        (name = "compactions", description = "Summaries of a session's older items, and what runs send"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )
 )]
@@ -135,6 +148,22 @@ impl Modify for ContractDetails {
                     .get_or_insert_with(Default::default)
                     .insert("not".into(), both);
             }
+            if let Some(RefOr::T(Schema::Object(request))) =
+                components.schemas.get_mut("ForkSessionRequest")
+            {
+                // A fork is cut at an item or before a run, not both (null is absent).
+                let both = serde_json::json!({
+                    "required": ["through_item_id", "before_run_id"],
+                    "properties": {
+                        "through_item_id": {"type": "string"},
+                        "before_run_id": {"type": "string"},
+                    },
+                });
+                request
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .insert("not".into(), both);
+            }
             for response in components.responses.values_mut() {
                 if let RefOr::T(response) = response {
                     response.headers.insert("x-request-id".into(), request_id());
@@ -182,40 +211,16 @@ pub fn yaml() -> &'static str {
     })
 }
 
-/// Declares the problem+json responses that operations refer to by name.
-macro_rules! problem_responses {
-    ($($name:ident => $description:literal,)*) => {$(
-        #[doc = $description]
-        pub struct $name;
-
-        impl<'s> ToResponse<'s> for $name {
-            fn response() -> (&'s str, RefOr<Response>) {
-                (stringify!($name), problem_response($description))
-            }
-        }
-    )*};
+/// The document at `/openapi.yaml`, and the interactive docs on it at `/docs`.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/openapi.yaml", get(openapi_yaml))
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", ApiDoc::openapi()))
 }
 
-problem_responses! {
-    BadRequest => "`invalid_request`: the detail names the field at fault; `not_implemented` for `context.strategy: compact`",
-    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found` or `run_not_found`",
-    Conflict => "`session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this",
-    KeyReused => "`idempotency_key_reused`: the key came with a different request before",
-    PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
-    UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",
-    Unavailable => "`database_unavailable`, or `request_timeout` when the request ran over the time limit",
-    Internal => "`internal_error`: logged with the request id",
-}
-
-fn problem_response(description: &str) -> RefOr<Response> {
-    ResponseBuilder::new()
-        .description(description)
-        .content(
-            "application/problem+json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name("Problem")))
-                .build(),
-        )
-        .build()
-        .into()
+/// This API's OpenAPI document.
+#[utoipa::path(get, path = "/openapi.yaml", tag = "operations",
+    responses((status = 200, description = "The OpenAPI document", body = Object, content_type = "application/yaml")))]
+async fn openapi_yaml() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/yaml")], yaml())
 }

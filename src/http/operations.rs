@@ -1,17 +1,15 @@
-//! Endpoints for operators and tooling: liveness, readiness, metrics and the API spec.
+//! Endpoints for operators: liveness, readiness and metrics; `/` leads to the console.
 
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::response::Redirect;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Result};
-use super::openapi::{self, Unavailable};
+use super::error::{ApiError, Result, Unavailable};
 use super::{metrics, AppState};
 use crate::store::StoreError;
 
@@ -20,7 +18,7 @@ pub fn router() -> Router<AppState> {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics::export))
-        .route("/openapi.yaml", get(openapi_yaml))
+        .route("/", get(|| async { Redirect::temporary("/console") }))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -51,14 +49,4 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Health>> {
             "no answer within 2 seconds".into(),
         ))),
     }
-}
-
-/// This API's OpenAPI document.
-#[utoipa::path(get, path = "/openapi.yaml", tag = "operations",
-    responses((status = 200, description = "The OpenAPI document", body = Object, content_type = "application/yaml")))]
-async fn openapi_yaml() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/yaml")],
-        openapi::yaml(),
-    )
 }

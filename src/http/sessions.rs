@@ -9,11 +9,13 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::agents::find_agent;
 use super::error::{ApiError, Result};
-use super::extract::{present, AppJson, ListQuery, SessionPath, Tenant};
-use super::openapi::{
+use super::error::{
     BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
+use super::extract::{present, AppJson, SessionPath, Tenant};
+use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{
     AgentId, Metadata, MetadataPatch, NewSession, Order, Page, Session, SessionId, SessionPatch,
@@ -42,9 +44,9 @@ pub struct CreateSessionRequest {
     id: Option<String>,
     #[schema(value_type = Option<Metadata>)]
     metadata: Option<BTreeMap<String, String>>,
-    /// The agent that runs this session's turns unless a run names another. It is looked
-    /// up when a run starts: a run on a session whose agent does not exist is 404
-    /// `agent_not_found`.
+    /// The agent that runs this session's turns unless a run names another; 404
+    /// `agent_not_found` when there is no such agent. Deleting the agent later leaves
+    /// the id here: a run on the session is then 404 `agent_not_found`.
     #[schema(
         min_length = 1,
         max_length = 128,
@@ -75,7 +77,8 @@ pub struct UpdateSessionRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = MetadataPatch)]
     metadata: Option<Option<BTreeMap<String, Option<String>>>>,
-    /// A new agent; null detaches the session from its agent.
+    /// A new agent (404 `agent_not_found` when there is none); null detaches the session
+    /// from its agent.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$")]
     agent_id: Option<Option<String>>,
@@ -103,6 +106,7 @@ impl UpdateSessionRequest {
         (status = 201, description = "The new session", body = Session,
          headers(("location" = String, description = "The path of the new session"))),
         (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
         (status = 409, response = Conflict),
         (status = 413, response = PayloadTooLarge),
         (status = 415, response = UnsupportedMediaType),
@@ -115,6 +119,9 @@ async fn create_session(
     AppJson(request): AppJson<CreateSessionRequest>,
 ) -> Result<(StatusCode, [(HeaderName, String); 1], Json<Session>)> {
     let session = request.into_new_session()?;
+    if let Some(agent_id) = &session.agent_id {
+        find_agent(&state, tenant, agent_id.as_str()).await?;
+    }
     let id = session.id.clone();
     let created = state
         .store
@@ -207,6 +214,9 @@ async fn update_session(
     AppJson(request): AppJson<UpdateSessionRequest>,
 ) -> Result<Json<Session>> {
     let patch = request.into_patch()?;
+    if let Some(Some(agent_id)) = &patch.agent_id {
+        find_agent(&state, tenant, agent_id.as_str()).await?;
+    }
     let session = state
         .store
         .update_session(tenant, &id, patch)

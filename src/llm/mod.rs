@@ -154,6 +154,19 @@ pub struct TokenUsage {
     pub total_tokens: u64,
 }
 
+/// One call's usage in a run's and a session's terms.
+impl From<TokenUsage> for crate::model::Usage {
+    fn from(tokens: TokenUsage) -> Self {
+        Self {
+            input_tokens: tokens.input_tokens as i64,
+            output_tokens: tokens.output_tokens as i64,
+            total_tokens: tokens.total_tokens as i64,
+            // Requests are counted as they are made (`Progress::Request`), retries too.
+            llm_calls: 0,
+        }
+    }
+}
+
 /// Why a completion failed. The code becomes the run's `error.code`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -203,8 +216,18 @@ impl LlmErrorCode {
     }
 }
 
-/// Streams one completion. Text deltas go to `deltas` as they arrive, so the run can
-/// publish them; the finished completion is returned.
+/// What a completion reports while it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// A request went to the provider, a retry included: each one is billed, whether it
+    /// then succeeds, fails or is cut off by a cancel.
+    Request,
+    /// Text the model produced.
+    Delta(String),
+}
+
+/// Streams one completion. Requests and text deltas go to `progress` as they happen, so
+/// the run can count and publish them; the finished completion is returned.
 ///
 /// Implementations retry what is worth retrying, but never once a delta has been sent:
 /// the client has seen that text, and a second attempt would contradict it.
@@ -213,7 +236,7 @@ pub trait LlmClient: Send + Sync {
     async fn complete(
         &self,
         request: &ChatRequest,
-        deltas: mpsc::UnboundedSender<String>,
+        progress: mpsc::UnboundedSender<Progress>,
     ) -> Result<Completion, LlmError>;
 }
 

@@ -18,7 +18,7 @@ use tokio::time::timeout;
 use super::sse::SseParser;
 use super::{
     read_limited, ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message,
-    ToolSpec,
+    Progress, ToolSpec,
 };
 use errors::{provider_message, retry_after, retryable, status_code, timed_out, transport_error};
 use stream::Accumulator;
@@ -57,7 +57,7 @@ impl LlmClient for OpenAiClient {
     async fn complete(
         &self,
         request: &ChatRequest,
-        deltas: mpsc::UnboundedSender<String>,
+        progress: mpsc::UnboundedSender<Progress>,
     ) -> Result<Completion, LlmError> {
         let body = serde_json::to_vec(&RequestBody::new(request)).map_err(|e| {
             LlmError::new(
@@ -69,7 +69,8 @@ impl LlmClient for OpenAiClient {
         let mut retries = 0;
         loop {
             let mut acc = Accumulator::default();
-            let attempt = self.attempt(body.clone(), &deltas, &mut acc);
+            let _ = progress.send(Progress::Request);
+            let attempt = self.attempt(body.clone(), &progress, &mut acc);
             let failure = match timeout(self.settings.request_timeout, attempt).await {
                 Ok(Ok(completion)) => return Ok(completion),
                 Ok(Err(failure)) => failure,
@@ -113,7 +114,7 @@ impl OpenAiClient {
     async fn attempt(
         &self,
         body: Bytes,
-        deltas: &mpsc::UnboundedSender<String>,
+        progress: &mpsc::UnboundedSender<Progress>,
         acc: &mut Accumulator,
     ) -> Result<Completion, Failure> {
         let idle = self.settings.idle_timeout;
@@ -152,7 +153,7 @@ impl OpenAiClient {
                 Ok(Some(Ok(chunk))) => chunk,
             };
             for data in parser.feed(&chunk) {
-                if acc.apply(&data, deltas)? {
+                if acc.apply(&data, progress)? {
                     return Ok(acc.finish(true)?);
                 }
             }

@@ -43,3 +43,18 @@ pub(crate) fn check_identifier(field: &str, value: &str) -> Result<(), InvalidFi
     }
     Ok(())
 }
+
+/// How deep JSON may nest: the parser's own limit, named so a client learns it.
+const MAX_JSON_DEPTH: usize = 128;
+
+/// A JSON parse error for people: the parser's "recursion limit exceeded" names the
+/// limit it stands for.
+pub fn json_error_message(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.strip_prefix("recursion limit exceeded") {
+        Some(position) => {
+            format!("nests deeper than {MAX_JSON_DEPTH} levels, the limit{position}")
+        }
+        None => text,
+    }
+}

@@ -47,6 +47,16 @@ impl IdempotencyKey {
         Self::checked(key, hasher)
     }
 
+    /// The key of a fork of the session, asked for with the JSON `body`.
+    pub fn for_fork(key: &str, session_id: &SessionId, body: &str) -> Result<Self, InvalidField> {
+        let mut hasher = Sha256::new();
+        hasher.update(b"fork\0");
+        hasher.update(session_id.as_str());
+        hasher.update([0]);
+        hasher.update(body);
+        Self::checked(key, hasher)
+    }
+
     fn checked(key: &str, request: Sha256) -> Result<Self, InvalidField> {
         if key.is_empty() || key.len() > Self::MAX_LEN || !key.bytes().all(|b| b.is_ascii_graphic())
         {

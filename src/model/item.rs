@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::field::InvalidField;
+use super::field::{json_error_message, InvalidField};
 
 /// One entry of a session's history.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -68,7 +68,7 @@ impl ItemBody {
             return Err(InvalidField::new(field, "must be a JSON object"));
         }
         serde_json::from_str::<Readable>(raw.get())
-            .map_err(|e| InvalidField::new(field, e.to_string()))?;
+            .map_err(|e| InvalidField::new(field, json_error_message(&e)))?;
         Ok(Self(raw))
     }
 

@@ -2,28 +2,36 @@
 //! only ever see values that satisfy DESIGN.md's limits.
 
 mod agent;
+mod agent_config;
+mod compaction;
 mod field;
 mod idempotency;
 mod item;
 mod metadata;
 mod page;
 mod run;
+pub mod run_items;
 mod session;
-mod whole;
+mod tool;
+mod whole_number;
 
-pub use agent::{
-    Agent, AgentConfig, AgentPatch, ConfigError, ContextConfig, ContextStrategy, Tool, ToolKind,
-    Webhook, WebhookPolicy, DEFAULT_MAX_TURNS,
+pub use agent::{Agent, AgentPatch};
+pub use agent_config::{
+    AgentConfig, CompactionPolicy, ConfigError, ContextConfig, ContextStrategy, DEFAULT_MAX_TURNS,
 };
-pub use field::{InvalidField, IDENTIFIER_PATTERN};
+pub use compaction::{
+    Compaction, ForkPoint, ForkedFrom, NewFork, DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS,
+};
+pub use field::{json_error_message, InvalidField, IDENTIFIER_PATTERN};
 pub use idempotency::IdempotencyKey;
 pub use item::{Item, ItemBody};
 pub use metadata::{Metadata, MetadataPatch};
 pub use page::{Cursor, Order, Page, PageRequest};
-pub use run::items as run_items;
 pub use run::{
-    IfBusy, ItemCreated, MessageDelta, NewRun, RequiredAction, RequiredToolCall, Run, RunConfig,
-    RunError, RunEvent, RunRecord, RunStatus, ToolOutput,
+    CompactionCreated, IfBusy, IncompleteDetails, ItemCreated, MessageDelta, NewRun,
+    RequiredAction, RequiredToolCall, Run, RunConfig, RunError, RunEvent, RunRecord, RunStatus,
+    ToolOutput,
 };
 pub use session::{AgentId, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT};
-pub(crate) use whole::{optional as whole_optional, patch as whole_patch};
+pub use tool::{Tool, ToolKind, Webhook, WebhookPolicy};
+pub(crate) use whole_number::{optional as whole_optional, patch as whole_patch};

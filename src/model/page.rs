@@ -93,3 +93,15 @@ pub struct Page<T> {
     pub last_id: Option<String>,
     pub has_more: bool,
 }
+
+impl<T> Page<T> {
+    /// The same page with every row changed by `f`; ids and paging stay.
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            data: self.data.into_iter().map(f).collect(),
+            first_id: self.first_id,
+            last_id: self.last_id,
+            has_more: self.has_more,
+        }
+    }
+}

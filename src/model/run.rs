@@ -8,11 +8,14 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::agent::Tool;
+use super::agent_config::CompactionPolicy;
+use super::compaction::Compaction;
 use super::field::InvalidField;
 use super::idempotency::IdempotencyKey;
 use super::metadata::Metadata;
+use super::run_items;
 use super::session::Usage;
+use super::tool::Tool;
 
 /// `queued → running → (requires_action ⇄ running) → completed | failed | cancelled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -90,7 +93,35 @@ pub struct Run {
     pub usage: Usage,
     #[schema(required = true)]
     pub error: Option<RunError>,
+    /// Why the model's answer is cut short (its message item then has `"status":
+    /// "incomplete"`); null when it is whole.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub incomplete_details: Option<IncompleteDetails>,
     pub metadata: Metadata,
+}
+
+/// Why the model stopped before it finished its answer, as the Responses API says it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IncompleteDetails {
+    /// `max_output_tokens` (the answer hit the limit) or `content_filter` (the provider
+    /// withheld the rest).
+    pub reason: String,
+}
+
+impl IncompleteDetails {
+    /// The reason a chat completion's `finish_reason` stands for, if it cut the answer.
+    pub fn from_finish_reason(finish_reason: Option<&str>) -> Option<Self> {
+        let reason = match finish_reason? {
+            "length" => "max_output_tokens",
+            "content_filter" => "content_filter",
+            _ => return None,
+        };
+        Some(Self {
+            reason: reason.to_owned(),
+        })
+    }
 }
 
 /// The client tools the model called; answer them with `tool_outputs`.
@@ -137,6 +168,9 @@ pub struct RunConfig {
     pub tools: Vec<Tool>,
     pub max_turns: u32,
     pub max_input_tokens: Option<u64>,
+    /// Set for strategy `compact`; absent in runs stored before compaction existed.
+    #[serde(default)]
+    pub compaction: Option<CompactionPolicy>,
 }
 
 /// A run with what the worker needs to carry it on: its configuration and how many LLM
@@ -182,6 +216,13 @@ pub struct ItemCreated<'a> {
     pub item: &'a RawValue,
 }
 
+/// The `data` of a `compaction.created` event: the compaction the run made before
+/// calling the model.
+#[derive(Serialize, ToSchema)]
+pub struct CompactionCreated<'a> {
+    pub compaction: &'a Compaction,
+}
+
 /// One event of a run's stream. `seq` is the SSE `id`: consecutive from 1 within a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunEvent {
@@ -195,6 +236,7 @@ impl RunEvent {
     pub const STARTED: &'static str = "run.started";
     pub const MESSAGE_DELTA: &'static str = "message.delta";
     pub const ITEM_CREATED: &'static str = "item.created";
+    pub const COMPACTION_CREATED: &'static str = "compaction.created";
     pub const REQUIRES_ACTION: &'static str = "run.requires_action";
     pub const COMPLETED: &'static str = "run.completed";
     pub const FAILED: &'static str = "run.failed";
@@ -287,7 +329,7 @@ impl RequiredAction {
                 outputs
                     .iter()
                     .find(|o| o.call_id == call.call_id)
-                    .map(|o| items::function_call_output(&call.call_id, &o.output))
+                    .map(|o| run_items::function_call_output(&call.call_id, &o.output))
                     .ok_or_else(|| {
                         InvalidField::new(
                             "outputs",
@@ -296,49 +338,5 @@ impl RequiredAction {
                     })
             })
             .collect()
-    }
-}
-
-/// The shapes of the items a run generates: the OpenAI Responses items that agent SDKs
-/// read back from a session.
-pub mod items {
-    use serde_json::value::RawValue;
-
-    /// Keys are written in the order the Responses API uses, which a map would sort.
-    fn raw(text: String) -> Box<RawValue> {
-        RawValue::from_string(text).expect("the shapes below are valid JSON")
-    }
-
-    fn string(text: &str) -> String {
-        serde_json::to_string(text).expect("a string serializes")
-    }
-
-    pub fn assistant_message(text: &str) -> Box<RawValue> {
-        raw(format!(
-            r#"{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":{},"annotations":[]}}]}}"#,
-            string(text)
-        ))
-    }
-
-    pub fn function_call(call_id: &str, name: &str, arguments: &str) -> Box<RawValue> {
-        raw(format!(
-            r#"{{"type":"function_call","call_id":{},"name":{},"arguments":{}}}"#,
-            string(call_id),
-            string(name),
-            string(arguments)
-        ))
-    }
-
-    pub fn function_call_output(call_id: &str, output: &str) -> Box<RawValue> {
-        raw(format!(
-            r#"{{"type":"function_call_output","call_id":{},"output":{}}}"#,
-            string(call_id),
-            string(output)
-        ))
-    }
-
-    /// A string input of a run, as the user message it stands for.
-    pub fn user_message(text: &str) -> Box<RawValue> {
-        raw(format!(r#"{{"role":"user","content":{}}}"#, string(text)))
     }
 }

@@ -3,6 +3,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::compaction::ForkedFrom;
 use super::field::{check_identifier, InvalidField};
 use super::metadata::{Metadata, MetadataPatch};
 
@@ -39,6 +40,10 @@ impl AgentId {
         Ok(Self(value))
     }
 
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
     pub fn into_string(self) -> String {
         self.0
     }
@@ -54,6 +59,15 @@ pub struct Usage {
     pub llm_calls: i64,
 }
 
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.total_tokens += other.total_tokens;
+        self.llm_calls += other.llm_calls;
+    }
+}
+
 /// A conversation: its metadata, its agent and counters over its items and runs.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -64,6 +78,7 @@ pub struct Usage {
     "metadata": {"user": "alice"},
     "agent_id": null,
     "item_count": 2,
+    "forked_from": null,
     "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "llm_calls": 0}
 }))]
 pub struct Session {
@@ -74,6 +89,9 @@ pub struct Session {
     #[schema(required = true)]
     pub agent_id: Option<String>,
     pub item_count: i64,
+    /// Set when the session was made by forking another.
+    #[schema(required = true)]
+    pub forked_from: Option<ForkedFrom>,
     pub usage: Usage,
 }
 

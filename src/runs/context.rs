@@ -12,11 +12,14 @@
 //! Servers reject a tool call without its answer and an answer without its call, so each
 //! output is paired with the latest unanswered earlier call of the same `call_id`, across
 //! history and current alike, and unpaired calls and outputs are left out of the input.
+//!
+//! Half of this file is its tests, which walk the table above row by row.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
+use super::compact::SUMMARY_HEADING;
 use crate::llm::{Message, Role, ToolCall};
 
 /// Why the context cannot be built.
@@ -30,8 +33,10 @@ pub struct ContextTooLong {
 }
 
 /// Builds the messages for one LLM call: the instructions first (as a system message, when
-/// given and non-empty), then the history that fits the budget, then `current` (this run's
-/// input and everything it generated so far), which is always kept whole.
+/// given and non-empty), then the summary of a compacted session's earlier history (as a
+/// system message that says what it is), then the history that fits the budget, then
+/// `current` (this run's input and everything it generated so far), which is always kept
+/// whole like the instructions and the summary.
 ///
 /// History is dropped oldest first, in units that are never split: a tool-calls message goes
 /// with the messages answering it and everything between them, so trimming cannot orphan a
@@ -39,6 +44,7 @@ pub struct ContextTooLong {
 /// instructions and every current unit.
 pub fn build_messages(
     instructions: Option<&str>,
+    summary: Option<&str>,
     history: &[Value],
     current: &[Value],
     max_input_tokens: Option<u64>,
@@ -106,9 +112,11 @@ pub fn build_messages(
         (unit.1, unit.2) = (unit.1 + estimate_tokens(message), unit.2 || *is_current);
     }
 
-    let system = instructions
-        .filter(|s| !s.is_empty())
-        .map(|s| Message::text(Role::System, s));
+    let instructions = instructions.filter(|s| !s.is_empty()).map(str::to_owned);
+    let summary = summary.map(|s| format!("{SUMMARY_HEADING}\n\n{s}"));
+    let system: Vec<Message> = (instructions.into_iter().chain(summary))
+        .map(|s| Message::text(Role::System, s))
+        .collect();
     let first_kept = match max_input_tokens {
         None => 0,
         Some(budget) => {
@@ -230,7 +238,7 @@ mod tests {
         json!({"type": "function_call_output", "call_id": id, "output": output})
     }
     fn build(history: &[Value], current: &[Value]) -> Vec<Message> {
-        build_messages(None, history, current, None).unwrap()
+        build_messages(None, None, history, current, None).unwrap()
     }
     fn call_ids(m: &Message) -> Vec<&str> {
         m.tool_calls.iter().map(|c| c.id.as_str()).collect()
@@ -332,11 +340,11 @@ mod tests {
     #[test]
     fn instructions_come_first_when_non_empty() {
         let (history, current) = ([msg("user", "h")], [msg("user", "c")]);
-        let msgs = build_messages(Some("be brief"), &history, &current, None).unwrap();
+        let msgs = build_messages(Some("be brief"), None, &history, &current, None).unwrap();
         assert_eq!(msgs[0], Message::text(Role::System, "be brief"));
         assert_eq!(firsts(&msgs), "bhc");
         for none in [None, Some("")] {
-            let msgs = build_messages(none, &[], &current, None).unwrap();
+            let msgs = build_messages(none, None, &[], &current, None).unwrap();
             assert_eq!(msgs, vec![user("c")]);
         }
     }
@@ -351,12 +359,12 @@ mod tests {
     #[test]
     fn budget_drops_the_oldest_history_first() {
         let (history, current) = (ten(), &ten()[..1]);
-        let all = build_messages(None, &history, current, None).unwrap();
+        let all = build_messages(None, None, &history, current, None).unwrap();
         assert_eq!(firsts(&all), "01234567890");
-        let msgs = build_messages(None, &history, current, Some(14 * 4 + 13)).unwrap();
+        let msgs = build_messages(None, None, &history, current, Some(14 * 4 + 13)).unwrap();
         assert_eq!(firsts(&msgs), "7890");
         // History dropped entirely, current kept.
-        let msgs = build_messages(Some("i"), &history, &history[..2], Some(40)).unwrap();
+        let msgs = build_messages(Some("i"), None, &history, &history[..2], Some(40)).unwrap();
         assert_eq!(firsts(&msgs), "i01");
     }
 
@@ -373,7 +381,7 @@ mod tests {
         ];
         let mut kept = Vec::new();
         for budget in 0..=build(&history, &[]).iter().map(estimate_tokens).sum() {
-            let msgs = build_messages(None, &history, &[], Some(budget)).unwrap();
+            let msgs = build_messages(None, None, &history, &[], Some(budget)).unwrap();
             let calls = msgs.iter().position(|m| !m.tool_calls.is_empty());
             let outs = msgs.iter().position(|m| m.role == Role::Tool);
             assert!(
@@ -388,9 +396,9 @@ mod tests {
 
     #[test]
     fn context_too_long_when_current_alone_exceeds() {
-        let err = build_messages(Some("abc"), &[], &ten(), Some(100)).unwrap_err();
+        let err = build_messages(Some("abc"), None, &[], &ten(), Some(100)).unwrap_err();
         assert_eq!((err.needed, err.budget), (5 + 140, 100));
-        assert!(build_messages(Some("abc"), &[], &ten(), Some(145)).is_ok());
+        assert!(build_messages(Some("abc"), None, &[], &ten(), Some(145)).is_ok());
     }
 
     #[test]

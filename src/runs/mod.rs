@@ -1,9 +1,13 @@
 //! The run engine: workers claim queued runs from the store, call the LLM, run webhook
 //! tools and commit each finished turn atomically; followers stream the runs' events.
 
+mod compact;
+mod config;
 mod context;
+mod error;
 mod follow;
 mod hub;
+mod start;
 mod tools;
 mod turn;
 mod worker;
@@ -12,15 +16,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use tokio::sync::{oneshot, Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
+pub use compact::{CompactRequest, CONVERSATION_HEADING, SUMMARY_HEADING, SUMMARY_PROMPT};
+pub use config::ConfigRequest;
+pub use error::RunsError;
+pub use start::{StartRun, Started};
+
 use crate::llm::LlmClient;
-use crate::model::{IfBusy, NewRun, Run, RunEvent, SessionId, WebhookPolicy};
-use crate::store::{SessionStore, StartNow, StoreError};
+use crate::model::{Page, PageRequest, Run, RunEvent, SessionId, ToolOutput, WebhookPolicy};
+use crate::store::{SessionStore, StoreError};
+use error::Result;
 use hub::Hub;
 
 /// How the engine executes runs.
@@ -37,6 +47,8 @@ pub struct RunSettings {
     /// How often a running run's events are written to the database.
     pub flush_interval: Duration,
     pub webhooks: WebhookPolicy,
+    /// The model of runs whose agents name none (`LLM_MODEL`).
+    pub default_model: Option<String>,
 }
 
 impl Default for RunSettings {
@@ -48,6 +60,7 @@ impl Default for RunSettings {
             poll_interval: Duration::from_millis(500),
             flush_interval: Duration::from_millis(200),
             webhooks: WebhookPolicy::default(),
+            default_model: None,
         }
     }
 }
@@ -108,77 +121,6 @@ impl Runs {
         self.engine.work.notify_one();
     }
 
-    /// Creates a run (see [`SessionStore::create_run`]) and returns it, and whether it
-    /// is the run of an earlier request with the same Idempotency-Key. With `start_now`
-    /// and a worker slot free, a run on an idle session is claimed as it is created and
-    /// executed at once; any other run is queued for the workers.
-    pub async fn create(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run: NewRun,
-        if_busy: IfBusy,
-        start_now: bool,
-    ) -> Result<(Run, bool), StoreError> {
-        let engine = self.engine.clone();
-        let slot = start_now
-            .then(|| engine.slots.clone().try_acquire_owned().ok())
-            .flatten();
-        let Some(slot) = slot else {
-            let created = engine
-                .store
-                .create_run(tenant, session_id, run, if_busy, None)
-                .await?;
-            if !created.replayed {
-                self.wake();
-            }
-            return Ok((created.run, created.replayed));
-        };
-        // Creation and the execution it may start run in a task of their own: a request
-        // that goes away while its run is being committed must not leave the run claimed
-        // by no one until the lease lapses.
-        let (answer, answered) = oneshot::channel();
-        let (tenant, session_id) = (tenant.to_owned(), session_id.clone());
-        engine.started.clone().spawn(async move {
-            let start = StartNow {
-                worker: Uuid::now_v7(),
-                lease: engine.settings.lease,
-            };
-            let created = match engine
-                .store
-                .create_run(&tenant, &session_id, run, if_busy, Some(start))
-                .await
-            {
-                Ok(created) => created,
-                Err(error) => {
-                    let _ = answer.send(Err(error));
-                    return;
-                }
-            };
-            // Live before the request follows it, with the one event the store wrote.
-            let execution = created.claim.map(|claim| {
-                let event = RunEvent::for_status(1, &created.run);
-                worker::execute_claimed(engine.clone(), claim, vec![event])
-            });
-            if execution.is_none() && !created.replayed {
-                engine.work.notify_one();
-            }
-            let _ = answer.send(Ok((created.run, created.replayed)));
-            if let Some(execution) = execution {
-                if let Err(error) = execution.await {
-                    tracing::warn!(%error, "cannot finish a run");
-                }
-                drop(slot);
-                // A run queued behind this one may be claimable now.
-                engine.work.notify_one();
-            }
-        });
-        // Only a panic in the task drops the answer unsent.
-        answered
-            .await
-            .unwrap_or(Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
-    }
-
     /// Waits for the runs started at creation; call after the requests have ended.
     pub async fn drain_started(&self) {
         self.engine.started.close();
@@ -187,7 +129,7 @@ impl Runs {
 
     /// Starts the workers and the recovery of lapsed leases; they stop when `shutdown`
     /// is cancelled, each after the run in hand.
-    pub fn start(&self, shutdown: CancellationToken) -> JoinSet<()> {
+    pub fn start_workers(&self, shutdown: CancellationToken) -> JoinSet<()> {
         let mut tasks = JoinSet::new();
         for _ in 0..self.engine.settings.workers {
             tasks.spawn(worker::work(self.engine.clone(), shutdown.clone()));
@@ -239,7 +181,7 @@ impl Runs {
         session_id: &SessionId,
         run_id: Uuid,
         after: i64,
-    ) -> Result<Run, StoreError> {
+    ) -> Result<Run> {
         let mut events = std::pin::pin!(self.events(tenant, session_id, run_id, after));
         let mut last = None;
         while let Some(event) = events.next().await {
@@ -248,20 +190,15 @@ impl Runs {
         // The event that ended the stream carries the run as it was committed.
         match last.filter(RunEvent::ends_stream) {
             Some(event) => serde_json::from_str(event.data.get())
-                .map_err(|e| StoreError::Corrupt(format!("run event: {e}"))),
-            None => self.engine.store.get_run(tenant, session_id, run_id).await,
+                .map_err(|e| StoreError::Corrupt(format!("run event: {e}")).into()),
+            None => self.get(tenant, session_id, run_id).await,
         }
     }
 
     /// Cancels the run: a worker of this process drops its LLM call and records the
     /// cancellation itself; otherwise the store does, and a worker elsewhere loses its
     /// lease.
-    pub async fn cancel(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-    ) -> Result<Run, StoreError> {
+    pub async fn cancel(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
         if let Some(live) = self.engine.hub.get(run_id) {
             live.cancel.cancel();
             let run = self
@@ -271,9 +208,50 @@ impl Runs {
                 return Ok(run);
             }
         }
-        self.engine
+        Ok(self
+            .engine
             .store
             .cancel_run(tenant, session_id, run_id)
-            .await
+            .await?)
+    }
+
+    pub async fn get(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
+        Ok(self
+            .engine
+            .store
+            .get_run(tenant, session_id, run_id)
+            .await?)
+    }
+
+    /// The session's runs, newest first unless the page asks otherwise.
+    pub async fn list(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        page: &PageRequest,
+    ) -> Result<Page<Run>> {
+        Ok(self
+            .engine
+            .store
+            .list_runs(tenant, session_id, page)
+            .await?)
+    }
+
+    /// Answers a `requires_action` run's tool calls and hands it to the workers. Returns
+    /// the seq of the run's last event: the continuation's events follow it.
+    pub async fn submit_tool_outputs(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        outputs: &[ToolOutput],
+    ) -> Result<i64> {
+        let (_, after) = self
+            .engine
+            .store
+            .submit_tool_outputs(tenant, session_id, run_id, outputs)
+            .await?;
+        self.wake();
+        Ok(after)
     }
 }

@@ -8,14 +8,15 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::context::build_messages;
+use super::compact::{compact_for_run, RunCompaction};
+use super::context::{build_messages, estimate_tokens};
 use super::hub::LiveRun;
 use super::tools::call_webhook;
 use super::Engine;
-use crate::llm::{ChatRequest, ToolCall, ToolSpec};
+use crate::llm::{ChatRequest, Progress, ToolCall, ToolSpec};
 use crate::model::{
-    run_items, ItemCreated, MessageDelta, Order, PageRequest, RequiredAction, RequiredToolCall,
-    RunError, RunEvent, RunRecord, SessionId, Tool,
+    run_items, IncompleteDetails, ItemCreated, MessageDelta, Order, PageRequest, RequiredAction,
+    RequiredToolCall, RunConfig, RunError, RunEvent, RunRecord, SessionId, Tool,
 };
 use crate::store::{Claim, StoreError};
 
@@ -39,6 +40,17 @@ impl Execution {
         self.live.publish(RunEvent::new(self.seq, event, data));
     }
 
+    /// Counts a request to the provider as it is made (so a call that fails or is cut
+    /// off by a cancel counts too) and publishes text as it streams.
+    fn progress(&mut self, progress: Progress) {
+        match progress {
+            Progress::Request => self.record.run.usage.llm_calls += 1,
+            Progress::Delta(delta) => {
+                self.emit(RunEvent::MESSAGE_DELTA, &MessageDelta { delta: &delta })
+            }
+        }
+    }
+
     fn push_item(&mut self, item: Box<RawValue>) {
         self.emit(RunEvent::ITEM_CREATED, &ItemCreated { item: &item });
         self.record.run.output.push(item);
@@ -53,7 +65,25 @@ pub(super) async fn drive(
 ) -> Result<Outcome, StoreError> {
     let config = exec.record.config.clone();
     let session_id = SessionId::parse("session_id", exec.record.run.session_id.clone())?;
-    let history = load_history(engine, &claim.tenant, &session_id, config.max_input_tokens).await?;
+    let (mut summary, mut history) =
+        load_history(engine, &claim.tenant, &session_id, history_budget(&config)).await?;
+    if let (Some(policy), 0) = (config.compaction, exec.record.turns) {
+        let current = parse_items(exec.record.run.input.iter());
+        let instructions = config.instructions.as_deref();
+        let messages = build_messages(instructions, summary.as_deref(), &history, &current, None)
+            .unwrap_or_default();
+        if messages.iter().map(estimate_tokens).sum::<u64>() > policy.threshold_tokens {
+            let (tenant, keep) = (&claim.tenant, policy.keep_recent_items);
+            match compact_for_run(engine, tenant, &session_id, exec, keep).await? {
+                RunCompaction::Stored => {
+                    (summary, history) =
+                        load_history(engine, tenant, &session_id, history_budget(&config)).await?;
+                }
+                RunCompaction::Skipped => {}
+                RunCompaction::Failed(error) => return Ok(Outcome::Failed(error)),
+            }
+        }
+    }
     // The same request each turn, but for its messages.
     let mut request = ChatRequest {
         model: config.model.clone(),
@@ -74,6 +104,7 @@ pub(super) async fn drive(
         let current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
         request.messages = match build_messages(
             config.instructions.as_deref(),
+            summary.as_deref(),
             &history,
             &current,
             config.max_input_tokens,
@@ -96,13 +127,16 @@ pub(super) async fn drive(
                 )))
             }
         };
-        let usage = &mut exec.record.run.usage;
-        usage.input_tokens += completion.usage.input_tokens as i64;
-        usage.output_tokens += completion.usage.output_tokens as i64;
-        usage.total_tokens += completion.usage.total_tokens as i64;
-        usage.llm_calls += 1;
+        exec.record.run.usage.add(&completion.usage.into());
+        let incomplete = IncompleteDetails::from_finish_reason(completion.finish_reason.as_deref());
         if !completion.text.is_empty() || completion.tool_calls.is_empty() {
-            exec.push_item(run_items::assistant_message(&completion.text));
+            exec.push_item(match incomplete {
+                Some(_) => run_items::incomplete_assistant_message(&completion.text),
+                None => run_items::assistant_message(&completion.text),
+            });
+        }
+        if incomplete.is_some() {
+            exec.record.run.incomplete_details = incomplete;
         }
         if completion.tool_calls.is_empty() {
             return Ok(Outcome::Completed);
@@ -178,32 +212,49 @@ async fn complete(
     request: &ChatRequest,
     exec: &mut Execution,
 ) -> Result<crate::llm::Completion, crate::llm::LlmError> {
-    let (deltas, mut received) = mpsc::unbounded_channel();
-    let call = engine.llm.complete(request, deltas);
+    let (progress, mut received) = mpsc::unbounded_channel();
+    let call = engine.llm.complete(request, progress);
     tokio::pin!(call);
     let result = loop {
         tokio::select! {
             biased;
-            Some(delta) = received.recv() => {
-                exec.emit(RunEvent::MESSAGE_DELTA, &MessageDelta { delta: &delta });
-            }
+            Some(progress) = received.recv() => exec.progress(progress),
             result = &mut call => break result,
         }
     };
-    while let Ok(delta) = received.try_recv() {
-        exec.emit(RunEvent::MESSAGE_DELTA, &MessageDelta { delta: &delta });
+    while let Ok(progress) = received.try_recv() {
+        exec.progress(progress);
     }
     result
 }
 
-/// The session's items, oldest first: all of them, or with a token budget only the
-/// newest that could fit it (the estimate is refined when the messages are built).
+/// How much history a run reads: enough for its token budget, and with compaction enough
+/// to tell whether the threshold is passed.
+fn history_budget(config: &RunConfig) -> Option<u64> {
+    let threshold = config.compaction.map(|c| c.threshold_tokens);
+    config
+        .max_input_tokens
+        .zip(threshold)
+        .map_or(config.max_input_tokens.or(threshold), |(max, threshold)| {
+            Some(max.max(threshold))
+        })
+}
+
+/// The session's latest summary, and its items after the summary, oldest first: all of
+/// them, or with a token budget only the newest that could fit it (the estimate is
+/// refined when the messages are built).
 async fn load_history(
     engine: &Engine,
     tenant: &str,
     session_id: &SessionId,
     budget: Option<u64>,
-) -> Result<Vec<Value>, StoreError> {
+) -> Result<(Option<String>, Vec<Value>), StoreError> {
+    let compaction = match engine.store.latest_compaction(tenant, session_id).await {
+        Ok(compaction) => compaction,
+        Err(StoreError::SessionNotFound) => return Ok((None, Vec::new())),
+        Err(error) => return Err(error),
+    };
+    let after = compaction.as_ref().map_or(0, |c| c.through_seq);
     let mut items = Vec::new();
     let mut bytes = 0u64;
     let mut page = PageRequest {
@@ -211,13 +262,16 @@ async fn load_history(
         order: Order::Desc,
         cursor: None,
     };
-    loop {
+    'pages: loop {
         let found = match engine.store.list_items(tenant, session_id, &page).await {
             Ok(found) => found,
             Err(StoreError::SessionNotFound) => break,
             Err(error) => return Err(error),
         };
         for item in &found.data {
+            if item.seq <= after {
+                break 'pages;
+            }
             bytes += item.item.get().len() as u64;
             items.push(serde_json::from_str(item.item.get()).unwrap_or(Value::Null));
         }
@@ -232,7 +286,7 @@ async fn load_history(
         }
     }
     items.reverse();
-    Ok(items)
+    Ok((compaction.map(|c| c.summary), items))
 }
 
 fn parse_items<'a>(items: impl Iterator<Item = &'a Box<RawValue>>) -> Vec<Value> {

@@ -23,6 +23,8 @@ pub enum StoreError {
     RunFinished(RunStatus),
     #[error("the run is not waiting for tool outputs")]
     RunNotWaiting(RunStatus),
+    #[error("the session's history changed while it was being compacted")]
+    HistoryChanged,
     #[error("the cursor names no row of this listing")]
     UnknownCursor,
     #[error("the idempotency key was used with a different request")]
@@ -37,4 +39,33 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+}
+
+impl StoreError {
+    /// A failure that a retry of the same request may not meet: the database was out of
+    /// reach, restarting, overloaded, or chose this transaction to break a conflict.
+    pub fn is_transient(&self) -> bool {
+        let Self::Database(error) = self else {
+            return false;
+        };
+        match error {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::WorkerCrashed => true,
+            sqlx::Error::Database(error) => error.code().is_some_and(|code| {
+                // Postgres: 08 connection exception, 57 operator intervention (a server
+                // shutting down or starting), 53 insufficient resources, 40001/40P01
+                // serialization failure and deadlock. SQLite: 5 busy, 6 locked.
+                code.starts_with("08")
+                    || code.starts_with("57")
+                    || code.starts_with("53")
+                    || code == "40001"
+                    || code == "40P01"
+                    || code == "5"
+                    || code == "6"
+            }),
+            _ => false,
+        }
+    }
 }

@@ -2,12 +2,17 @@
 //! the database; SQL lives in the backend modules and nowhere else.
 
 mod agents;
+mod compactions;
 mod error;
+mod idempotency;
+mod payload;
 mod postgres;
 mod rows;
 mod run_rows;
 mod runs;
+mod shared;
 mod sqlite;
+mod timestamp;
 
 use std::sync::Arc;
 
@@ -16,14 +21,16 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use agents::AgentStore;
+pub use compactions::{CompactionStore, Context, Forked};
 pub use error::StoreError;
+pub use payload::{Column, PayloadCodec};
 pub use postgres::PgStore;
 pub use runs::{Claim, CreatedRun, RunStore, StartNow};
 pub use sqlite::SqliteStore;
+pub use timestamp::now;
 
 use crate::model::{
-    IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Run, Session, SessionId,
-    SessionPatch,
+    IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
 };
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -31,7 +38,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// Sessions and their items, and through its supertraits agents and runs. Every method
 /// acts within one tenant and never sees rows of another.
 #[async_trait]
-pub trait SessionStore: AgentStore + RunStore + Send + Sync + 'static {
+pub trait SessionStore: AgentStore + RunStore + CompactionStore + Send + Sync + 'static {
     /// Fails with [`StoreError::SessionExists`] when the id is taken.
     async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session>;
 
@@ -77,24 +84,18 @@ pub trait SessionStore: AgentStore + RunStore + Send + Sync + 'static {
 
     async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item>;
 
+    /// Deletes the item, and the compactions that summarise it.
     async fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<()>;
 
-    /// Removes and returns the newest item. Concurrent pops each get a different item.
+    /// Removes and returns the newest item, and the compactions that summarise it.
+    /// Concurrent pops each get a different item.
     async fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Result<Item>;
 
-    /// Removes every item and keeps the session.
+    /// Removes every item and keeps the session; its compactions go with them.
     async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()>;
 
     /// Forgets idempotency keys first used before `cutoff`; returns how many.
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64>;
-
-    /// The fingerprint and response stored for a key used since `since`.
-    async fn idempotency_key(
-        &self,
-        tenant: &str,
-        key: &str,
-        since: DateTime<Utc>,
-    ) -> Result<Option<(Vec<u8>, Option<String>)>>;
 
     /// Answers when the database does.
     async fn ping(&self) -> Result<()>;
@@ -126,6 +127,17 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<Arc<dyn SessionS
         Ok(Arc::new(PgStore::connect(url, max_connections).await?))
     } else {
         Err(StoreError::UnsupportedUrl)
+    }
+}
+
+/// The newest migration of the backend `url` names: the schema version `connect` leaves.
+pub fn schema_version(url: &str) -> Option<i64> {
+    if url.starts_with("sqlite:") {
+        Some(SqliteStore::schema_version())
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Some(PgStore::schema_version())
+    } else {
+        None
     }
 }
 
@@ -174,36 +186,4 @@ async fn explain_empty_agent_page(
         Err(StoreError::AgentNotFound) => Err(StoreError::UnknownCursor),
         other => other.map(drop),
     }
-}
-
-/// The run that an earlier request with `key` created, if it still exists. A retry is
-/// answered with it before anything else of the request is looked up again (its agent
-/// may be gone by now); `create_run` decides again, atomically, for retries that race.
-pub async fn replayed_run(
-    store: &dyn SessionStore,
-    tenant: &str,
-    session_id: &SessionId,
-    key: &IdempotencyKey,
-) -> Result<Option<Run>> {
-    let since = now() - IdempotencyKey::ttl();
-    let Some((fingerprint, response)) = store.idempotency_key(tenant, &key.key, since).await?
-    else {
-        return Ok(None);
-    };
-    let first = rows::first_response(key, fingerprint, response)?;
-    match store
-        .get_run(tenant, session_id, run_rows::replayed_run_id(&first)?)
-        .await
-    {
-        Ok(run) => Ok(Some(run)),
-        Err(StoreError::RunNotFound | StoreError::SessionNotFound) => Ok(None),
-        Err(error) => Err(error),
-    }
-}
-
-/// Timestamps are kept to the microsecond, the precision both databases store, so a
-/// value reads back exactly as it was written.
-pub fn now() -> DateTime<Utc> {
-    use chrono::SubsecRound;
-    Utc::now().trunc_subsecs(6)
 }

@@ -5,61 +5,28 @@ use std::pin::pin;
 use chrono::{DateTime, Utc};
 use futures::{Stream, TryStreamExt};
 use serde_json::value::RawValue;
-use sqlx::error::BoxDynError;
-use sqlx::postgres::{PgTypeInfo, PgValueRef};
-use sqlx::sqlite::{SqliteTypeInfo, SqliteValueRef};
 use sqlx::types::Json;
-use sqlx::{Database, Decode, Encode, Postgres, QueryBuilder, Sqlite, Type};
+use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
-use super::{Appended, StoreError};
-use crate::model::{IdempotencyKey, Item, ItemBody, Metadata, Order, PageRequest, Session, Usage};
+use super::payload::{Column, PayloadCodec};
+use super::timestamp::Timestamp;
+use super::StoreError;
+use crate::model::{
+    Agent, Compaction, ForkedFrom, Item, ItemBody, Metadata, Order, PageRequest, Session, Usage,
+};
 
 pub(super) const SESSION_COLUMNS: &str =
     "id, created_at, updated_at, metadata, agent_id, item_count, \
-     input_tokens, output_tokens, total_tokens, llm_calls";
+     input_tokens, output_tokens, total_tokens, llm_calls, \
+     forked_from_session_id, forked_from_item_id";
 pub(super) const ITEM_COLUMNS: &str = "id, seq, created_at, run_id, body";
-pub(super) const ITEM_COLUMNS_OF_I: &str = "i.id, i.seq, i.created_at, i.run_id, i.body";
-
-/// A point in time as a backend stores it: `timestamptz` in Postgres, microseconds since
-/// the epoch in SQLite (which has no timestamp type that sorts reliably).
-pub(super) struct Timestamp(DateTime<Utc>);
-
-impl Timestamp {
-    pub(super) fn into_inner(self) -> DateTime<Utc> {
-        self.0
-    }
-}
-
-impl Type<Postgres> for Timestamp {
-    fn type_info() -> PgTypeInfo {
-        <DateTime<Utc> as Type<Postgres>>::type_info()
-    }
-}
-
-impl<'r> Decode<'r, Postgres> for Timestamp {
-    fn decode(value: PgValueRef<'r>) -> Result<Self, BoxDynError> {
-        Ok(Self(<DateTime<Utc> as Decode<Postgres>>::decode(value)?))
-    }
-}
-
-impl Type<Sqlite> for Timestamp {
-    fn type_info() -> SqliteTypeInfo {
-        <i64 as Type<Sqlite>>::type_info()
-    }
-}
-
-impl<'r> Decode<'r, Sqlite> for Timestamp {
-    fn decode(value: SqliteValueRef<'r>) -> Result<Self, BoxDynError> {
-        let micros = <i64 as Decode<Sqlite>>::decode(value)?;
-        DateTime::from_timestamp_micros(micros)
-            .map(Self)
-            .ok_or_else(|| format!("timestamp out of range: {micros}").into())
-    }
-}
 
 #[derive(sqlx::FromRow)]
 pub(super) struct SessionRow {
+    /// Read only where a statement returns it too.
+    #[sqlx(default)]
+    pub pk: Option<i64>,
     id: String,
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -70,6 +37,8 @@ pub(super) struct SessionRow {
     output_tokens: i64,
     total_tokens: i64,
     llm_calls: i64,
+    forked_from_session_id: Option<String>,
+    forked_from_item_id: Option<Uuid>,
 }
 
 impl From<SessionRow> for Session {
@@ -81,6 +50,10 @@ impl From<SessionRow> for Session {
             metadata: row.metadata.0,
             agent_id: row.agent_id,
             item_count: row.item_count,
+            forked_from: row.forked_from_session_id.map(|session_id| ForkedFrom {
+                session_id,
+                item_id: row.forked_from_item_id,
+            }),
             usage: Usage {
                 input_tokens: row.input_tokens,
                 output_tokens: row.output_tokens,
@@ -100,24 +73,20 @@ pub(super) struct ItemRow {
     body: String,
 }
 
-impl TryFrom<ItemRow> for Item {
-    type Error = StoreError;
-
-    fn try_from(row: ItemRow) -> Result<Self, StoreError> {
-        let item = RawValue::from_string(row.body)
-            .map_err(|e| StoreError::Corrupt(format!("item {} is not JSON: {e}", row.id)))?;
+impl ItemRow {
+    /// The item, its payload opened.
+    pub(super) fn into_item(self, codec: &PayloadCodec, tenant: &str) -> Result<Item, StoreError> {
+        let body = codec.open(tenant, Column::ItemBody, self.body)?;
+        let item = RawValue::from_string(body)
+            .map_err(|e| StoreError::Corrupt(format!("item {} is not JSON: {e}", self.id)))?;
         Ok(Item {
-            id: row.id,
-            seq: row.seq,
-            created_at: row.created_at.0,
-            run_id: row.run_id,
+            id: self.id,
+            seq: self.seq,
+            created_at: self.created_at.0,
+            run_id: self.run_id,
             item,
         })
     }
-}
-
-pub(super) fn items(rows: Vec<ItemRow>) -> Result<Vec<Item>, StoreError> {
-    rows.into_iter().map(Item::try_from).collect()
 }
 
 /// One page of a session's items in one statement, the hot path of every agent turn.
@@ -192,6 +161,16 @@ pub(super) fn uuid_cursor(page: &PageRequest) -> Option<Uuid> {
         .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()))
 }
 
+/// The first 24 hex digits of the UUIDv7s of rows that the database copies: a fresh
+/// UUIDv7's millisecond time, version, and 42 of its random bits. Each copy appends its
+/// rank in 8 hex digits (RFC 9562's counter method), so one statement's ids are unique
+/// and ascending, and insert at the end of the index rather than all over it.
+pub(super) fn id_prefix() -> String {
+    let mut hex = Uuid::now_v7().simple().to_string();
+    hex.truncate(24);
+    hex
+}
+
 /// `order by` direction for a scan.
 pub(super) fn direction(order: Order) -> &'static str {
     match order {
@@ -206,31 +185,6 @@ pub(super) fn beyond(order: Order) -> &'static str {
         Order::Asc => ">",
         Order::Desc => "<",
     }
-}
-
-/// Answers a repeated idempotency key from what the first request stored.
-pub(super) fn first_response(
-    key: &IdempotencyKey,
-    fingerprint: Vec<u8>,
-    response: Option<String>,
-) -> Result<String, StoreError> {
-    if fingerprint != key.fingerprint {
-        return Err(StoreError::IdempotencyKeyReused);
-    }
-    // The claim and its response are written in one transaction, so a visible claim
-    // always has its response.
-    response
-        .ok_or_else(|| StoreError::Corrupt(format!("idempotency key {} has no response", key.key)))
-}
-
-/// An append's first response, answered again.
-pub(super) fn replayed_items(key: &IdempotencyKey, response: &str) -> Result<Appended, StoreError> {
-    let items = serde_json::from_str(response)
-        .map_err(|e| StoreError::Corrupt(format!("idempotency key {}: {e}", key.key)))?;
-    Ok(Appended {
-        items,
-        replayed: true,
-    })
 }
 
 /// The items of an append whose seqs end at `last_seq`, ready to be inserted.
@@ -251,4 +205,65 @@ pub(super) fn new_items(bodies: Vec<ItemBody>, last_seq: i64, now: DateTime<Utc>
 
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("cannot encode: {e}")))
+}
+
+pub(super) const COMPACTION_COLUMNS: &str =
+    "id, created_at, run_id, through_item_id, through_seq, items_compacted, model, \
+     input_tokens, output_tokens, total_tokens, llm_calls, summary";
+
+#[derive(sqlx::FromRow)]
+pub(super) struct CompactionRow {
+    id: Uuid,
+    created_at: Timestamp,
+    run_id: Option<Uuid>,
+    through_item_id: Uuid,
+    through_seq: i64,
+    items_compacted: i64,
+    model: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    total_tokens: i64,
+    llm_calls: i64,
+    summary: String,
+}
+
+impl CompactionRow {
+    /// The compaction of `session_id`, its summary opened.
+    pub(super) fn into_compaction(
+        self,
+        codec: &PayloadCodec,
+        tenant: &str,
+        session_id: &str,
+    ) -> Result<Compaction, StoreError> {
+        Ok(Compaction {
+            id: self.id,
+            session_id: session_id.to_owned(),
+            created_at: self.created_at.0,
+            run_id: self.run_id,
+            through_item_id: self.through_item_id,
+            through_seq: self.through_seq,
+            items_compacted: self.items_compacted,
+            summary: codec.open(tenant, Column::CompactionSummary, self.summary)?,
+            model: self.model,
+            usage: Usage {
+                input_tokens: self.input_tokens,
+                output_tokens: self.output_tokens,
+                total_tokens: self.total_tokens,
+                llm_calls: self.llm_calls,
+            },
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct AgentRow {
+    body: String,
+}
+
+impl TryFrom<AgentRow> for Agent {
+    type Error = StoreError;
+
+    fn try_from(row: AgentRow) -> Result<Self, StoreError> {
+        serde_json::from_str(&row.body).map_err(|e| StoreError::Corrupt(format!("agent: {e}")))
+    }
 }

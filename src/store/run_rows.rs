@@ -1,18 +1,24 @@
 //! Rows of runs and their events as both backends return them, and the changes to a run
 //! record that both backends make the same way.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::rows::Timestamp;
-use super::{Claim, StoreError};
+use super::payload::{Column, PayloadCodec};
+use super::timestamp::Timestamp;
+use super::{Claim, StartNow, StoreError};
 use crate::model::{
-    Agent, IfBusy, NewRun, Run, RunError, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput,
-    Usage,
+    IfBusy, NewRun, Run, RunError, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput, Usage,
 };
 
 pub(super) const RUN_COLUMNS: &str = "r.status, r.started_at, r.finished_at, r.body";
+
+/// The bookkeeping columns of [`LockedRunRow`].
+pub(super) const LOCKED_COLUMNS: &str =
+    "r.pk, r.tenant_id, r.session_pk, r.last_event_seq, cast(r.attempts as bigint) as attempts";
 
 /// The statuses of a session's unfinished runs, as an SQL list.
 pub(super) const UNFINISHED: &str = "('queued', 'running', 'requires_action')";
@@ -28,8 +34,13 @@ pub(super) struct RunRow {
 impl RunRow {
     /// The stored document, with the columns that change without it (status, times)
     /// taken from the columns.
-    pub(super) fn into_record(self) -> Result<RunRecord, StoreError> {
-        let mut record: RunRecord = serde_json::from_str(&self.body)
+    pub(super) fn into_record(
+        self,
+        codec: &PayloadCodec,
+        tenant: &str,
+    ) -> Result<RunRecord, StoreError> {
+        let body = codec.open(tenant, Column::RunBody, self.body)?;
+        let mut record: RunRecord = serde_json::from_str(&body)
             .map_err(|e| StoreError::Corrupt(format!("run document: {e}")))?;
         record.run.status = RunStatus::parse(&self.status)
             .ok_or_else(|| StoreError::Corrupt(format!("run status `{}`", self.status)))?;
@@ -52,14 +63,19 @@ pub(super) struct LockedRunRow {
 }
 
 impl LockedRunRow {
-    pub(super) fn into_claim(self, worker: Uuid) -> Result<Claim, StoreError> {
+    pub(super) fn into_claim(
+        self,
+        codec: &PayloadCodec,
+        worker: Uuid,
+    ) -> Result<Claim, StoreError> {
+        let record = self.run.into_record(codec, &self.tenant_id)?;
         Ok(Claim {
             tenant: self.tenant_id,
             run_pk: self.pk,
             worker,
             last_event_seq: self.last_event_seq,
             attempts: self.attempts,
-            record: self.run.into_record()?,
+            record,
         })
     }
 }
@@ -71,29 +87,68 @@ pub(super) struct EventRow {
     data: String,
 }
 
-pub(super) fn events(rows: Vec<EventRow>) -> Result<Vec<RunEvent>, StoreError> {
+/// Events from their rows, their payloads opened.
+pub(super) fn events(
+    rows: Vec<EventRow>,
+    codec: &PayloadCodec,
+    tenant: &str,
+) -> Result<Vec<RunEvent>, StoreError> {
     rows.into_iter()
         .map(|row| {
+            let data = codec.open(tenant, Column::RunEventData, row.data)?;
             Ok(RunEvent {
                 seq: row.seq,
                 event: row.event,
-                data: RawValue::from_string(row.data)
+                data: RawValue::from_string(data)
                     .map_err(|e| StoreError::Corrupt(format!("run event: {e}")))?,
             })
         })
         .collect()
 }
 
-#[derive(sqlx::FromRow)]
-pub(super) struct AgentRow {
-    body: String,
+/// The stored data of events, sealed.
+pub(super) fn sealed_events<'a>(
+    codec: &PayloadCodec,
+    tenant: &str,
+    events: &'a [RunEvent],
+) -> Result<Vec<Cow<'a, str>>, StoreError> {
+    events
+        .iter()
+        .map(|e| codec.seal(tenant, Column::RunEventData, e.data.get()))
+        .collect()
 }
 
-impl TryFrom<AgentRow> for Agent {
-    type Error = StoreError;
+/// A run about to be inserted with its first event.
+pub(super) struct NewRunRow<'a> {
+    pub tenant: &'a str,
+    pub session_pk: i64,
+    pub record: &'a RunRecord,
+    pub first_event: &'a RunEvent,
+    /// Claimed by its creating transaction for this worker.
+    pub start: Option<StartNow>,
+    pub created_at: Timestamp,
+    pub started_at: Timestamp,
+}
 
-    fn try_from(row: AgentRow) -> Result<Self, StoreError> {
-        serde_json::from_str(&row.body).map_err(|e| StoreError::Corrupt(format!("agent: {e}")))
+impl NewRunRow<'_> {
+    pub(super) fn status(&self) -> &'static str {
+        if self.start.is_some() {
+            "running"
+        } else {
+            "queued"
+        }
+    }
+
+    pub(super) fn lease_owner(&self) -> Option<Uuid> {
+        self.start.map(|s| s.worker)
+    }
+
+    pub(super) fn lease_expires_at(&self) -> Option<Timestamp> {
+        self.start.map(|s| Timestamp(self.started_at.0 + s.lease))
+    }
+
+    pub(super) fn started(&self) -> Option<Timestamp> {
+        self.start.map(|_| self.started_at)
     }
 }
 
@@ -117,6 +172,7 @@ pub(super) fn new_run(
             required_action: None,
             usage: Usage::default(),
             error: None,
+            incomplete_details: None,
             metadata: run.metadata,
         },
         config: run.config,
@@ -153,23 +209,6 @@ pub(super) fn claim_new(
         last_event_seq: 1,
         attempts: 1,
     }
-}
-
-/// The run a request with an Idempotency-Key created, from the key's stored response.
-pub(super) fn replayed_run_id(response: &str) -> Result<Uuid, StoreError> {
-    serde_json::from_str::<serde_json::Value>(response)
-        .ok()
-        .and_then(|first| {
-            first["run_id"]
-                .as_str()
-                .and_then(|id| Uuid::parse_str(id).ok())
-        })
-        .ok_or_else(|| StoreError::Corrupt(format!("idempotency response `{response}`")))
-}
-
-/// What a key's response records of the run its request created.
-pub(super) fn run_response(run_id: Uuid) -> String {
-    serde_json::json!({ "run_id": run_id }).to_string()
 }
 
 /// Cancels a run a client asked to cancel; fails when it has finished already.

@@ -5,7 +5,8 @@ use uuid::Uuid;
 
 use super::Result;
 use crate::model::{
-    IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput,
+    IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
+    SessionId, ToolOutput,
 };
 
 /// Runs, their events, and the queue the workers claim them from.
@@ -31,6 +32,11 @@ pub trait RunStore: Send + Sync {
     ) -> Result<CreatedRun>;
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
+
+    /// The id of the run that an earlier request with `key` created within the key's
+    /// lifetime. Fails with [`super::StoreError::IdempotencyKeyReused`] when that
+    /// request differed.
+    async fn replayed_run_id(&self, tenant: &str, key: &IdempotencyKey) -> Result<Option<Uuid>>;
 
     /// Newest first unless the page asks otherwise.
     async fn list_runs(

@@ -27,6 +27,10 @@ pub struct FakeLlm {
 
 struct Script {
     replies: VecDeque<Reply>,
+    /// Answers to summarising requests (see [`is_summary_request`]), which never take
+    /// from `replies`; when empty, `summary N` for the Nth of them.
+    summaries: VecDeque<Reply>,
+    summarised: usize,
     default: Reply,
     requests: Vec<Value>,
     authorizations: Vec<Option<String>>,
@@ -49,6 +53,9 @@ pub enum Reply {
         calls: Vec<(String, String, String)>,
         usage: Option<(u64, u64)>,
     },
+    /// Streams `text` in one delta, then finishes with `reason` (`length`,
+    /// `content_filter`): an answer the model stopped early.
+    Cut { text: String, reason: String },
     /// A non-streamed error answer.
     Status {
         status: u16,
@@ -100,6 +107,8 @@ impl FakeLlm {
     pub async fn start() -> FakeLlm {
         let state = Arc::new(Mutex::new(Script {
             replies: VecDeque::new(),
+            summaries: VecDeque::new(),
+            summarised: 0,
             default: Reply::text("ok"),
             requests: Vec::new(),
             authorizations: Vec::new(),
@@ -136,6 +145,11 @@ impl FakeLlm {
         self.script().replies.push_back(reply);
     }
 
+    /// The answer to the next summarising request.
+    pub fn push_summary(&self, reply: Reply) {
+        self.script().summaries.push_back(reply);
+    }
+
     pub fn set_default(&self, reply: Reply) {
         self.script().default = reply;
     }
@@ -151,6 +165,17 @@ impl FakeLlm {
     fn script(&self) -> MutexGuard<'_, Script> {
         lock(&self.state)
     }
+}
+
+/// The first line of the text the service asks the LLM to summarise.
+pub const CONVERSATION_HEADING: &str = "The conversation to summarise:";
+
+/// Whether a recorded request asks for a compaction's summary rather than a run's turn.
+pub fn is_summary_request(request: &Value) -> bool {
+    let messages = request["messages"].as_array();
+    let last = messages.and_then(|m| m.last()).map(|m| &m["content"]);
+    last.and_then(Value::as_str)
+        .is_some_and(|text| text.starts_with(CONVERSATION_HEADING))
 }
 
 /// A test that panicked while holding the lock must not hide the fake's record.
@@ -175,10 +200,19 @@ async fn chat_completions(
             .and_then(|v| v.to_str().ok())
             .map(String::from);
         script.authorizations.push(authorization);
-        script
-            .replies
-            .pop_front()
-            .unwrap_or_else(|| script.default.clone())
+        if is_summary_request(script.requests.last().expect("pushed above")) {
+            script.summarised += 1;
+            let n = script.summarised;
+            script
+                .summaries
+                .pop_front()
+                .unwrap_or_else(|| Reply::text(&format!("summary {n}")))
+        } else {
+            script
+                .replies
+                .pop_front()
+                .unwrap_or_else(|| script.default.clone())
+        }
     };
     match reply {
         Reply::Text {
@@ -190,6 +224,10 @@ async fn chat_completions(
             events.extend(deltas.iter().map(|d| (delay, text_chunk(d))));
             events.extend(now(finish("stop", usage)));
             stream(events, false)
+        }
+        Reply::Cut { text, reason } => {
+            let events = [role_chunk(), text_chunk(&text)];
+            stream(now(events.into_iter().chain(finish(&reason, None))), false)
         }
         Reply::ToolCalls { calls, usage } => {
             let pieces = interleave(tool_call_pieces(&calls));

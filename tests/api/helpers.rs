@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use agent_sessions::app;
 use agent_sessions::config::{Cli, Config};
-use agent_sessions::http::{self, AppState};
+use agent_sessions::http;
+use agent_sessions::llm::OpenAiClient;
 use agent_sessions::runs::Runs;
 use agent_sessions::store::{PgStore, SessionStore, SqliteStore};
 use axum::body::Body;
@@ -114,9 +116,10 @@ impl TestApp {
     }
 
     pub fn new(db: TestDb, config: &Config) -> Self {
-        let state = AppState::new(db.store.clone(), config).expect("the state builds");
+        let llm = Arc::new(OpenAiClient::new(config.llm_settings()).expect("the client builds"));
+        let state = app::state(config, db.store.clone(), llm);
         let stop = CancellationToken::new();
-        let workers = state.runs.start(stop.clone());
+        let workers = state.runs.start_workers(stop.clone());
         let runs = state.runs.clone();
         let router = http::router(state, config).expect("the router builds");
         Self {

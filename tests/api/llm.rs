@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use agent_sessions::llm::{
     ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message, OpenAiClient,
-    Role, ToolSpec,
+    Progress, Role, ToolSpec,
 };
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -48,8 +48,10 @@ async fn complete(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let result = client.complete(request, tx).await;
     let mut deltas = Vec::new();
-    while let Ok(delta) = rx.try_recv() {
-        deltas.push(delta);
+    while let Ok(progress) = rx.try_recv() {
+        if let Progress::Delta(delta) = progress {
+            deltas.push(delta);
+        }
     }
     (result, deltas)
 }

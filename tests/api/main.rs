@@ -2,6 +2,7 @@
 
 mod fake_llm;
 mod helpers;
+mod history;
 mod http;
 mod llm;
 mod process;

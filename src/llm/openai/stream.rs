@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::errors::{classify_error, provider_message};
-use crate::llm::{Completion, LlmError, LlmErrorCode, TokenUsage, ToolCall};
+use crate::llm::{Completion, LlmError, LlmErrorCode, Progress, TokenUsage, ToolCall};
 
 #[derive(Deserialize)]
 struct Chunk {
@@ -76,7 +76,7 @@ impl Accumulator {
     pub(super) fn apply(
         &mut self,
         data: &str,
-        deltas: &mpsc::UnboundedSender<String>,
+        progress: &mpsc::UnboundedSender<Progress>,
     ) -> Result<bool, LlmError> {
         if data.trim() == "[DONE]" {
             return Ok(true);
@@ -117,7 +117,7 @@ impl Accumulator {
             self.text.push_str(&content);
             self.delivered = true;
             // The caller may have stopped listening; the completion is still wanted.
-            let _ = deltas.send(content);
+            let _ = progress.send(Progress::Delta(content));
         }
         for (position, piece) in delta.tool_calls.into_iter().flatten().enumerate() {
             let call = self
@@ -191,8 +191,10 @@ mod tests {
         }
         let result = result.unwrap_or_else(|| acc.finish(events.contains(&"[DONE]")));
         let mut sent = Vec::new();
-        while let Ok(delta) = rx.try_recv() {
-            sent.push(delta);
+        while let Ok(progress) = rx.try_recv() {
+            if let Progress::Delta(delta) = progress {
+                sent.push(delta);
+            }
         }
         (result, sent)
     }

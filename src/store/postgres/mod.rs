@@ -1,496 +1,120 @@
 //! The Postgres backend: for production and for several replicas sharing one database.
-//! Writes to one session serialize on that session's row lock.
+//! Writes to one session serialize on that session's row lock. The flows are shared
+//! with SQLite (`store::shared`); this module holds what only Postgres does.
 
-mod agents;
 mod runs;
 
+use std::borrow::Cow;
 use std::str::FromStr;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::types::Json;
-use sqlx::{Postgres, QueryBuilder};
+use sqlx::{ConnectOptions, Connection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use super::rows::{
-    beyond, direction, first_response, items, items_page_query, new_items, read_item_rows,
-    replayed_items, to_json, uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS, ITEM_COLUMNS_OF_I,
-    SESSION_COLUMNS,
-};
-use super::{explain_empty_page, now, Appended, PoolStats, Result, SessionStore, StoreError};
-use crate::model::{
-    AgentId, IdempotencyKey, Item, ItemBody, Metadata, NewSession, Page, PageRequest, Session,
-    SessionId, SessionPatch,
-};
+use super::payload::PayloadCodec;
+use super::shared::{agent_store, compaction_store, session_store};
+use super::timestamp::Timestamp;
+use super::Result;
+use crate::model::Item;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
+/// Transactions lock the rows they change, so that concurrent writers queue.
+const FOR_UPDATE: &str = " for update";
+
+/// The SQL of a UUIDv7 made of a prefix (a bound parameter, see
+/// [`super::rows::id_prefix`]) and a row's rank: 32 hex digits, which `uuid` accepts.
+fn new_id(prefix: &str, rank: &str) -> String {
+    format!("({prefix} || lpad(to_hex({rank}), 8, '0'))::uuid")
+}
+
+/// A fork copies the source as of one snapshot while runs may commit to it.
+const SNAPSHOT: Option<&str> = Some("set transaction isolation level repeatable read");
+
 pub struct PgStore {
     pool: PgPool,
+    codec: PayloadCodec,
 }
 
 impl PgStore {
+    pub fn schema_version() -> i64 {
+        MIGRATOR.migrations.last().map_or(0, |m| m.version)
+    }
+
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
         // No statement or idle transaction may hold a connection (and its locks) forever.
         let options = PgConnectOptions::from_str(url)?.options([
             ("statement_timeout", "30s"),
             ("idle_in_transaction_session_timeout", "60s"),
         ]);
+        // One connection first: a pool that cannot connect only says it timed out, this
+        // says why ("connection refused", a wrong password, no such database).
+        options.connect().await?.close().await?;
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(5))
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self::from_pool(pool))
     }
 
     /// Wraps a pool whose database is migrated already (as `#[sqlx::test]` gives).
     pub fn from_pool(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            pool,
+            codec: PayloadCodec::default(),
+        }
     }
 
-    async fn session_pk(&self, tenant: &str, id: &SessionId) -> Result<i64> {
-        session_pk(&mut *self.pool.acquire().await?, tenant, id).await
+    fn writer(&self) -> &PgPool {
+        &self.pool
+    }
+
+    fn reader(&self) -> &PgPool {
+        &self.pool
+    }
+
+    fn pools(&self) -> [&PgPool; 1] {
+        [&self.pool]
     }
 }
 
-async fn session_pk(conn: &mut PgConnection, tenant: &str, id: &SessionId) -> Result<i64> {
-    sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2")
-        .bind(tenant)
-        .bind(id.as_str())
-        .fetch_optional(conn)
-        .await?
-        .ok_or(StoreError::SessionNotFound)
-}
-
-/// Locks the session row for the rest of the transaction and returns its key.
-async fn lock_session(conn: &mut PgConnection, tenant: &str, id: &SessionId) -> Result<i64> {
-    sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2 for update")
-        .bind(tenant)
-        .bind(id.as_str())
-        .fetch_optional(conn)
-        .await?
-        .ok_or(StoreError::SessionNotFound)
-}
-
-/// Moves the session's item count by `change` and marks it updated.
-async fn count_items(
+/// Inserts an append's items in one statement, whatever their number, so that it is
+/// prepared once.
+async fn insert_items(
     conn: &mut PgConnection,
     tenant: &str,
     session_pk: i64,
-    change: i64,
+    items: &[Item],
+    bodies: &[Cow<'_, str>],
+    now: Timestamp,
 ) -> Result<()> {
     sqlx::query(
-        "update sessions set item_count = item_count + $3, updated_at = $4 where tenant_id = $1 and pk = $2",
+        r"insert into items (id, tenant_id, session_pk, seq, created_at, body)
+          select id, $4, $5, seq, $6, body from unnest($1::uuid[], $2::bigint[], $3::text[]) as t (id, seq, body)",
     )
+    .bind(items.iter().map(|i| i.id).collect::<Vec<Uuid>>())
+    .bind(items.iter().map(|i| i.seq).collect::<Vec<i64>>())
+    .bind(bodies.iter().map(|b| &**b).collect::<Vec<&str>>())
     .bind(tenant)
     .bind(session_pk)
-    .bind(change)
-    .bind(now())
+    .bind(now)
     .execute(conn)
     .await?;
     Ok(())
 }
 
-/// Gives out `count` seqs of the session, creating it if absent, and returns its key and
-/// the last seq given. The update takes the row lock that orders concurrent appends.
-async fn reserve_seqs(
-    conn: &mut PgConnection,
-    tenant: &str,
-    id: &SessionId,
-    count: i64,
-    now: DateTime<Utc>,
-) -> Result<(i64, i64)> {
-    loop {
-        let bumped = sqlx::query_as(
-            r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4
-              where tenant_id = $1 and id = $2
-              returning pk, last_seq",
-        )
-        .bind(tenant)
-        .bind(id.as_str())
-        .bind(count)
-        .bind(now)
-        .fetch_optional(&mut *conn)
-        .await?;
-        if let Some(reserved) = bumped {
-            return Ok(reserved);
-        }
-        // A concurrent insert of the same session makes this one wait, then do nothing;
-        // the next update then finds the row.
-        let created = sqlx::query_as(
-            r"insert into sessions (tenant_id, id, created_at, updated_at, item_count, last_seq)
-              values ($1, $2, $4, $4, $3, $3)
-              on conflict (tenant_id, id) do nothing
-              returning pk, last_seq",
-        )
-        .bind(tenant)
-        .bind(id.as_str())
-        .bind(count)
-        .bind(now)
-        .fetch_optional(&mut *conn)
-        .await?;
-        if let Some(reserved) = created {
-            return Ok(reserved);
-        }
-    }
+/// Keeps the sessions whose metadata has `key` set to `value` (a GIN index serves it).
+fn push_metadata_filter(query: &mut QueryBuilder<'_, Postgres>, key: &str, value: &str) {
+    let pair = Map::from_iter([(key.to_owned(), Value::String(value.to_owned()))]);
+    query.push(" and metadata @> ").push_bind(Json(pair));
 }
 
-/// Claims an idempotency key for this transaction. `Some` answers a key that an earlier
-/// request claimed: a concurrent claim of the same key waits here for that request's
-/// transaction, so the two can never both append.
-async fn claim_key(
-    conn: &mut PgConnection,
-    tenant: &str,
-    key: &IdempotencyKey,
-    now: DateTime<Utc>,
-) -> Result<Option<String>> {
-    // Loops only if the key expires and is purged between the insert and the select.
-    loop {
-        sqlx::query(
-            "delete from idempotency_keys where tenant_id = $1 and key = $2 and created_at < $3",
-        )
-        .bind(tenant)
-        .bind(&key.key)
-        .bind(now - IdempotencyKey::ttl())
-        .execute(&mut *conn)
-        .await?;
-        let claimed = sqlx::query(
-            r"insert into idempotency_keys (tenant_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
-              on conflict (tenant_id, key) do nothing",
-        )
-        .bind(tenant)
-        .bind(&key.key)
-        .bind(&key.fingerprint)
-        .bind(now)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected()
-            == 1;
-        if claimed {
-            return Ok(None);
-        }
-        let first: Option<(Vec<u8>, Option<String>)> = sqlx::query_as(
-            "select fingerprint, response from idempotency_keys where tenant_id = $1 and key = $2",
-        )
-        .bind(tenant)
-        .bind(&key.key)
-        .fetch_optional(&mut *conn)
-        .await?;
-        if let Some((fingerprint, response)) = first {
-            return first_response(key, fingerprint, response).map(Some);
-        }
-    }
-}
-
-/// Stores the response to the request that claimed `key`, for its retries.
-async fn keep_response(
-    conn: &mut PgConnection,
-    tenant: &str,
-    key: &IdempotencyKey,
-    response: &str,
-) -> Result<()> {
-    sqlx::query("update idempotency_keys set response = $3 where tenant_id = $1 and key = $2")
-        .bind(tenant)
-        .bind(&key.key)
-        .bind(response)
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
-#[async_trait]
-impl SessionStore for PgStore {
-    async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session> {
-        let row: Option<SessionRow> = sqlx::query_as(&format!(
-            r"insert into sessions (tenant_id, id, created_at, updated_at, metadata, agent_id)
-              values ($1, $2, $3, $3, $4, $5)
-              on conflict (tenant_id, id) do nothing
-              returning {SESSION_COLUMNS}"
-        ))
-        .bind(tenant)
-        .bind(session.id.as_str())
-        .bind(now())
-        .bind(Json(&session.metadata))
-        .bind(session.agent_id.map(AgentId::into_string))
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(Session::from).ok_or(StoreError::SessionExists)
-    }
-
-    async fn get_session(&self, tenant: &str, id: &SessionId) -> Result<Session> {
-        let row: Option<SessionRow> = sqlx::query_as(&format!(
-            "select {SESSION_COLUMNS} from sessions where tenant_id = $1 and id = $2"
-        ))
-        .bind(tenant)
-        .bind(id.as_str())
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(Session::from).ok_or(StoreError::SessionNotFound)
-    }
-
-    async fn list_sessions(
-        &self,
-        tenant: &str,
-        metadata: &[(String, String)],
-        page: &PageRequest,
-    ) -> Result<Page<Session>> {
-        let cursor: Option<(DateTime<Utc>, i64)> = match page.cursor_id() {
-            Some(id) => Some(
-                sqlx::query_as(
-                    "select created_at, pk from sessions where tenant_id = $1 and id = $2",
-                )
-                .bind(tenant)
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await?
-                .ok_or(StoreError::UnknownCursor)?,
-            ),
-            None => None,
-        };
-        let scan = page.scan_order();
-        let mut query = QueryBuilder::<Postgres>::new(format!(
-            "select {SESSION_COLUMNS} from sessions where tenant_id = "
-        ));
-        query.push_bind(tenant);
-        for (key, value) in metadata {
-            let pair = Map::from_iter([(key.clone(), Value::String(value.clone()))]);
-            query.push(" and metadata @> ").push_bind(Json(pair));
-        }
-        if let Some((created_at, pk)) = cursor {
-            query.push(format!(" and (created_at, pk) {} (", beyond(scan)));
-            query
-                .push_bind(created_at)
-                .push(", ")
-                .push_bind(pk)
-                .push(")");
-        }
-        let dir = direction(scan);
-        query.push(format!(" order by created_at {dir}, pk {dir} limit "));
-        query.push_bind(page.fetch_limit());
-        let rows: Vec<SessionRow> = query.build_query_as().fetch_all(&self.pool).await?;
-        Ok(
-            page.finish(rows.into_iter().map(Session::from).collect(), false, |s| {
-                s.id.clone()
-            }),
-        )
-    }
-
-    async fn update_session(
-        &self,
-        tenant: &str,
-        id: &SessionId,
-        patch: SessionPatch,
-    ) -> Result<Session> {
-        let mut tx = self.pool.begin().await?;
-        let current: Option<(i64, Json<Metadata>, Option<String>)> =
-            sqlx::query_as("select pk, metadata, agent_id from sessions where tenant_id = $1 and id = $2 for update")
-                .bind(tenant)
-                .bind(id.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-        let (pk, Json(metadata), agent_id) = current.ok_or(StoreError::SessionNotFound)?;
-        let (metadata, agent_id) = patch.apply(metadata, agent_id)?;
-        let row: SessionRow = sqlx::query_as(&format!(
-            r"update sessions set metadata = $3, agent_id = $4, updated_at = $5
-              where tenant_id = $1 and pk = $2
-              returning {SESSION_COLUMNS}"
-        ))
-        .bind(tenant)
-        .bind(pk)
-        .bind(Json(&metadata))
-        .bind(agent_id)
-        .bind(now())
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(row.into())
-    }
-
-    async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()> {
-        let deleted = sqlx::query("delete from sessions where tenant_id = $1 and id = $2")
-            .bind(tenant)
-            .bind(id.as_str())
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-        if deleted == 0 {
-            return Err(StoreError::SessionNotFound);
-        }
-        Ok(())
-    }
-
-    async fn append_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        bodies: Vec<ItemBody>,
-        idempotency: Option<IdempotencyKey>,
-    ) -> Result<Appended> {
-        let now = now();
-        let mut tx = self.pool.begin().await?;
-        if let Some(key) = &idempotency {
-            if let Some(first) = claim_key(&mut tx, tenant, key, now).await? {
-                return replayed_items(key, &first);
-            }
-        }
-        let (session_pk, last_seq) =
-            reserve_seqs(&mut tx, tenant, session_id, bodies.len() as i64, now).await?;
-        let items = new_items(bodies, last_seq, now);
-        sqlx::query(
-            r"insert into items (id, tenant_id, session_pk, seq, created_at, body)
-              select id, $4, $5, seq, $6, body from unnest($1::uuid[], $2::bigint[], $3::text[]) as t (id, seq, body)",
-        )
-        .bind(items.iter().map(|i| i.id).collect::<Vec<Uuid>>())
-        .bind(items.iter().map(|i| i.seq).collect::<Vec<i64>>())
-        .bind(items.iter().map(|i| i.item.get()).collect::<Vec<&str>>())
-        .bind(tenant)
-        .bind(session_pk)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        if let Some(key) = &idempotency {
-            keep_response(&mut tx, tenant, key, &to_json(&items)?).await?;
-        }
-        tx.commit().await?;
-        Ok(Appended {
-            items,
-            replayed: false,
-        })
-    }
-
-    async fn list_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        page: &PageRequest,
-    ) -> Result<Page<Item>> {
-        let cursor = uuid_cursor(page);
-        let (rows, cut_short) = read_item_rows(
-            items_page_query(tenant, session_id.as_str(), cursor, page)
-                .build_query_as()
-                .fetch(&self.pool),
-        )
-        .await?;
-        if rows.is_empty() {
-            explain_empty_page(self, tenant, session_id, cursor).await?;
-        }
-        Ok(page.finish(items(rows)?, cut_short, |i| i.id.to_string()))
-    }
-
-    async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item> {
-        let row: Option<ItemRow> = sqlx::query_as(&format!(
-            r"select {ITEM_COLUMNS_OF_I} from items i join sessions s on s.pk = i.session_pk
-              where s.tenant_id = $1 and s.id = $2 and i.tenant_id = $1 and i.id = $3"
-        ))
-        .bind(tenant)
-        .bind(session_id.as_str())
-        .bind(item_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        match row {
-            Some(row) => row.try_into(),
-            None => {
-                self.session_pk(tenant, session_id).await?;
-                Err(StoreError::ItemNotFound)
-            }
-        }
-    }
-
-    async fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        let session_pk = lock_session(&mut tx, tenant, session_id).await?;
-        let deleted =
-            sqlx::query("delete from items where tenant_id = $1 and session_pk = $2 and id = $3")
-                .bind(tenant)
-                .bind(session_pk)
-                .bind(item_id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        if deleted == 0 {
-            return Err(StoreError::ItemNotFound);
-        }
-        count_items(&mut tx, tenant, session_pk, -1).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Result<Item> {
-        let mut tx = self.pool.begin().await?;
-        let session_pk = lock_session(&mut tx, tenant, session_id).await?;
-        let row: Option<ItemRow> = sqlx::query_as(&format!(
-            r"delete from items where tenant_id = $1 and session_pk = $2 and id = (
-                  select id from items where tenant_id = $1 and session_pk = $2 order by seq desc limit 1
-              )
-              returning {ITEM_COLUMNS}"
-        ))
-        .bind(tenant)
-        .bind(session_pk)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let item = Item::try_from(row.ok_or(StoreError::SessionEmpty)?)?;
-        count_items(&mut tx, tenant, session_pk, -1).await?;
-        tx.commit().await?;
-        Ok(item)
-    }
-
-    async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        let session_pk = lock_session(&mut tx, tenant, session_id).await?;
-        let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
-            .bind(tenant)
-            .bind(session_pk)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn idempotency_key(
-        &self,
-        tenant: &str,
-        key: &str,
-        since: DateTime<Utc>,
-    ) -> Result<Option<(Vec<u8>, Option<String>)>> {
-        Ok(sqlx::query_as(
-            r"select fingerprint, response from idempotency_keys
-               where tenant_id = $1 and key = $2 and created_at >= $3",
-        )
-        .bind(tenant)
-        .bind(key)
-        .bind(since)
-        .fetch_optional(&self.pool)
-        .await?)
-    }
-
-    async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {
-        let purged = sqlx::query("delete from idempotency_keys where created_at < $1")
-            .bind(cutoff)
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-        Ok(purged)
-    }
-
-    async fn ping(&self) -> Result<()> {
-        sqlx::query("select 1").execute(&self.pool).await?;
-        Ok(())
-    }
-
-    fn pool_stats(&self) -> PoolStats {
-        let size = self.pool.size();
-        let idle = self.pool.num_idle() as u32;
-        PoolStats {
-            in_use: size.saturating_sub(idle),
-            idle,
-        }
-    }
-}
+session_store!(PgStore, sqlx::Postgres, sqlx::PgConnection);
+agent_store!(PgStore);
+compaction_store!(PgStore, sqlx::PgConnection);

@@ -1,9 +1,12 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::helpers::{on_both_backends, TestApp, TestDb};
+use crate::helpers::{on_both_backends, test_config, TestApp, TestDb};
 
-on_both_backends!(agent_lifecycle_over_http);
+on_both_backends!(
+    agent_lifecycle_over_http,
+    webhook_header_values_are_never_returned
+);
 
 async fn agent_lifecycle_over_http(db: TestDb) {
     let app = TestApp::new(db, &crate::helpers::test_config());
@@ -125,6 +128,22 @@ async fn bad_agent_bodies_name_the_field() {
             "context.strategy",
         ),
         (
+            json!({"context": {"strategy": "compact", "max_input_tokens": 100, "keep_recent_items": -1}}),
+            "context.keep_recent_items",
+        ),
+        (
+            json!({"context": {"strategy": "compact", "max_input_tokens": 100, "keep_recent_items": 1001}}),
+            "context.keep_recent_items",
+        ),
+        (
+            json!({"context": {"strategy": "compact", "compact_threshold_tokens": 0}}),
+            "context.compact_threshold_tokens",
+        ),
+        (
+            json!({"context": {"keep_recent_items": 3}}),
+            "context.keep_recent_items",
+        ),
+        (
             json!({"tools": [{"type": "function", "name": "f"}, {"type": "function", "name": "f"}]}),
             "tools[1].name",
         ),
@@ -151,14 +170,78 @@ async fn bad_agent_bodies_name_the_field() {
     let detail = app
         .post("/v1/agents", compact.clone())
         .await
-        .expect_problem(StatusCode::BAD_REQUEST, "not_implemented");
-    assert!(detail.starts_with("context.strategy"), "{detail}");
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(
+        detail.starts_with("context.compact_threshold_tokens"),
+        "{detail}"
+    );
     app.patch(&path, compact)
         .await
-        .expect_problem(StatusCode::BAD_REQUEST, "not_implemented");
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert_eq!(
         app.get(&path).await.expect(StatusCode::OK),
         agent,
         "a refused patch changes nothing"
+    );
+    let compacting = json!({"context": {"strategy": "compact", "max_input_tokens": 1000}});
+    let patched = app.patch(&path, compacting).await.expect(StatusCode::OK);
+    assert_eq!(patched["context"]["strategy"], "compact");
+}
+
+/// Webhook header values are credentials: answers show `[REDACTED]`, a PATCH that sends
+/// it back keeps the stored value, and runs still send the real one.
+async fn webhook_header_values_are_never_returned(db: TestDb) {
+    let mut config = test_config();
+    config.tool_webhook_allowed_hosts = vec!["tools.internal".into()];
+    let store = db.store.clone();
+    let app = TestApp::new(db, &config);
+    let tool = |auth: &str| {
+        json!({"type": "function", "name": "lookup", "webhook": {
+            "url": "https://tools.internal/lookup",
+            "headers": {"Authorization": auth, "X-Team": "support"},
+        }})
+    };
+    let created = app
+        .post("/v1/agents", json!({"tools": [tool("Bearer s3cret")]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let id = created["id"].as_str().unwrap().to_owned();
+    let redacted = json!({"Authorization": "[REDACTED]", "X-Team": "[REDACTED]"});
+    assert_eq!(created["tools"][0]["webhook"]["headers"], redacted);
+    let path = format!("/v1/agents/{id}");
+    for answer in [
+        app.get(&path).await.expect(StatusCode::OK),
+        app.get("/v1/agents").await.expect(StatusCode::OK)["data"][0].clone(),
+    ] {
+        assert!(!answer.to_string().contains("s3cret"), "{answer}");
+        assert_eq!(answer["tools"][0]["webhook"]["headers"], redacted);
+    }
+
+    // Sending the redacted value back keeps the stored one; a new value replaces it.
+    let patched = app
+        .patch(
+            &path,
+            json!({"tools": [tool("[REDACTED]")], "name": "kept"}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(patched["tools"][0]["webhook"]["headers"], redacted);
+    let stored: Value = app.get(&path).await.expect(StatusCode::OK);
+    assert_eq!(stored["name"], "kept");
+    let agent = store.get_agent("default", &id).await.unwrap();
+    let headers = &agent.tools[0].webhook.as_ref().unwrap().headers;
+    assert_eq!(headers["Authorization"], "Bearer s3cret");
+    assert_eq!(headers["X-Team"], "support");
+
+    // A redacted value with nothing stored behind it is refused.
+    let mut fresh = tool("[REDACTED]");
+    fresh["name"] = json!("other");
+    let detail = app
+        .patch(&path, json!({"tools": [fresh]}))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(
+        detail.starts_with("tools[0].webhook.headers.Authorization:"),
+        "{detail}"
     );
 }

@@ -265,6 +265,20 @@ async fn bad_queries_and_paths_name_the_parameter(db: TestDb) {
         ("/v1/sessions/bad%20id", "session_id"),
         ("/v1/sessions/bad%20id/items", "session_id"),
         ("/v1/sessions/%C3%A9/items", "session_id"),
+        // Unknown and repeated parameters are refused, not ignored.
+        ("/v1/sessions?user=alice", "user: is not a query parameter"),
+        ("/v1/sessions?metadata.user=alice", "metadata.user: is not"),
+        (
+            "/v1/sessions?limit=2&limit=3",
+            "limit: may be given only once",
+        ),
+        (
+            "/v1/sessions?metadata[u]=a&metadata[u]=b",
+            "metadata[u]: may be",
+        ),
+        ("/v1/sessions/s/items?metadata[u]=a", "metadata[u]: is not"),
+        ("/v1/sessions/s?verbose=1", "verbose: is not"),
+        ("/healthz?probe=1", "probe: is not"),
     ];
     for (uri, field) in cases {
         let detail = app
@@ -284,6 +298,11 @@ async fn bad_queries_and_paths_name_the_parameter(db: TestDb) {
     app.post("/v1/sessions/bad%20id/items", json!({"items": [{}]}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    let detail = app
+        .post("/v1/sessions/s/items?dry_run=true", json!({"items": [{}]}))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("dry_run:"), "{detail}");
     app.post("/v1/sessions/%2E%2E/items", json!({"items": [{}]}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
@@ -316,6 +335,23 @@ async fn items_json_libraries_cannot_read_are_refused(db: TestDb) {
             .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
         assert!(detail.starts_with("items["), "{detail}");
     }
+    // Too deep names the limit, for an item and for a request body alike.
+    let detail = app
+        .send(raw(Method::POST, "/v1/sessions/strict/items", &cases[2]))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.contains("deeper than 128 levels"), "{detail}");
+    let detail = app
+        .send(raw(
+            Method::POST,
+            "/v1/agents",
+            &format!(
+                r#"{{"tools":[{{"type":"function","name":"f","parameters":{{"d":{deep}}}}}]}}"#
+            ),
+        ))
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.contains("deeper than 128 levels"), "{detail}");
     app.get("/v1/sessions/strict")
         .await
         .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
@@ -336,9 +372,11 @@ async fn oversized_bodies_are_413_and_other_media_types_415() {
     config.max_body_bytes = 1024;
     let app = TestApp::new(TestDb::sqlite().await, &config);
     let big = json!({"items": [{"text": "x".repeat(2000)}]});
-    app.post("/v1/sessions/s/items", big)
+    let detail = app
+        .post("/v1/sessions/s/items", big)
         .await
         .expect_problem(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+    assert!(detail.contains("limit of 1024 bytes (1 KiB"), "{detail}");
     app.get("/v1/sessions/s")
         .await
         .expect_problem(StatusCode::NOT_FOUND, "session_not_found");

@@ -2,6 +2,7 @@
 
 mod agents;
 mod bad_input;
+mod console;
 mod items;
 mod operations;
 mod sessions;

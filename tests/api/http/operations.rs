@@ -48,6 +48,7 @@ async fn a_lost_database_is_503_everywhere(pool: sqlx::PgPool) {
         .await
         .expect_problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
     let response = app.get("/v1/sessions/any").await;
+    assert_eq!(response.header("retry-after"), Some("1"));
     let detail = response.expect_problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
     assert_eq!(detail, "the database is not reachable");
     assert!(
@@ -134,6 +135,9 @@ async fn the_committed_openapi_yaml_is_what_the_code_generates() {
     let spec: serde_json::Value =
         serde_json::from_str(&app.get("/openapi.json").await.text).unwrap();
     assert!(spec["paths"]["/v1/sessions/{session_id}/items/last"]["delete"].is_object());
+    let root = app.get("/").await;
+    assert_eq!(root.status, StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(root.header("location"), Some("/console"));
     let docs = app.get("/docs/").await;
     assert_eq!(docs.status, StatusCode::OK);
     assert!(

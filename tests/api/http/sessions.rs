@@ -6,17 +6,27 @@ use crate::helpers::TestApp;
 #[tokio::test]
 async fn session_lifecycle_over_http() {
     let app = TestApp::sqlite().await;
+    // An agent that does not exist is refused at once, not at the first run.
+    let detail = app
+        .post("/v1/sessions", json!({"id": "s1", "agent_id": "triage"}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
+    assert!(detail.contains("`triage`"), "{detail}");
+    let agent = app
+        .post("/v1/agents", json!({"name": "triage"}))
+        .await
+        .expect(StatusCode::CREATED);
     let created = app
         .post(
             "/v1/sessions",
-            json!({"id": "chat:42@web", "metadata": {"user": "alice"}, "agent_id": "triage"}),
+            json!({"id": "chat:42@web", "metadata": {"user": "alice"}, "agent_id": agent["id"]}),
         )
         .await;
     assert_eq!(created.header("location"), Some("/v1/sessions/chat:42@web"));
     let session = created.expect(StatusCode::CREATED);
     assert_eq!(session["id"], "chat:42@web");
     assert_eq!(session["metadata"], json!({"user": "alice"}));
-    assert_eq!(session["agent_id"], "triage");
+    assert_eq!(session["agent_id"], agent["id"]);
     assert_eq!(session["item_count"], 0);
     assert_eq!(
         session["usage"],
@@ -33,6 +43,9 @@ async fn session_lifecycle_over_http() {
         session
     );
 
+    app.patch("/v1/sessions/chat:42@web", json!({"agent_id": "typo"}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
     let patched = app
         .patch(
             "/v1/sessions/chat:42@web",

@@ -13,7 +13,9 @@ use tokio::sync::oneshot;
 
 use crate::helpers::{get_json, scratch_postgres, ScratchDatabase};
 
+mod restart;
 mod runs;
+mod startup;
 
 struct Server {
     child: Child,
@@ -304,6 +306,7 @@ async fn migrate_applies_the_schema_and_exits() {
         tables,
         [
             "agents",
+            "compactions",
             "idempotency_keys",
             "items",
             "run_events",

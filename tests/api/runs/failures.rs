@@ -8,7 +8,10 @@ use super::RunsApp;
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 
-on_both_backends!(llm_failures_fail_the_run_and_keep_the_history);
+on_both_backends!(
+    llm_failures_fail_the_run_and_keep_the_history,
+    an_answer_cut_short_is_marked_incomplete,
+);
 
 async fn llm_failures_fail_the_run_and_keep_the_history(db: TestDb) {
     let t = RunsApp::configured(db, |c| c.llm_max_retries = 1).await;
@@ -20,6 +23,7 @@ async fn llm_failures_fail_the_run_and_keep_the_history(db: TestDb) {
         .await
         .expect(StatusCode::CREATED);
     let before = t.items("f").await;
+    // (replies, code): every reply is one request the service made, and counts.
     let cases = [
         (vec![Reply::status(429), Reply::status(429)], "llm_rate_limited"),
         (vec![Reply::status(500), Reply::status(503)], "llm_unavailable"),
@@ -37,6 +41,7 @@ async fn llm_failures_fail_the_run_and_keep_the_history(db: TestDb) {
         (vec![Reply::Hang, Reply::Hang], "llm_timeout"),
     ];
     for (replies, code) in cases {
+        let calls = replies.len();
         for reply in replies {
             t.llm.push(reply);
         }
@@ -47,6 +52,7 @@ async fn llm_failures_fail_the_run_and_keep_the_history(db: TestDb) {
             .expect(StatusCode::OK);
         assert_eq!(run["status"], "failed", "{code}: {run}");
         assert_eq!(run["error"]["code"], code, "{run}");
+        assert_eq!(run["usage"]["llm_calls"], calls, "{code}: {run}");
         assert_eq!(t.items("f").await, before, "{code} changed the history");
     }
     // The retried 429 and 500 came back, and the next run succeeds.
@@ -58,7 +64,40 @@ async fn llm_failures_fail_the_run_and_keep_the_history(db: TestDb) {
         .await
         .expect(StatusCode::OK);
     assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        run["usage"]["llm_calls"], 2,
+        "the failed attempt counts: {run}"
+    );
+    assert_eq!(run["incomplete_details"], json!(null), "{run}");
     assert_eq!(t.items("f").await.len(), before.len() + 2);
+}
+
+async fn an_answer_cut_short_is_marked_incomplete(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    for (finish_reason, reason) in [
+        ("length", "max_output_tokens"),
+        ("content_filter", "content_filter"),
+    ] {
+        t.llm.push(Reply::Cut {
+            text: "Once upon a".into(),
+            reason: finish_reason.into(),
+        });
+        let run = t
+            .app
+            .post("/v1/sessions/cut/runs", json!({"input": "a story"}))
+            .await
+            .expect(StatusCode::OK);
+        assert_eq!(run["status"], "completed", "{run}");
+        assert_eq!(
+            run["incomplete_details"],
+            json!({"reason": reason}),
+            "{run}"
+        );
+        let items = t.items("cut").await;
+        let answer = items.last().unwrap();
+        assert_eq!(answer["status"], "incomplete", "{answer}");
+        assert_eq!(answer["content"][0]["text"], "Once upon a", "{answer}");
+    }
 }
 
 #[tokio::test]
@@ -77,10 +116,10 @@ async fn a_run_with_too_much_input_for_its_budget_fails_before_calling() {
     t.app
         .post(
             "/v1/sessions/b/runs",
-            json!({"input": "x", "agent": {"context": {"strategy": "compact"}}}),
+            json!({"input": "x", "agent": {"context": {"strategy": "compact", "keep_recent_items": 1001}}}),
         )
         .await
-        .expect_problem(StatusCode::BAD_REQUEST, "not_implemented");
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! Runs end to end: the API, the worker pool and the in-process fake LLM.
 
+mod examples;
 mod failures;
 mod modes;
 mod queue;

@@ -328,6 +328,9 @@ async fn bad_run_bodies_name_the_field() {
             "stream",
         ),
         (json!({"input": "hi", "agent_id": "no/slash"}), "agent_id"),
+        // A turn on nothing is refused.
+        (json!({"input": ""}), "input: must not be empty"),
+        (json!({"input": []}), "input: must hold at least one item"),
         (
             json!({"input": "hi", "agent": {"tools": [{"type": "function", "name": "bad name"}]}}),
             "agent.tools[0].name",

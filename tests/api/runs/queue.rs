@@ -82,6 +82,10 @@ async fn cancel_drops_the_call_and_keeps_the_history(db: TestDb) {
         .await
         .expect(StatusCode::OK);
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    // The call the cancel cut off was made (and billed): it counts.
+    assert_eq!(cancelled["usage"]["llm_calls"], 1, "{cancelled}");
+    let session = t.app.get("/v1/sessions/c").await.expect(StatusCode::OK);
+    assert_eq!(session["usage"]["llm_calls"], 1, "{session}");
     assert!(t.items("c").await.is_empty());
     let events = super::parse_sse(&t.app.get(&format!("{path}/events")).await.text);
     assert_eq!(events.last().unwrap().0, "run.cancelled");

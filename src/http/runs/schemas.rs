@@ -11,7 +11,7 @@ use utoipa::openapi::schema::{
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::model::{ItemBody, ItemCreated, MessageDelta, Run, RunEvent};
+use crate::model::{CompactionCreated, ItemBody, ItemCreated, MessageDelta, Run, RunEvent};
 
 /// The schema of `input` on a new run.
 pub struct RunInput;
@@ -24,7 +24,11 @@ impl PartialSchema for RunInput {
                 .additional_properties(Some(AdditionalProperties::<Schema>::FreeForm(true)))
         };
         OneOfBuilder::new()
-            .item(ObjectBuilder::new().schema_type(Type::String))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1)),
+            )
             .item(item())
             .item(
                 ArrayBuilder::new()
@@ -33,8 +37,8 @@ impl PartialSchema for RunInput {
                     .max_items(Some(ItemBody::MAX_BATCH)),
             )
             .description(Some(
-                "What a run is given: a string (a user message), one item, or a list of 1 to \
-                 1000 items.",
+                "What a run is given: a non-empty string (a user message), one item, or a list \
+                 of 1 to 1000 items.",
             ))
             .into()
     }
@@ -60,11 +64,15 @@ impl PartialSchema for RunStreamEvent {
             .item(event(&run_events, Run::name()))
             .item(event(&[RunEvent::MESSAGE_DELTA], MessageDelta::name()))
             .item(event(&[RunEvent::ITEM_CREATED], ItemCreated::name()))
+            .item(event(
+                &[RunEvent::COMPACTION_CREATED],
+                CompactionCreated::name(),
+            ))
             .description(Some(
                 "One server-sent event of a run. `run.created`, `run.started`, \
                  `run.requires_action`, `run.completed`, `run.failed` and `run.cancelled` \
                  carry the Run; `message.delta` a MessageDelta; `item.created` an \
-                 ItemCreated.",
+                 ItemCreated; `compaction.created` a CompactionCreated.",
             ))
             .into()
     }
@@ -75,6 +83,11 @@ impl ToSchema for RunStreamEvent {
         schemas.push((Run::name().into(), Run::schema()));
         schemas.push((MessageDelta::name().into(), MessageDelta::schema()));
         schemas.push((ItemCreated::name().into(), ItemCreated::schema()));
+        schemas.push((
+            CompactionCreated::name().into(),
+            CompactionCreated::schema(),
+        ));
+        CompactionCreated::schemas(schemas);
         Run::schemas(schemas);
     }
 }

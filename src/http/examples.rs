@@ -1,0 +1,94 @@
+//! Examples for the interactive docs: "Try it out" on `/docs` sends these as they stand,
+//! so each is a request the service accepts, in the order create → use → delete.
+//! Server-made ids (items, runs, agents) have no example: a user pastes one from an
+//! earlier answer.
+
+use serde_json::{json, Value};
+use utoipa::openapi::path::ParameterBuilder;
+use utoipa::openapi::OpenApi;
+use utoipa::Modify;
+
+/// The example id of a session.
+pub const SESSION_ID: &str = "support-4711";
+
+/// The example request body of each operation, by operation id.
+pub fn request_body(operation_id: &str) -> Option<Value> {
+    Some(match operation_id {
+        "create_session" => json!({"id": SESSION_ID, "metadata": {"user": "alice"}}),
+        "update_session" => json!({"metadata": {"priority": "high"}}),
+        "append_items" => json!({"items": [
+            {"role": "user", "content": "Where is my order #4711?"},
+        ]}),
+        "create_agent" => json!({
+            "name": "support",
+            "instructions": "You are a concise support agent. Look orders up before answering.",
+            "tools": [order_lookup_tool()],
+        }),
+        "update_agent" => json!({"instructions": "You are a friendly, concise support agent."}),
+        "create_run" => json!({
+            "input": "Has order #4711 shipped yet?",
+            "agent": {"tools": [order_lookup_tool()]},
+            "stream": false,
+        }),
+        "compact" => json!({"keep_recent_items": 2}),
+        "fork_session" => json!({"id": "support-4711-retry", "metadata": {"user": "alice"}}),
+        "submit_tool_outputs" => json!({
+            "outputs": [{"call_id": "call_1", "output": "{\"status\": \"shipped\"}"}],
+        }),
+        _ => return None,
+    })
+}
+
+/// A client tool: the model may call it, and the run waits for the caller's answer.
+fn order_lookup_tool() -> Value {
+    json!({
+        "type": "function",
+        "name": "lookup_order",
+        "description": "Looks an order up by its number",
+        "parameters": {
+            "type": "object",
+            "properties": {"number": {"type": "string"}},
+            "required": ["number"],
+        },
+    })
+}
+
+/// The example of a parameter, by name; none for those a user must fill in.
+fn parameter_example(name: &str) -> Option<Value> {
+    match name {
+        "session_id" => Some(json!(SESSION_ID)),
+        "limit" => Some(json!(20)),
+        _ => None,
+    }
+}
+
+/// Puts the examples into the document.
+pub struct Examples;
+
+impl Modify for Examples {
+    fn modify(&self, openapi: &mut OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                let example = operation.operation_id.as_deref().and_then(request_body);
+                if let (Some(example), Some(body)) = (example, operation.request_body.as_mut()) {
+                    for content in body.content.values_mut() {
+                        content.example = Some(example.clone());
+                    }
+                }
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    if let Some(example) = parameter_example(&parameter.name) {
+                        *parameter = ParameterBuilder::from(parameter.clone())
+                            .example(Some(example))
+                            .build();
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! How a run is answered: waited for, streamed as server-sent events, or accepted.
+
+use std::convert::Infallible;
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::{Stream, StreamExt};
+use uuid::Uuid;
+
+use super::schemas::RunStreamEvent;
+use crate::http::error::{ApiError, BadRequest, Internal, NotFound, Result};
+use crate::http::extract::{RunPath, SessionPath, Tenant};
+use crate::http::AppState;
+use crate::model::{Run, RunEvent, SessionId};
+use crate::store::StoreError;
+
+/// How a new run is answered.
+pub(super) enum Mode {
+    Wait,
+    Stream,
+    Background,
+}
+
+impl Mode {
+    pub(super) fn new(stream: bool, background: bool) -> Result<Self> {
+        match (stream, background) {
+            (true, true) => Err(ApiError::invalid(
+                "stream",
+                "cannot be combined with background: true",
+            )),
+            (true, false) => Ok(Self::Stream),
+            (false, true) => Ok(Self::Background),
+            (false, false) => Ok(Self::Wait),
+        }
+    }
+}
+
+/// Answers with a run just started (or an earlier request's run) in `mode`.
+pub(super) async fn answer(
+    state: &AppState,
+    tenant: &str,
+    session_id: &SessionId,
+    run: Run,
+    mode: Mode,
+) -> Result<Response> {
+    Ok(match mode {
+        Mode::Background => accepted(run),
+        Mode::Stream => sse(state.runs.events(tenant, session_id, run.id, 0)),
+        Mode::Wait => wait(state, tenant, session_id, run.id, 0).await?,
+    })
+}
+
+/// Waits for the run to finish or need the client: 200; 202 once `RUN_WAIT_SECS` pass.
+pub(super) async fn wait(
+    state: &AppState,
+    tenant: &str,
+    session_id: &SessionId,
+    run_id: Uuid,
+    after: i64,
+) -> Result<Response> {
+    let not_found = |e| ApiError::from_runs(e, session_id.as_str(), Some(&run_id.to_string()));
+    let waited = tokio::time::timeout(
+        state.run_wait,
+        state.runs.wait(tenant, session_id, run_id, after),
+    )
+    .await;
+    match waited {
+        Ok(run) => Ok(Json(run.map_err(not_found)?).into_response()),
+        Err(_) => {
+            let run = state
+                .runs
+                .get(tenant, session_id, run_id)
+                .await
+                .map_err(not_found)?;
+            Ok(accepted(run))
+        }
+    }
+}
+
+fn accepted(run: Run) -> Response {
+    let location = format!("/v1/sessions/{}/runs/{}", run.session_id, run.id);
+    (
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(run),
+    )
+        .into_response()
+}
+
+/// The events as server-sent events, with keep-alive comments while the run is quiet.
+pub(super) fn sse(
+    events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
+) -> Response {
+    let events = events
+        .take_while(|event| {
+            if let Err(error) = event {
+                tracing::warn!(%error, "a run's event stream broke off");
+            }
+            std::future::ready(event.is_ok())
+        })
+        .filter_map(|event| std::future::ready(event.ok()))
+        .map(|event| {
+            Ok::<_, Infallible>(
+                Event::default()
+                    .event(event.event)
+                    .id(event.seq.to_string())
+                    .data(event.data.get()),
+            )
+        });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// Follow a run's events.
+///
+/// Replays the events from the start, or after the `Last-Event-ID` header, then follows
+/// them live. The stream ends after `run.completed`, `run.failed`, `run.cancelled` or
+/// `run.requires_action`.
+#[utoipa::path(
+    get,
+    path = "/v1/sessions/{session_id}/runs/{run_id}/events",
+    tag = "runs",
+    params(
+        ("session_id" = String, Path, description = "The session id"),
+        ("run_id" = String, Path, description = "The run id"),
+        ("Last-Event-ID" = Option<String>, Header, description = "Replay the events after this one (an event's `id`)"),
+    ),
+    responses(
+        (status = 200, description = "The run's events", content((RunStreamEvent = "text/event-stream"))),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 500, response = Internal),
+    )
+)]
+pub async fn run_events(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(session_id): SessionPath,
+    run: RunPath,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let after = match headers.get("last-event-id") {
+        None => 0,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .filter(|v| (1..=18).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|v| v.parse::<i64>().ok())
+            .ok_or_else(|| {
+                ApiError::invalid("Last-Event-ID", "must be an event id (1 to 18 digits)")
+            })?,
+    };
+    state
+        .runs
+        .get(tenant, &session_id, run.id)
+        .await
+        .map_err(|e| ApiError::from_runs(e, session_id.as_str(), Some(&run.raw)))?;
+    Ok(sse(state.runs.events(tenant, &session_id, run.id, after)))
+}

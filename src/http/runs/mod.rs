@@ -1,0 +1,162 @@
+//! `/v1/sessions/{session_id}/runs`: run the agent's next turn, follow it, cancel it,
+//! answer its client tools. Parsing and answering only: the use cases are `crate::runs`.
+
+mod control;
+mod follow;
+mod schemas;
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use utoipa::ToSchema;
+
+use super::error::{
+    ApiError, BadRequest, Conflict, Internal, KeyReused, NotFound, PayloadTooLarge, Result,
+    UnsupportedMediaType,
+};
+use super::extract::{idempotency_key, AppJsonText, SessionPath, Tenant, IDEMPOTENT_REPLAYED};
+use super::AppState;
+use crate::model::{AgentConfig, IdempotencyKey, IfBusy, Metadata, Run};
+use crate::runs::{ConfigRequest, StartRun};
+pub(super) use control::{
+    __path_cancel_run, __path_get_run, __path_list_runs, __path_submit_tool_outputs,
+};
+pub(super) use follow::__path_run_events;
+use follow::Mode;
+use schemas::RunInput;
+pub use schemas::RunStreamEvent;
+
+/// The reads of runs, which answer at once like any other request.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/sessions/{session_id}/runs", get(control::list_runs))
+        .route(
+            "/v1/sessions/{session_id}/runs/{run_id}",
+            get(control::get_run),
+        )
+}
+
+/// The requests that wait for a run, which the request time limit must not cut off:
+/// `RUN_WAIT_SECS` bounds them, or they stream exactly as long as the run lives.
+pub fn waiting_router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/sessions/{session_id}/runs", post(create_run))
+        .route(
+            "/v1/sessions/{session_id}/runs/{run_id}/events",
+            get(follow::run_events),
+        )
+        .route(
+            "/v1/sessions/{session_id}/runs/{run_id}/cancel",
+            post(control::cancel_run),
+        )
+        .route(
+            "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
+            post(control::submit_tool_outputs),
+        )
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRunRequest {
+    /// A string (a user message), one item, or a list of 1 to 1000 items.
+    #[schema(value_type = RunInput)]
+    input: Box<RawValue>,
+    /// An agent whose configuration overrides the session's agent.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
+    )]
+    agent_id: Option<String>,
+    /// Configuration that overrides `agent_id`'s, the session's agent and the defaults.
+    agent: Option<AgentConfig>,
+    /// Answer with the run's events as server-sent events.
+    stream: Option<bool>,
+    /// Answer 202 at once; the run executes in the background.
+    background: Option<bool>,
+    if_busy: Option<IfBusy>,
+    #[schema(value_type = Option<Metadata>)]
+    metadata: Option<BTreeMap<String, String>>,
+}
+
+/// Run the agent's next turn.
+///
+/// Waits for the run and answers 200 with it (or 202 when it outlasts `RUN_WAIT_SECS`);
+/// with `stream: true` answers its events as `text/event-stream`; with
+/// `background: true` answers 202 at once.
+#[utoipa::path(
+    post,
+    path = "/v1/sessions/{session_id}/runs",
+    tag = "runs",
+    params(
+        ("session_id" = String, Path, description = "The session id; created if absent"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: the same key with the same request answers with the first request's run instead of starting another; kept for 24 hours"),
+    ),
+    request_body = CreateRunRequest,
+    responses(
+        (status = 200, description = "The finished run, or its events with `stream: true`", content(
+            (Run = "application/json"),
+            (RunStreamEvent = "text/event-stream"),
+        ), headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
+        (status = 202, description = "The queued (or still running) run", body = Run,
+         headers(
+            ("location" = String, description = "The path of the run"),
+            ("idempotent-replayed" = String, description = "`true` when this answers a retry"),
+        )),
+        (status = 400, response = BadRequest),
+        (status = 404, response = NotFound),
+        (status = 409, response = Conflict),
+        (status = 413, response = PayloadTooLarge),
+        (status = 415, response = UnsupportedMediaType),
+        (status = 422, response = KeyReused),
+        (status = 500, response = Internal),
+    )
+)]
+async fn create_run(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    SessionPath(session_id): SessionPath,
+    headers: HeaderMap,
+    AppJsonText(request, body): AppJsonText<CreateRunRequest>,
+) -> Result<Response> {
+    let mode = Mode::new(
+        request.stream.unwrap_or(false),
+        request.background.unwrap_or(false),
+    )?;
+    let idempotency = idempotency_key(&headers)?
+        .map(|key| {
+            let body = std::str::from_utf8(&body).unwrap_or_default();
+            IdempotencyKey::for_run(key, &session_id, body)
+        })
+        .transpose()?;
+    let start = StartRun {
+        input: request.input,
+        config: ConfigRequest {
+            agent_id: request.agent_id,
+            inline: request.agent,
+        },
+        metadata: request.metadata,
+        if_busy: request.if_busy.unwrap_or_default(),
+        background: matches!(mode, Mode::Background),
+        idempotency,
+    };
+    let started = state
+        .runs
+        .start(tenant, &session_id, start)
+        .await
+        .map_err(|e| ApiError::from_runs(e, session_id.as_str(), None))?;
+    let mut response = follow::answer(&state, tenant, &session_id, started.run, mode).await?;
+    if started.replayed {
+        response.headers_mut().insert(
+            IDEMPOTENT_REPLAYED.clone(),
+            HeaderValue::from_static("true"),
+        );
+    }
+    Ok(response)
+}

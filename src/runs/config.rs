@@ -1,0 +1,77 @@
+//! The rule that layers a run's configuration (DESIGN.md "Runs"): inline over the
+//! `agent_id` agent, over the session's agent, over the server default.
+
+use super::error::{Result, RunsError};
+use super::RunSettings;
+use crate::model::{AgentConfig, AgentId, ContextConfig, RunConfig, SessionId, DEFAULT_MAX_TURNS};
+use crate::store::{SessionStore, StoreError};
+
+/// What a request asks of a run's configuration.
+#[derive(Debug, Default)]
+pub struct ConfigRequest {
+    pub agent_id: Option<String>,
+    pub inline: Option<AgentConfig>,
+}
+
+/// The configuration a run on `session_id` executes with.
+pub(super) async fn resolve(
+    store: &dyn SessionStore,
+    settings: &RunSettings,
+    tenant: &str,
+    session_id: &SessionId,
+    request: ConfigRequest,
+) -> Result<RunConfig> {
+    let mut config = AgentConfig {
+        model: settings.default_model.clone(),
+        ..AgentConfig::default()
+    };
+    match store.get_session(tenant, session_id).await {
+        Ok(session) => {
+            if let Some(id) = session.agent_id {
+                config = agent(store, tenant, id, true).await?.over(config);
+            }
+        }
+        Err(StoreError::SessionNotFound) => {}
+        Err(error) => return Err(error.into()),
+    }
+    if let Some(id) = request.agent_id {
+        AgentId::parse("agent_id", id.clone())?;
+        config = agent(store, tenant, id, false).await?.over(config);
+    }
+    if let Some(inline) = request.inline {
+        inline.validate("agent.", &settings.webhooks)?;
+        config = inline.over(config);
+    }
+    let model = config.model.ok_or_else(|| {
+        crate::model::InvalidField::new(
+            "agent.model",
+            "no model is configured: give the agent one or set LLM_MODEL",
+        )
+    })?;
+    Ok(RunConfig {
+        model,
+        instructions: config.instructions,
+        temperature: config.temperature,
+        max_output_tokens: config.max_output_tokens,
+        tools: config.tools.unwrap_or_default(),
+        max_turns: config.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+        max_input_tokens: config.context.as_ref().and_then(|c| c.max_input_tokens),
+        compaction: config.context.as_ref().and_then(ContextConfig::compaction),
+    })
+}
+
+async fn agent(
+    store: &dyn SessionStore,
+    tenant: &str,
+    agent_id: String,
+    by_session: bool,
+) -> Result<AgentConfig> {
+    match store.get_agent(tenant, &agent_id).await {
+        Ok(agent) => Ok(agent.config()),
+        Err(StoreError::AgentNotFound) => Err(RunsError::AgentNotFound {
+            agent_id,
+            by_session,
+        }),
+        Err(error) => Err(error.into()),
+    }
+}

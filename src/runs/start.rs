@@ -1,0 +1,211 @@
+//! Starting a run: a retry is answered with the run its first request created; a new
+//! run is checked, configured and created, and executed at once when a worker is free.
+
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::config::{self, ConfigRequest};
+use super::error::{Result, RunsError};
+use super::{worker, Runs};
+use crate::model::{
+    json_error_message, run_items, IdempotencyKey, IfBusy, InvalidField, ItemBody, Metadata,
+    NewRun, Run, RunEvent, SessionId,
+};
+use crate::store::{SessionStore, StartNow, StoreError};
+
+/// What a client asks of a new run.
+#[derive(Debug)]
+pub struct StartRun {
+    /// A string (a user message), one item or a list of items, as the client sent it.
+    pub input: Box<RawValue>,
+    pub config: ConfigRequest,
+    pub metadata: Option<BTreeMap<String, String>>,
+    pub if_busy: IfBusy,
+    /// Answered as queued, for the workers; otherwise started here when a worker is free.
+    pub background: bool,
+    pub idempotency: Option<IdempotencyKey>,
+}
+
+/// A run as a start request left it.
+#[derive(Debug)]
+pub struct Started {
+    pub run: Run,
+    /// The run of an earlier request with the same Idempotency-Key.
+    pub replayed: bool,
+}
+
+impl Runs {
+    /// Starts a run on the session (created if absent), or finds the run an earlier
+    /// request with the same Idempotency-Key started.
+    pub async fn start(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        request: StartRun,
+    ) -> Result<Started> {
+        let store = &*self.engine.store;
+        if let Some(key) = &request.idempotency {
+            // Answered before anything of the request is looked up again: its agent may
+            // be gone by now. `create_run` decides again, atomically, for racing retries.
+            if let Some(run) = replayed_run(store, tenant, session_id, key).await? {
+                return Ok(Started {
+                    run,
+                    replayed: true,
+                });
+            }
+        }
+        let input = parse_input(&request.input)?;
+        let metadata = Metadata::new(request.metadata.unwrap_or_default())?;
+        let config = config::resolve(
+            store,
+            &self.engine.settings,
+            tenant,
+            session_id,
+            request.config,
+        )
+        .await?;
+        let run = NewRun {
+            id: Uuid::now_v7(),
+            input,
+            config,
+            metadata,
+            idempotency: request.idempotency,
+        };
+        self.create(
+            tenant,
+            session_id,
+            run,
+            request.if_busy,
+            !request.background,
+        )
+        .await
+    }
+
+    /// Creates a run. With `start_now` and a worker slot free, a run on an idle session
+    /// is claimed as it is created and executed at once; any other run is queued for the
+    /// workers.
+    async fn create(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run: NewRun,
+        if_busy: IfBusy,
+        start_now: bool,
+    ) -> Result<Started> {
+        let engine = self.engine.clone();
+        let slot = start_now
+            .then(|| engine.slots.clone().try_acquire_owned().ok())
+            .flatten();
+        let Some(slot) = slot else {
+            let created = engine
+                .store
+                .create_run(tenant, session_id, run, if_busy, None)
+                .await?;
+            if !created.replayed {
+                self.wake();
+            }
+            return Ok(Started {
+                run: created.run,
+                replayed: created.replayed,
+            });
+        };
+        // Creation and the execution it may start run in a task of their own: a request
+        // that goes away while its run is being committed must not leave the run claimed
+        // by no one until the lease lapses.
+        let (answer, answered) = oneshot::channel::<Result<Started, StoreError>>();
+        let (tenant, session_id) = (tenant.to_owned(), session_id.clone());
+        engine.started.clone().spawn(async move {
+            let start = StartNow {
+                worker: Uuid::now_v7(),
+                lease: engine.settings.lease,
+            };
+            let created = match engine
+                .store
+                .create_run(&tenant, &session_id, run, if_busy, Some(start))
+                .await
+            {
+                Ok(created) => created,
+                Err(error) => {
+                    let _ = answer.send(Err(error));
+                    return;
+                }
+            };
+            // Live before the request follows it, with the one event the store wrote.
+            let execution = created.claim.map(|claim| {
+                let event = RunEvent::for_status(1, &created.run);
+                worker::execute_claimed(engine.clone(), claim, vec![event])
+            });
+            if execution.is_none() && !created.replayed {
+                engine.work.notify_one();
+            }
+            let _ = answer.send(Ok(Started {
+                run: created.run,
+                replayed: created.replayed,
+            }));
+            if let Some(execution) = execution {
+                if let Err(error) = execution.await {
+                    tracing::warn!(%error, "cannot finish a run");
+                }
+                drop(slot);
+                // A run queued behind this one may be claimable now.
+                engine.work.notify_one();
+            }
+        });
+        // Only a panic in the task drops the answer unsent.
+        match answered.await {
+            Ok(started) => Ok(started?),
+            Err(_) => Err(RunsError::Stopped),
+        }
+    }
+}
+
+/// The run that an earlier request with `key` created, if it still exists. One whose
+/// run was deleted since (with its session) is created again by the retry.
+async fn replayed_run(
+    store: &dyn SessionStore,
+    tenant: &str,
+    session_id: &SessionId,
+    key: &IdempotencyKey,
+) -> Result<Option<Run>, StoreError> {
+    let Some(run_id) = store.replayed_run_id(tenant, key).await? else {
+        return Ok(None);
+    };
+    match store.get_run(tenant, session_id, run_id).await {
+        Ok(run) => Ok(Some(run)),
+        Err(StoreError::RunNotFound | StoreError::SessionNotFound) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// The items of a run's input.
+fn parse_input(input: &RawValue) -> Result<Vec<Box<RawValue>>, InvalidField> {
+    let invalid = |e: serde_json::Error| InvalidField::new("input", json_error_message(&e));
+    let text = input.get().trim_start();
+    if text.starts_with('"') {
+        let message: String = serde_json::from_str(text).map_err(invalid)?;
+        if message.is_empty() {
+            return Err(InvalidField::new("input", "must not be empty"));
+        }
+        return Ok(vec![run_items::user_message(&message)]);
+    }
+    if text.starts_with('{') {
+        return Ok(vec![ItemBody::new("input", input.to_owned())?.into_raw()]);
+    }
+    if text.starts_with('[') {
+        let items: Vec<Box<RawValue>> = serde_json::from_str(text).map_err(invalid)?;
+        if items.is_empty() {
+            return Err(InvalidField::new("input", "must hold at least one item"));
+        }
+        return Ok(ItemBody::batch("input", items)?
+            .into_iter()
+            .map(ItemBody::into_raw)
+            .collect());
+    }
+    Err(InvalidField::new(
+        "input",
+        "must be a string, an item object or a list of items",
+    ))
+}

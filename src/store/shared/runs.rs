@@ -1,0 +1,384 @@
+//! Runs and their events, written once for both backends.
+//!
+//! Longer than most files: the macro holds the whole `RunStore` impl, which Rust wants
+//! in one block.
+
+/// The `RunStore` of `$store`. The backend's runs module provides the statements that
+/// differ by dialect: `insert_run`, `write_run`, `settle_session`, `claim_next`,
+/// `save_events` and `SKIP_LOCKED`; its parent provides `FOR_UPDATE`, `claim_key`,
+/// `keep_response` and `kept_response`.
+macro_rules! run_store {
+    ($store:ident, $conn:ty) => {
+        mod run_flows {
+            use std::time::Duration;
+
+            use async_trait::async_trait;
+            use uuid::Uuid;
+
+            use super::*;
+            use $crate::model::{
+                IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord,
+                RunStatus, SessionId, ToolOutput,
+            };
+            use $crate::store::idempotency::{replayed_run_id, run_response};
+            use $crate::store::payload::PayloadCodec;
+            use $crate::store::rows::{beyond, direction, uuid_cursor};
+            use $crate::store::run_rows::{
+                self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
+            };
+            use $crate::store::timestamp::Timestamp;
+            use $crate::store::{
+                explain_empty_run_page, Claim, CreatedRun, Result, RunStore, StartNow, StoreError,
+            };
+
+            /// The run with its bookkeeping, locked for the rest of the transaction where
+            /// the backend locks rows.
+            async fn find_run(
+                conn: &mut $conn,
+                tenant: &str,
+                session_id: &SessionId,
+                run_id: Uuid,
+            ) -> Result<LockedRunRow> {
+                let row = sqlx::query_as(&format!(
+                    r"select {LOCKED_COLUMNS}, {RUN_COLUMNS} from runs r
+                      where r.tenant_id = $1 and r.id = $3
+                        and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2){FOR_UPDATE}"
+                ))
+                .bind(tenant)
+                .bind(session_id.as_str())
+                .bind(run_id)
+                .fetch_optional(&mut *conn)
+                .await?;
+                match row {
+                    Some(row) => Ok(row),
+                    None => Err(missing_run(conn, tenant, session_id).await),
+                }
+            }
+
+            /// Why a run lookup found nothing: the session or only the run is missing.
+            async fn missing_run(conn: &mut $conn, tenant: &str, session_id: &SessionId) -> StoreError {
+                match session_pk(conn, tenant, session_id).await {
+                    Ok(_) => StoreError::RunNotFound,
+                    Err(error) => error,
+                }
+            }
+
+            /// The run that an earlier request with `key` created, or None with the key
+            /// claimed for this request. A key whose run has been deleted since (with its
+            /// session) is claimed afresh, so that the retry creates the run again rather
+            /// than failing for a day.
+            async fn replay_run(
+                conn: &mut $conn,
+                codec: &PayloadCodec,
+                tenant: &str,
+                session_id: &SessionId,
+                key: &IdempotencyKey,
+                now: Timestamp,
+            ) -> Result<Option<Run>> {
+                loop {
+                    let Some((first, claimed_at)) = claim_key(conn, codec, tenant, key, now).await? else {
+                        return Ok(None);
+                    };
+                    let run_id = replayed_run_id(&first)?;
+                    match find_run(conn, tenant, session_id, run_id).await {
+                        Ok(found) => return Ok(Some(found.run.into_record(codec, tenant)?.run)),
+                        Err(StoreError::RunNotFound | StoreError::SessionNotFound) => {
+                            // Only the claim that named the missing run: a concurrent retry
+                            // that claimed the key afresh already is replayed on the next turn.
+                            sqlx::query(
+                                "delete from idempotency_keys where tenant_id = $1 and key = $2 and created_at = $3",
+                            )
+                            .bind(tenant)
+                            .bind(&key.key)
+                            .bind(claimed_at)
+                            .execute(&mut *conn)
+                            .await?;
+                        }
+                        Err(error) => return Err(error),
+                    }
+                }
+            }
+
+            #[async_trait]
+            impl RunStore for $store {
+                async fn create_run(
+                    &self,
+                    tenant: &str,
+                    session_id: &SessionId,
+                    run: NewRun,
+                    if_busy: IfBusy,
+                    start: Option<StartNow>,
+                ) -> Result<CreatedRun> {
+                    let now = Timestamp::now();
+                    let mut tx = self.writer().begin().await?;
+                    let key = run.idempotency.clone();
+                    if let Some(key) = &key {
+                        let replayed =
+                            replay_run(&mut tx, &self.codec, tenant, session_id, key, now).await?;
+                        if let Some(run) = replayed {
+                            return Ok(CreatedRun {
+                                run,
+                                claim: None,
+                                replayed: true,
+                            });
+                        }
+                    }
+                    // The upsert takes the session's row lock (Postgres), which orders
+                    // concurrent run creation.
+                    let session_pk: i64 = sqlx::query_scalar(
+                        r"insert into sessions (tenant_id, id, created_at, updated_at) values ($1, $2, $3, $3)
+                          on conflict (tenant_id, id) do update set updated_at = sessions.updated_at
+                          returning pk",
+                    )
+                    .bind(tenant)
+                    .bind(session_id.as_str())
+                    .bind(now)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    let active: Option<Uuid> = sqlx::query_scalar(&format!(
+                        "select id from runs where session_pk = $1 and status in {UNFINISHED} order by pk limit 1"
+                    ))
+                    .bind(session_pk)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    run_rows::admit(active, if_busy)?;
+                    let start = start.filter(|_| active.is_none());
+                    // The lease runs from now: the session lock may have kept this request
+                    // waiting.
+                    let started = Timestamp::now();
+                    let (record, created) = run_rows::new_run(session_id, run, now.0);
+                    let new = run_rows::NewRunRow {
+                        tenant,
+                        session_pk,
+                        record: &record,
+                        first_event: &created,
+                        start,
+                        created_at: now,
+                        started_at: started,
+                    };
+                    let run_pk = insert_run(&mut tx, &self.codec, new).await?;
+                    if let Some(key) = &key {
+                        let response = run_response(record.run.id);
+                        keep_response(&mut tx, &self.codec, tenant, key, &response).await?;
+                    }
+                    tx.commit().await?;
+                    let claim = start.map(|s| {
+                        run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), started.0)
+                    });
+                    Ok(CreatedRun {
+                        run: record.run,
+                        claim,
+                        replayed: false,
+                    })
+                }
+
+                async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
+                    let mut conn = self.reader().acquire().await?;
+                    let row: Option<RunRow> = sqlx::query_as(&format!(
+                        r"select {RUN_COLUMNS} from runs r
+                          where r.tenant_id = $1 and r.id = $3
+                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2)"
+                    ))
+                    .bind(tenant)
+                    .bind(session_id.as_str())
+                    .bind(run_id)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                    match row {
+                        Some(row) => Ok(row.into_record(&self.codec, tenant)?.run),
+                        None => Err(missing_run(&mut conn, tenant, session_id).await),
+                    }
+                }
+
+                async fn replayed_run_id(&self, tenant: &str, key: &IdempotencyKey) -> Result<Option<Uuid>> {
+                    kept_response(self.reader(), &self.codec, tenant, key)
+                        .await?
+                        .map(|response| replayed_run_id(&response))
+                        .transpose()
+                }
+
+                async fn list_runs(
+                    &self,
+                    tenant: &str,
+                    session_id: &SessionId,
+                    page: &PageRequest,
+                ) -> Result<Page<Run>> {
+                    let cursor = uuid_cursor(page);
+                    let scan = page.scan_order();
+                    let rows: Vec<RunRow> = sqlx::query_as(&format!(
+                        r"select {RUN_COLUMNS} from runs r
+                          where r.tenant_id = $1
+                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2)
+                            and ($3 is null or r.pk {} (select c.pk from runs c where c.tenant_id = $1 and c.id = $3
+                                                        and c.session_pk = r.session_pk))
+                          order by r.pk {} limit $4",
+                        beyond(scan),
+                        direction(scan)
+                    ))
+                    .bind(tenant)
+                    .bind(session_id.as_str())
+                    .bind(cursor)
+                    .bind(page.fetch_limit())
+                    .fetch_all(self.reader())
+                    .await?;
+                    if rows.is_empty() {
+                        explain_empty_run_page(self, tenant, session_id, cursor).await?;
+                    }
+                    let runs = rows
+                        .into_iter()
+                        .map(|row| row.into_record(&self.codec, tenant).map(|r| r.run))
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok(page.finish(runs, false, |r| r.id.to_string()))
+                }
+
+                async fn run_events(
+                    &self,
+                    tenant: &str,
+                    session_id: &SessionId,
+                    run_id: Uuid,
+                    after: i64,
+                ) -> Result<(Vec<RunEvent>, RunStatus)> {
+                    let mut conn = self.reader().acquire().await?;
+                    let run: Option<(i64, String)> = sqlx::query_as(
+                        r"select r.pk, r.status from runs r
+                          where r.tenant_id = $1 and r.id = $3
+                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2)",
+                    )
+                    .bind(tenant)
+                    .bind(session_id.as_str())
+                    .bind(run_id)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                    let Some((run_pk, status)) = run else {
+                        return Err(missing_run(&mut conn, tenant, session_id).await);
+                    };
+                    // The status is read first: events committed with a final status are
+                    // then certainly among those read next.
+                    let status = RunStatus::parse(&status)
+                        .ok_or_else(|| StoreError::Corrupt(format!("run status `{status}`")))?;
+                    let rows: Vec<EventRow> = sqlx::query_as(
+                        "select seq, event, data from run_events where run_pk = $1 and seq > $2 order by seq",
+                    )
+                    .bind(run_pk)
+                    .bind(after)
+                    .fetch_all(&mut *conn)
+                    .await?;
+                    Ok((run_rows::events(rows, &self.codec, tenant)?, status))
+                }
+
+                async fn cancel_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
+                    let now = Timestamp::now();
+                    let mut tx = self.writer().begin().await?;
+                    let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
+                    let mut record = locked.run.into_record(&self.codec, tenant)?;
+                    let event = run_rows::cancel(&mut record, locked.last_event_seq, now.0)?;
+                    write_run(&mut tx, &self.codec, tenant, locked.pk, &record, &[event], None).await?;
+                    settle_session(&mut tx, &self.codec, tenant, locked.session_pk, &record, now).await?;
+                    tx.commit().await?;
+                    Ok(record.run)
+                }
+
+                async fn submit_tool_outputs(
+                    &self,
+                    tenant: &str,
+                    session_id: &SessionId,
+                    run_id: Uuid,
+                    outputs: &[ToolOutput],
+                ) -> Result<(Run, i64)> {
+                    let mut tx = self.writer().begin().await?;
+                    let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
+                    let mut record = locked.run.into_record(&self.codec, tenant)?;
+                    run_rows::resume(&mut record, outputs)?;
+                    write_run(&mut tx, &self.codec, tenant, locked.pk, &record, &[], None).await?;
+                    tx.commit().await?;
+                    Ok((record.run, locked.last_event_seq))
+                }
+
+                async fn claim_run(&self, worker: Uuid, lease: Duration) -> Result<Option<Claim>> {
+                    let now = Timestamp::now();
+                    let row = claim_next(self.writer(), worker, Timestamp(now.0 + lease), now).await?;
+                    row.map(|row| row.into_claim(&self.codec, worker)).transpose()
+                }
+
+                async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool> {
+                    let renewed = sqlx::query(
+                        r"update runs set lease_expires_at = $3
+                          where pk = $1 and lease_owner = $2 and status = 'running'",
+                    )
+                    .bind(claim.run_pk)
+                    .bind(claim.worker)
+                    .bind(Timestamp($crate::store::now() + lease))
+                    .execute(self.writer())
+                    .await?;
+                    Ok(renewed.rows_affected() == 1)
+                }
+
+                async fn save_run_events(&self, claim: &Claim, events: &[RunEvent]) -> Result<bool> {
+                    save_events(self.writer(), &self.codec, claim, events).await
+                }
+
+                async fn finish_run(
+                    &self,
+                    claim: &Claim,
+                    record: &RunRecord,
+                    events: &[RunEvent],
+                ) -> Result<bool> {
+                    let now = Timestamp::now();
+                    let tenant = &claim.tenant;
+                    let mut tx = self.writer().begin().await?;
+                    // The update checks the lease (and locks the run) as it writes.
+                    let lease = Some(claim.worker);
+                    let written =
+                        write_run(&mut tx, &self.codec, tenant, claim.run_pk, record, events, lease).await?;
+                    let Some(session_pk) = written else {
+                        return Ok(false);
+                    };
+                    if record.run.status.is_final() {
+                        settle_session(&mut tx, &self.codec, tenant, session_pk, record, now).await?;
+                    }
+                    tx.commit().await?;
+                    Ok(true)
+                }
+
+                async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)> {
+                    let now = Timestamp::now();
+                    let mut tx = self.writer().begin().await?;
+                    // `status in …` is spelled as in runs_active_idx, which SQLite uses only then.
+                    let expired: Vec<LockedRunRow> = sqlx::query_as(&format!(
+                        r"select {LOCKED_COLUMNS}, {RUN_COLUMNS} from runs r
+                          where r.status in {UNFINISHED} and r.status = 'running'
+                            and r.lease_owner is not null and r.lease_expires_at < $1{SKIP_LOCKED}"
+                    ))
+                    .bind(now)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    let (mut requeued, mut failed) = (0, 0);
+                    for row in expired {
+                        if row.attempts < i64::from(max_attempts) {
+                            sqlx::query(
+                                r"update runs set status = 'queued', lease_owner = null, lease_expires_at = null
+                                  where pk = $1",
+                            )
+                            .bind(row.pk)
+                            .execute(&mut *tx)
+                            .await?;
+                            requeued += 1;
+                        } else {
+                            let (pk, session_pk, seq) = (row.pk, row.session_pk, row.last_event_seq);
+                            let tenant = row.tenant_id.clone();
+                            let mut record = row.run.into_record(&self.codec, &tenant)?;
+                            let event = run_rows::lost(&mut record, seq, now.0);
+                            write_run(&mut tx, &self.codec, &tenant, pk, &record, &[event], None).await?;
+                            settle_session(&mut tx, &self.codec, &tenant, session_pk, &record, now).await?;
+                            failed += 1;
+                        }
+                    }
+                    tx.commit().await?;
+                    Ok((requeued, failed))
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use run_store;

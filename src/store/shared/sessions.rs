@@ -1,0 +1,518 @@
+//! Sessions, items and idempotency keys, written once for both backends.
+//!
+//! Longer than most files: a macro holds the whole `SessionStore` impl, which Rust
+//! wants in one block, and splitting the queries it shares from it would scatter one
+//! backend's flow across files.
+
+/// The queries of sessions and items on one connection, and the `SessionStore` of
+/// `$store`. The backend module provides `FOR_UPDATE` (the row lock its transactions
+/// take, if any), `insert_items` and `push_metadata_filter`; `$store` provides
+/// `writer()`, `reader()` and `codec`.
+macro_rules! session_store {
+    ($store:ident, $db:ty, $conn:ty) => {
+        mod session_flows {
+            use async_trait::async_trait;
+            use chrono::{DateTime, Utc};
+            use sqlx::types::Json;
+            use sqlx::QueryBuilder;
+            use uuid::Uuid;
+
+            use super::*;
+            use $crate::model::{
+                AgentId, IdempotencyKey, Item, ItemBody, Metadata, NewSession, Page, PageRequest,
+                Session, SessionId, SessionPatch,
+            };
+            use $crate::store::payload::{Column, PayloadCodec};
+            use $crate::store::rows::{
+                beyond, direction, items_page_query, new_items, read_item_rows,
+                uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS, SESSION_COLUMNS,
+            };
+            use $crate::store::idempotency::first_response;
+            use $crate::store::timestamp::Timestamp;
+            use $crate::store::{explain_empty_page, Appended, PoolStats, Result, SessionStore, StoreError};
+
+            pub(super) async fn session_pk(conn: &mut $conn, tenant: &str, id: &SessionId) -> Result<i64> {
+                sqlx::query_scalar(&format!(
+                    "select pk from sessions where tenant_id = $1 and id = $2{FOR_UPDATE}"
+                ))
+                .bind(tenant)
+                .bind(id.as_str())
+                .fetch_optional(conn)
+                .await?
+                .ok_or(StoreError::SessionNotFound)
+            }
+
+            /// Moves the session's item count by `change` and marks it updated.
+            async fn count_items(
+                conn: &mut $conn,
+                tenant: &str,
+                session_pk: i64,
+                change: i64,
+            ) -> Result<()> {
+                sqlx::query(
+                    r"update sessions set item_count = item_count + $3, updated_at = $4
+                      where tenant_id = $1 and pk = $2",
+                )
+                .bind(tenant)
+                .bind(session_pk)
+                .bind(change)
+                .bind(Timestamp::now())
+                .execute(conn)
+                .await?;
+                Ok(())
+            }
+
+            /// Deletes the compactions that summarise the item at `seq` (every one from 0):
+            /// a summary must not outlive what it was made from.
+            async fn drop_compactions(
+                conn: &mut $conn,
+                tenant: &str,
+                session_pk: i64,
+                seq: i64,
+            ) -> Result<()> {
+                sqlx::query(
+                    "delete from compactions where tenant_id = $1 and session_pk = $2 and through_seq >= $3",
+                )
+                .bind(tenant)
+                .bind(session_pk)
+                .bind(seq)
+                .execute(conn)
+                .await?;
+                Ok(())
+            }
+
+            /// Gives out `count` seqs of the session, creating it if absent, and returns its
+            /// key and the last seq given. The update takes the row lock (Postgres) that
+            /// orders concurrent appends.
+            async fn reserve_seqs(
+                conn: &mut $conn,
+                tenant: &str,
+                id: &SessionId,
+                count: i64,
+                now: Timestamp,
+            ) -> Result<(i64, i64)> {
+                loop {
+                    let bumped = sqlx::query_as(
+                        r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4
+                          where tenant_id = $1 and id = $2
+                          returning pk, last_seq",
+                    )
+                    .bind(tenant)
+                    .bind(id.as_str())
+                    .bind(count)
+                    .bind(now)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                    if let Some(reserved) = bumped {
+                        return Ok(reserved);
+                    }
+                    // A concurrent insert of the same session makes this one wait, then do
+                    // nothing; the next update then finds the row.
+                    let created = sqlx::query_as(
+                        r"insert into sessions (tenant_id, id, created_at, updated_at, item_count, last_seq)
+                          values ($1, $2, $4, $4, $3, $3)
+                          on conflict (tenant_id, id) do nothing
+                          returning pk, last_seq",
+                    )
+                    .bind(tenant)
+                    .bind(id.as_str())
+                    .bind(count)
+                    .bind(now)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                    if let Some(reserved) = created {
+                        return Ok(reserved);
+                    }
+                }
+            }
+
+            /// Claims an idempotency key for this transaction. `Some` answers a key that an
+            /// earlier request claimed, with that request's response and the time of its
+            /// claim: a concurrent claim of the same key waits here for that request's
+            /// transaction, so the two can never both write.
+            pub(super) async fn claim_key(
+                conn: &mut $conn,
+                codec: &PayloadCodec,
+                tenant: &str,
+                key: &IdempotencyKey,
+                now: Timestamp,
+            ) -> Result<Option<(String, Timestamp)>> {
+                // Loops only if the key expires and is purged between the insert and the select.
+                loop {
+                    sqlx::query(
+                        "delete from idempotency_keys where tenant_id = $1 and key = $2 and created_at < $3",
+                    )
+                    .bind(tenant)
+                    .bind(&key.key)
+                    .bind(Timestamp(now.0 - IdempotencyKey::ttl()))
+                    .execute(&mut *conn)
+                    .await?;
+                    let claimed = sqlx::query(
+                        r"insert into idempotency_keys (tenant_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
+                          on conflict (tenant_id, key) do nothing",
+                    )
+                    .bind(tenant)
+                    .bind(&key.key)
+                    .bind(&key.fingerprint)
+                    .bind(now)
+                    .execute(&mut *conn)
+                    .await?
+                    .rows_affected()
+                        == 1;
+                    if claimed {
+                        return Ok(None);
+                    }
+                    let first: Option<(Vec<u8>, Option<String>, Timestamp)> = sqlx::query_as(
+                        "select fingerprint, response, created_at from idempotency_keys where tenant_id = $1 and key = $2",
+                    )
+                    .bind(tenant)
+                    .bind(&key.key)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                    if let Some((fingerprint, response, claimed_at)) = first {
+                        let response = first_response(key, fingerprint, response)?;
+                        let response = codec.open(tenant, Column::IdempotencyResponse, response)?;
+                        return Ok(Some((response, claimed_at)));
+                    }
+                }
+            }
+
+            /// Stores the response to the request that claimed `key`, for its retries.
+            pub(super) async fn keep_response(
+                conn: &mut $conn,
+                codec: &PayloadCodec,
+                tenant: &str,
+                key: &IdempotencyKey,
+                response: &str,
+            ) -> Result<()> {
+                sqlx::query("update idempotency_keys set response = $3 where tenant_id = $1 and key = $2")
+                    .bind(tenant)
+                    .bind(&key.key)
+                    .bind(codec.seal(tenant, Column::IdempotencyResponse, response)?)
+                    .execute(conn)
+                    .await?;
+                Ok(())
+            }
+
+            /// The stored response to `key` within its lifetime.
+            pub(super) async fn kept_response(
+                pool: &sqlx::Pool<$db>,
+                codec: &PayloadCodec,
+                tenant: &str,
+                key: &IdempotencyKey,
+            ) -> Result<Option<String>> {
+                let stored: Option<(Vec<u8>, Option<String>)> = sqlx::query_as(
+                    r"select fingerprint, response from idempotency_keys
+                       where tenant_id = $1 and key = $2 and created_at >= $3",
+                )
+                .bind(tenant)
+                .bind(&key.key)
+                .bind(Timestamp($crate::store::now() - IdempotencyKey::ttl()))
+                .fetch_optional(pool)
+                .await?;
+                let Some((fingerprint, response)) = stored else {
+                    return Ok(None);
+                };
+                let response = first_response(key, fingerprint, response)?;
+                codec
+                    .open(tenant, Column::IdempotencyResponse, response)
+                    .map(Some)
+            }
+
+            #[async_trait]
+            impl SessionStore for $store {
+                async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session> {
+                    let row: Option<SessionRow> = sqlx::query_as(&format!(
+                        r"insert into sessions (tenant_id, id, created_at, updated_at, metadata, agent_id)
+                          values ($1, $2, $3, $3, $4, $5)
+                          on conflict (tenant_id, id) do nothing
+                          returning {SESSION_COLUMNS}"
+                    ))
+                    .bind(tenant)
+                    .bind(session.id.as_str())
+                    .bind(Timestamp::now())
+                    .bind(Json(&session.metadata))
+                    .bind(session.agent_id.map(AgentId::into_string))
+                    .fetch_optional(self.writer())
+                    .await?;
+                    row.map(Session::from).ok_or(StoreError::SessionExists)
+                }
+
+                async fn get_session(&self, tenant: &str, id: &SessionId) -> Result<Session> {
+                    let row: Option<SessionRow> = sqlx::query_as(&format!(
+                        "select {SESSION_COLUMNS} from sessions where tenant_id = $1 and id = $2"
+                    ))
+                    .bind(tenant)
+                    .bind(id.as_str())
+                    .fetch_optional(self.reader())
+                    .await?;
+                    row.map(Session::from).ok_or(StoreError::SessionNotFound)
+                }
+
+                async fn list_sessions(
+                    &self,
+                    tenant: &str,
+                    metadata: &[(String, String)],
+                    page: &PageRequest,
+                ) -> Result<Page<Session>> {
+                    let cursor: Option<(Timestamp, i64)> = match page.cursor_id() {
+                        Some(id) => Some(
+                            sqlx::query_as(
+                                "select created_at, pk from sessions where tenant_id = $1 and id = $2",
+                            )
+                            .bind(tenant)
+                            .bind(id)
+                            .fetch_optional(self.reader())
+                            .await?
+                            .ok_or(StoreError::UnknownCursor)?,
+                        ),
+                        None => None,
+                    };
+                    let scan = page.scan_order();
+                    let mut query = QueryBuilder::<$db>::new(format!(
+                        "select {SESSION_COLUMNS} from sessions where tenant_id = "
+                    ));
+                    query.push_bind(tenant);
+                    for (key, value) in metadata {
+                        push_metadata_filter(&mut query, key, value);
+                    }
+                    if let Some((created_at, pk)) = cursor {
+                        query.push(format!(" and (created_at, pk) {} (", beyond(scan)));
+                        query.push_bind(created_at).push(", ").push_bind(pk).push(")");
+                    }
+                    let dir = direction(scan);
+                    query.push(format!(" order by created_at {dir}, pk {dir} limit "));
+                    query.push_bind(page.fetch_limit());
+                    let rows: Vec<SessionRow> =
+                        query.build_query_as().fetch_all(self.reader()).await?;
+                    let sessions = rows.into_iter().map(Session::from).collect();
+                    Ok(page.finish(sessions, false, |s| s.id.clone()))
+                }
+
+                async fn update_session(
+                    &self,
+                    tenant: &str,
+                    id: &SessionId,
+                    patch: SessionPatch,
+                ) -> Result<Session> {
+                    let mut tx = self.writer().begin().await?;
+                    let current: Option<(i64, Json<Metadata>, Option<String>)> =
+                        sqlx::query_as(&format!(
+                            "select pk, metadata, agent_id from sessions where tenant_id = $1 and id = $2{FOR_UPDATE}"
+                        ))
+                        .bind(tenant)
+                        .bind(id.as_str())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    let (pk, Json(metadata), agent_id) = current.ok_or(StoreError::SessionNotFound)?;
+                    let (metadata, agent_id) = patch.apply(metadata, agent_id)?;
+                    let row: SessionRow = sqlx::query_as(&format!(
+                        r"update sessions set metadata = $3, agent_id = $4, updated_at = $5
+                          where tenant_id = $1 and pk = $2
+                          returning {SESSION_COLUMNS}"
+                    ))
+                    .bind(tenant)
+                    .bind(pk)
+                    .bind(Json(&metadata))
+                    .bind(agent_id)
+                    .bind(Timestamp::now())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    tx.commit().await?;
+                    Ok(row.into())
+                }
+
+                async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()> {
+                    let deleted = sqlx::query("delete from sessions where tenant_id = $1 and id = $2")
+                        .bind(tenant)
+                        .bind(id.as_str())
+                        .execute(self.writer())
+                        .await?
+                        .rows_affected();
+                    if deleted == 0 {
+                        return Err(StoreError::SessionNotFound);
+                    }
+                    Ok(())
+                }
+
+                async fn append_items(
+                    &self,
+                    tenant: &str,
+                    session_id: &SessionId,
+                    bodies: Vec<ItemBody>,
+                    idempotency: Option<IdempotencyKey>,
+                ) -> Result<Appended> {
+                    let now = Timestamp::now();
+                    let mut tx = self.writer().begin().await?;
+                    if let Some(key) = &idempotency {
+                        if let Some((first, _)) = claim_key(&mut tx, &self.codec, tenant, key, now).await? {
+                            return $crate::store::idempotency::replayed_items(key, &first);
+                        }
+                    }
+                    let (session_pk, last_seq) =
+                        reserve_seqs(&mut tx, tenant, session_id, bodies.len() as i64, now).await?;
+                    let items = new_items(bodies, last_seq, now.0);
+                    let sealed = items
+                        .iter()
+                        .map(|i| self.codec.seal(tenant, Column::ItemBody, i.item.get()))
+                        .collect::<Result<Vec<_>>>()?;
+                    insert_items(&mut tx, tenant, session_pk, &items, &sealed, now).await?;
+                    if let Some(key) = &idempotency {
+                        let response = $crate::store::rows::to_json(&items)?;
+                        keep_response(&mut tx, &self.codec, tenant, key, &response).await?;
+                    }
+                    tx.commit().await?;
+                    Ok(Appended {
+                        items,
+                        replayed: false,
+                    })
+                }
+
+                async fn list_items(
+                    &self,
+                    tenant: &str,
+                    session_id: &SessionId,
+                    page: &PageRequest,
+                ) -> Result<Page<Item>> {
+                    let cursor = uuid_cursor(page);
+                    let (rows, cut_short) = read_item_rows(
+                        items_page_query(tenant, session_id.as_str(), cursor, page)
+                            .build_query_as()
+                            .fetch(self.reader()),
+                    )
+                    .await?;
+                    if rows.is_empty() {
+                        explain_empty_page(self, tenant, session_id, cursor).await?;
+                    }
+                    let items = self.items(tenant, rows)?;
+                    Ok(page.finish(items, cut_short, |i| i.id.to_string()))
+                }
+
+                async fn get_item(
+                    &self,
+                    tenant: &str,
+                    session_id: &SessionId,
+                    item_id: Uuid,
+                ) -> Result<Item> {
+                    let row: Option<ItemRow> = sqlx::query_as(
+                        r"select i.id, i.seq, i.created_at, i.run_id, i.body
+                          from items i join sessions s on s.pk = i.session_pk
+                          where s.tenant_id = $1 and s.id = $2 and i.tenant_id = $1 and i.id = $3",
+                    )
+                    .bind(tenant)
+                    .bind(session_id.as_str())
+                    .bind(item_id)
+                    .fetch_optional(self.reader())
+                    .await?;
+                    match row {
+                        Some(row) => row.into_item(&self.codec, tenant),
+                        None => {
+                            session_pk(&mut *self.reader().acquire().await?, tenant, session_id).await?;
+                            Err(StoreError::ItemNotFound)
+                        }
+                    }
+                }
+
+                async fn delete_item(
+                    &self,
+                    tenant: &str,
+                    session_id: &SessionId,
+                    item_id: Uuid,
+                ) -> Result<()> {
+                    let mut tx = self.writer().begin().await?;
+                    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+                    let deleted: Option<i64> = sqlx::query_scalar(
+                        "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq",
+                    )
+                    .bind(tenant)
+                    .bind(session_pk)
+                    .bind(item_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    let seq = deleted.ok_or(StoreError::ItemNotFound)?;
+                    drop_compactions(&mut tx, tenant, session_pk, seq).await?;
+                    count_items(&mut tx, tenant, session_pk, -1).await?;
+                    tx.commit().await?;
+                    Ok(())
+                }
+
+                async fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Result<Item> {
+                    let mut tx = self.writer().begin().await?;
+                    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+                    let row: Option<ItemRow> = sqlx::query_as(&format!(
+                        r"delete from items where tenant_id = $1 and session_pk = $2 and id = (
+                              select id from items where tenant_id = $1 and session_pk = $2
+                              order by seq desc limit 1
+                          )
+                          returning {ITEM_COLUMNS}"
+                    ))
+                    .bind(tenant)
+                    .bind(session_pk)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    let row = row.ok_or(StoreError::SessionEmpty)?;
+                    let item = row.into_item(&self.codec, tenant)?;
+                    drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
+                    count_items(&mut tx, tenant, session_pk, -1).await?;
+                    tx.commit().await?;
+                    Ok(item)
+                }
+
+                async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()> {
+                    let mut tx = self.writer().begin().await?;
+                    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+                    let cleared =
+                        sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
+                            .bind(tenant)
+                            .bind(session_pk)
+                            .execute(&mut *tx)
+                            .await?
+                            .rows_affected();
+                    drop_compactions(&mut tx, tenant, session_pk, 0).await?;
+                    count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
+                    tx.commit().await?;
+                    Ok(())
+                }
+
+                async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {
+                    let purged = sqlx::query("delete from idempotency_keys where created_at < $1")
+                        .bind(Timestamp(cutoff))
+                        .execute(self.writer())
+                        .await?
+                        .rows_affected();
+                    Ok(purged)
+                }
+
+                async fn ping(&self) -> Result<()> {
+                    sqlx::query("select 1").execute(self.reader()).await?;
+                    Ok(())
+                }
+
+                fn pool_stats(&self) -> PoolStats {
+                    self.pools()
+                        .into_iter()
+                        .fold(PoolStats::default(), |stats, pool| {
+                            let size = pool.size();
+                            let idle = pool.num_idle() as u32;
+                            PoolStats {
+                                in_use: stats.in_use + size.saturating_sub(idle),
+                                idle: stats.idle + idle,
+                            }
+                        })
+                }
+            }
+
+            impl $store {
+                /// Items from their rows, their payloads opened.
+                fn items(&self, tenant: &str, rows: Vec<ItemRow>) -> Result<Vec<Item>> {
+                    rows.into_iter()
+                        .map(|row| row.into_item(&self.codec, tenant))
+                        .collect()
+                }
+            }
+        }
+        use session_flows::{claim_key, keep_response, kept_response, session_pk};
+    };
+}
+
+pub(crate) use session_store;
