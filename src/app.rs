@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use anyhow::Context as _;
 
-use crate::config::{describe_database, Config, DEFAULT_LLM_URL};
+use crate::auth::Auth;
+use crate::config::{describe_database, Config, StartupError, DEFAULT_LLM_URL};
 use crate::http::{self, AppState, Metrics};
 use crate::llm::{LlmClient, OpenAiClient};
 use crate::model::IdempotencyKey;
@@ -100,8 +101,9 @@ impl Application {
         store: Arc<dyn SessionStore>,
         llm: Arc<dyn LlmClient>,
     ) -> anyhow::Result<Self> {
-        let state = state(config, store.clone(), llm);
+        let state = state(config, store.clone(), llm)?;
         let runs = state.runs.clone();
+        let auth_enabled = state.auth.enabled();
         let router = http::router(state, config)?;
         let listener = TcpListener::bind(&config.listen_addr)
             .await
@@ -111,6 +113,10 @@ impl Application {
                     config.listen_addr
                 )
             })?;
+        let addr = listener.local_addr()?;
+        if !auth_enabled && !addr.ip().is_loopback() && !config.allow_unauthenticated {
+            return Err(StartupError::Unauthenticated(addr).into());
+        }
         Ok(Self {
             listener,
             router,
@@ -210,15 +216,20 @@ async fn purge_idempotency_keys(store: Arc<dyn SessionStore>, shutdown: Cancella
     }
 }
 
-/// The state the handlers share: the store, the run engine on `llm` (its workers not
-/// started) and the metrics.
-pub fn state(config: &Config, store: Arc<dyn SessionStore>, llm: Arc<dyn LlmClient>) -> AppState {
-    AppState {
+/// The state the handlers share: the store, authentication, the run engine on `llm`
+/// (its workers not started) and the metrics.
+pub fn state(
+    config: &Config,
+    store: Arc<dyn SessionStore>,
+    llm: Arc<dyn LlmClient>,
+) -> Result<AppState, StartupError> {
+    Ok(AppState {
+        auth: Arc::new(Auth::new(&config.auth_settings()?, store.clone())),
         runs: Runs::new(store.clone(), llm, config.run_settings()),
         store,
         metrics: Arc::new(Metrics::default()),
         run_wait: Duration::from_secs(config.run_wait_secs),
-    }
+    })
 }
 
 /// A token cancelled by SIGTERM or Ctrl-C.

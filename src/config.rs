@@ -21,12 +21,31 @@ pub struct Cli {
     pub config: Config,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum Command {
     /// Serve the HTTP API (the default).
     Serve,
     /// Apply the database migrations and exit.
     Migrate,
+    /// Manage API keys in the database.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+pub enum KeysCommand {
+    /// Create an API key for a tenant and print it (it is shown only this once).
+    Create {
+        /// The tenant the key acts for: 1-64 of A-Za-z0-9_.-
+        #[arg(long)]
+        tenant: String,
+        /// What the key is for, to tell keys apart.
+        #[arg(long)]
+        name: String,
+        /// `read`, or `read,write` (the default).
+        #[arg(long, value_delimiter = ',', value_parser = ["read", "write"])]
+        scopes: Vec<String>,
+    },
 }
 
 #[derive(Clone, Parser)]
@@ -124,6 +143,28 @@ pub struct Config {
         value_delimiter = ','
     )]
     pub tool_webhook_allowed_hosts: Vec<String>,
+
+    /// Turns authentication on: every `/v1` request then needs an API key, and this key
+    /// (at least 32 characters) manages them.
+    #[arg(long, env = "ADMIN_API_KEY", global = true, hide_env_values = true)]
+    pub admin_api_key: Option<String>,
+
+    /// Serve without authentication on an address other than loopback.
+    #[arg(long, env = "ALLOW_UNAUTHENTICATED", global = true)]
+    pub allow_unauthenticated: bool,
+
+    /// Seconds a looked-up API key is trusted before it is looked up again: how long a
+    /// key revoked on another replica keeps working here.
+    #[arg(long, env = "AUTH_CACHE_SECS", global = true, default_value_t = 5)]
+    pub auth_cache_secs: u64,
+
+    /// Requests per second each API key may make (bursts of twice that); unset is no limit.
+    #[arg(long, env = "RATE_LIMIT_PER_KEY", global = true)]
+    pub rate_limit_per_key: Option<std::num::NonZeroU32>,
+
+    /// Runs of one tenant that may execute at once, across replicas; unset is no limit.
+    #[arg(long, env = "TENANT_MAX_ACTIVE_RUNS", global = true)]
+    pub tenant_max_active_runs: Option<std::num::NonZeroU32>,
 }
 
 impl Config {
@@ -147,9 +188,39 @@ impl Config {
             max_attempts: self.run_max_attempts,
             webhooks: crate::model::WebhookPolicy::new(&self.tool_webhook_allowed_hosts),
             default_model: self.llm_model.clone().filter(|m| !m.is_empty()),
+            tenant_max_active_runs: self.tenant_max_active_runs,
             ..crate::runs::RunSettings::default()
         }
     }
+
+    /// Authentication as configured; an admin key that is too short is refused.
+    pub fn auth_settings(&self) -> Result<crate::auth::AuthSettings, StartupError> {
+        let admin_key = self.admin_api_key.clone().filter(|key| !key.is_empty());
+        if admin_key
+            .as_ref()
+            .is_some_and(|key| key.chars().count() < 32)
+        {
+            return Err(StartupError::ShortAdminKey);
+        }
+        Ok(crate::auth::AuthSettings {
+            admin_key,
+            cache_ttl: Duration::from_secs(self.auth_cache_secs),
+            rate_limit_per_key: self.rate_limit_per_key,
+        })
+    }
+}
+
+/// A configuration the service refuses to start with.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("ADMIN_API_KEY must be at least 32 characters long")]
+    ShortAdminKey,
+    #[error(
+        "refusing to listen on {0} without authentication: set ADMIN_API_KEY to turn \
+         authentication on, or pass --allow-unauthenticated (ALLOW_UNAUTHENTICATED=true) to \
+         serve every caller as one tenant"
+    )]
+    Unauthenticated(std::net::SocketAddr),
 }
 
 impl Config {
@@ -186,6 +257,11 @@ impl fmt::Debug for Config {
                 "tool_webhook_allowed_hosts",
                 &self.tool_webhook_allowed_hosts,
             )
+            .field("admin_api_key", &self.admin_api_key.as_ref().map(|_| "***"))
+            .field("allow_unauthenticated", &self.allow_unauthenticated)
+            .field("auth_cache_secs", &self.auth_cache_secs)
+            .field("rate_limit_per_key", &self.rate_limit_per_key)
+            .field("tenant_max_active_runs", &self.tenant_max_active_runs)
             .finish()
     }
 }

@@ -3,6 +3,8 @@
 
 /// Builds the state, router and background tasks, and serves them until shutdown.
 pub mod app;
+/// Who is calling: API keys, tenants and rate limits.
+pub mod auth;
 /// Command line and environment configuration.
 pub mod config;
 /// The HTTP API: routing, middleware, extractors, the error format and one module per resource.

@@ -1,5 +1,6 @@
 use agent_sessions::app::{shutdown_on_signal, Application};
-use agent_sessions::config::{describe_database, Cli, Command};
+use agent_sessions::config::{describe_database, Cli, Command, KeysCommand};
+use agent_sessions::http::api_keys::issue_key;
 use agent_sessions::{store, telemetry};
 use anyhow::Context as _;
 use clap::Parser;
@@ -16,6 +17,31 @@ async fn main() -> anyhow::Result<()> {
                 format!("cannot migrate the database {}", describe_database(url))
             })?;
             tracing::info!("migrations applied");
+        }
+        Command::Keys(KeysCommand::Create {
+            tenant,
+            name,
+            scopes,
+        }) => {
+            let url = cli.config.database_url();
+            let store = store::connect(url, 1)
+                .await
+                .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
+            let scopes = (!scopes.is_empty()).then(|| {
+                scopes
+                    .iter()
+                    .map(|scope| serde_json::from_value(serde_json::json!(scope)))
+                    .collect::<Result<Vec<_>, _>>()
+            });
+            let scopes = scopes.transpose().context("--scopes: read or write")?;
+            let (key, secret) = issue_key(&*store, tenant, name, scopes, None)
+                .await
+                .map_err(|error| anyhow::anyhow!("{error}"))?;
+            eprintln!(
+                "created API key {} ({}) for tenant `{}`; it is shown only this once:",
+                key.id, key.name, key.tenant
+            );
+            println!("{secret}");
         }
         Command::Serve => {
             let shutdown = shutdown_on_signal();

@@ -141,7 +141,7 @@ fn agent_error(error: StoreError, id: &str) -> ApiError {
 )]
 async fn create_agent(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     AppJson(request): AppJson<CreateAgentRequest>,
 ) -> Result<(StatusCode, [(HeaderName, String); 1], Json<Agent>)> {
     let (config, metadata) = request.into_parts();
@@ -171,7 +171,7 @@ async fn create_agent(
 )]
 async fn list_agents(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     query: ListQuery,
 ) -> Result<Json<Page<Agent>>> {
     let page = state
@@ -196,7 +196,7 @@ async fn list_agents(
 )]
 async fn get_agent(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     AgentPath(id): AgentPath,
 ) -> Result<Json<Agent>> {
     Ok(Json(find_agent(&state, tenant, &id).await?.redacted()))
@@ -220,7 +220,7 @@ async fn get_agent(
 )]
 async fn update_agent(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     AgentPath(id): AgentPath,
     AppJson(request): AppJson<UpdateAgentRequest>,
 ) -> Result<Json<Agent>> {
@@ -264,7 +264,7 @@ async fn update_agent(
 )]
 async fn delete_agent(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     AgentPath(id): AgentPath,
 ) -> Result<StatusCode> {
     state

@@ -93,7 +93,7 @@ pub struct ContextResponse {
 )]
 async fn compact(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
     AppJson(request): AppJson<CompactRequestBody>,
 ) -> Result<(StatusCode, Json<Compaction>)> {
@@ -127,7 +127,7 @@ async fn compact(
 )]
 async fn list_compactions(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
     query: ListQuery,
 ) -> Result<Json<Page<Compaction>>> {
@@ -155,7 +155,7 @@ async fn list_compactions(
 )]
 async fn get_context(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
 ) -> Result<Json<ContextResponse>> {
     let context = state

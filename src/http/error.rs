@@ -32,6 +32,14 @@ pub enum ApiError {
     #[error("{0}")]
     RunNotFound(String),
     #[error("{0}")]
+    ApiKeyNotFound(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("this API key made more requests than RATE_LIMIT_PER_KEY allows; retry in {0} s")]
+    RateLimited(u64),
+    #[error("{0}")]
     SessionBusy(String),
     #[error("{0}")]
     RunFinished(String),
@@ -92,7 +100,12 @@ impl ApiError {
                 | LlmErrorCode::BadResponse
                 | LlmErrorCode::AuthFailed => StatusCode::BAD_GATEWAY,
             },
-            Self::AgentNotFound(_) | Self::RunNotFound(_) => StatusCode::NOT_FOUND,
+            Self::AgentNotFound(_) | Self::RunNotFound(_) | Self::ApiKeyNotFound(_) => {
+                StatusCode::NOT_FOUND
+            }
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::SessionBusy(_) | Self::RunFinished(_) | Self::RunNotWaiting(_) => {
                 StatusCode::CONFLICT
             }
@@ -120,6 +133,10 @@ impl ApiError {
             Self::SessionEmpty(_) => "session_empty",
             Self::AgentNotFound(_) => "agent_not_found",
             Self::RunNotFound(_) => "run_not_found",
+            Self::ApiKeyNotFound(_) => "api_key_not_found",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
+            Self::RateLimited(_) => "rate_limited",
             Self::SessionBusy(_) => "session_busy",
             Self::RunFinished(_) => "run_finished",
             Self::RunNotWaiting(_) => "run_not_requires_action",
@@ -220,6 +237,7 @@ impl From<StoreError> for ApiError {
             ),
             StoreError::AgentNotFound => Self::AgentNotFound("agent not found".into()),
             StoreError::RunNotFound => Self::RunNotFound("run not found".into()),
+            StoreError::ApiKeyNotFound => Self::ApiKeyNotFound("API key not found".into()),
             StoreError::SessionBusy(active) => {
                 Self::SessionBusy(format!("the session has an unfinished run `{active}`"))
             }
@@ -284,6 +302,16 @@ impl IntoResponse for ApiError {
             Self::Internal(cause) => {
                 response.extensions_mut().insert(InternalCause(cause));
             }
+            Self::Unauthorized(_) => {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::RateLimited(seconds) => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            }
             Self::DatabaseUnavailable(cause) => {
                 // Retrying is the right move; with its Idempotency-Key nothing doubles.
                 response
@@ -315,7 +343,10 @@ macro_rules! problem_responses {
 
 problem_responses! {
     BadRequest => "`invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise",
-    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found` or `run_not_found`",
+    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either",
+    Unauthorized => "`unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one",
+    Forbidden => "`forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`",
+    RateLimited => "`rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows",
     Conflict => "`session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted",
     KeyReused => "`idempotency_key_reused`: the key came with a different request before",
     LlmFailed => "`llm_rate_limited` (429), `llm_timeout` (504), `llm_unavailable`, `llm_bad_response` or `llm_auth_failed` (502), `llm_bad_request` or `context_too_long` (400): the summarising LLM call failed and nothing was stored",

@@ -31,6 +31,7 @@ pub fn request_body(operation_id: &str) -> Option<Value> {
             "stream": false,
         }),
         "compact" => json!({"keep_recent_items": 2}),
+        "create_api_key" => json!({"tenant": "acme", "name": "support frontend"}),
         "fork_session" => json!({"id": "support-4711-retry", "metadata": {"user": "alice"}}),
         "submit_tool_outputs" => json!({
             "outputs": [{"call_id": "call_1", "output": "{\"status\": \"shipped\"}"}],

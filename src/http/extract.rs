@@ -10,7 +10,8 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::error::ApiError;
-use crate::model::{json_error_message, SessionId, DEFAULT_TENANT};
+use crate::auth::Caller;
+use crate::model::{json_error_message, SessionId};
 
 /// A JSON request body. A missing `Content-Type` is taken as JSON.
 pub struct AppJson<T>(pub T);
@@ -119,14 +120,20 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     Ok(value)
 }
 
-/// The tenant a request acts for. Until API keys exist every request is `default`.
-pub struct Tenant(pub &'static str);
+/// The tenant a request acts for: its API key's, or `default` while auth is off. The
+/// auth middleware puts the caller in the request; a route it does not guard has none.
+pub struct Tenant(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiError;
 
-    async fn from_request_parts(_parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        Ok(Tenant(DEFAULT_TENANT))
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .and_then(Caller::tenant)
+            .map(|tenant| Tenant(tenant.to_owned()))
+            .ok_or_else(|| ApiError::Unauthorized("this route needs an API key".into()))
     }
 }
 

@@ -75,7 +75,7 @@ pub struct ForkSessionRequest {
 )]
 async fn fork_session(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(source): SessionPath,
     headers: HeaderMap,
     AppJsonText(request, body): AppJsonText<ForkSessionRequest>,

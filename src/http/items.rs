@@ -66,7 +66,7 @@ pub struct AppendItemsResponse {
 )]
 async fn list_items(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
     query: ListQuery,
 ) -> Result<Json<Page<Item>>> {
@@ -103,7 +103,7 @@ async fn list_items(
 )]
 async fn append_items(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
     headers: HeaderMap,
     AppJson(request): AppJson<AppendItemsRequest>,
@@ -151,7 +151,7 @@ async fn append_items(
 )]
 async fn get_item(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
     item: ItemPath,
 ) -> Result<Json<Item>> {
@@ -181,7 +181,7 @@ async fn get_item(
 )]
 async fn delete_item(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
     item: ItemPath,
 ) -> Result<StatusCode> {
@@ -208,7 +208,7 @@ async fn delete_item(
 )]
 async fn pop_last_item(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
 ) -> Result<Json<Item>> {
     let item = state
@@ -234,7 +234,7 @@ async fn pop_last_item(
 )]
 async fn clear_items(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
 ) -> Result<StatusCode> {
     state

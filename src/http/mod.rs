@@ -1,6 +1,8 @@
 //! The router and the middleware every request passes through.
 
 mod agents;
+pub mod api_keys;
+mod auth;
 mod compactions;
 mod console;
 mod error;
@@ -37,6 +39,7 @@ use uuid::Uuid;
 pub use error::{ApiError, Problem};
 pub use metrics::Metrics;
 
+use crate::auth::Auth;
 use crate::config::Config;
 use crate::runs::Runs;
 use crate::store::SessionStore;
@@ -47,6 +50,7 @@ use error::InternalCause;
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn SessionStore>,
+    pub auth: Arc<Auth>,
     pub metrics: Arc<Metrics>,
     pub runs: Runs,
     /// How long a run that is neither streamed nor in the background is waited for.
@@ -63,14 +67,26 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         .merge(compactions::router())
         .merge(agents::router())
         .merge(runs::router())
-        .merge(operations::router())
-        .merge(openapi::router())
-        .merge(console::router())
+        .merge(api_keys::router())
         .route_layer(middleware::from_fn_with_state(timeout, time_limit));
-    let routes = bounded
+    // Every `/v1` route, and only those, is behind the auth gate: it answers 401 before
+    // anything of the request is looked at.
+    let api = bounded
         .merge(runs::waiting_router())
         .merge(compactions::waiting_router())
         .route_layer(middleware::from_fn(query_params::check))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authorize,
+        ));
+    let open = Router::new()
+        .merge(operations::router())
+        .merge(openapi::router())
+        .merge(console::router())
+        .route_layer(middleware::from_fn_with_state(timeout, time_limit))
+        .route_layer(middleware::from_fn(query_params::check));
+    let routes = api
+        .merge(open)
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
     // Listed outermost first: the request id exists before the span that records it,
@@ -118,7 +134,14 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> Span {
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| request.uri().path(), MatchedPath::as_str);
-    tracing::info_span!("request", method = %request.method(), route, request_id)
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        route,
+        request_id,
+        tenant = tracing::field::Empty,
+        key_id = tracing::field::Empty,
+    )
 }
 
 /// Logs every answer; a 500 with the internal cause that the client never sees.
@@ -162,6 +185,7 @@ fn cors(origins: &[String]) -> Result<Option<CorsLayer>, InvalidOrigin> {
             .allow_origin(allow_origin)
             .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
             .allow_headers([
+                HeaderName::from_static("authorization"),
                 HeaderName::from_static("content-type"),
                 HeaderName::from_static("idempotency-key"),
                 HeaderName::from_static("x-request-id"),
@@ -170,6 +194,10 @@ fn cors(origins: &[String]) -> Result<Option<CorsLayer>, InvalidOrigin> {
                 HeaderName::from_static("x-request-id"),
                 HeaderName::from_static("idempotent-replayed"),
                 HeaderName::from_static("location"),
+                HeaderName::from_static("retry-after"),
+                HeaderName::from_static("ratelimit-limit"),
+                HeaderName::from_static("ratelimit-remaining"),
+                HeaderName::from_static("ratelimit-reset"),
             ]),
     ))
 }

@@ -9,17 +9,20 @@ use axum::routing::get;
 use axum::Router;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::error::{
-    BadRequest, Conflict, Internal, KeyReused, LlmFailed, NotFound, PayloadTooLarge, Problem,
-    Unavailable, UnsupportedMediaType,
+    BadRequest, Conflict, Forbidden, Internal, KeyReused, LlmFailed, NotFound, PayloadTooLarge,
+    Problem, RateLimited, Unauthorized, Unavailable, UnsupportedMediaType,
 };
 use super::examples::Examples;
 use super::runs::RunStreamEvent;
-use super::{agents, compactions, forks, items, metrics, operations, runs, sessions, AppState};
+use super::{
+    agents, api_keys, compactions, forks, items, metrics, operations, runs, sessions, AppState,
+};
 use crate::model::IDENTIFIER_PATTERN;
 
 #[derive(OpenApi)]
@@ -58,6 +61,9 @@ use crate::model::IDENTIFIER_PATTERN;
         runs::run_events,
         runs::cancel_run,
         runs::submit_tool_outputs,
+        api_keys::create_api_key,
+        api_keys::list_api_keys,
+        api_keys::delete_api_key,
         operations::healthz,
         operations::readyz,
         openapi_yaml,
@@ -67,6 +73,9 @@ use crate::model::IDENTIFIER_PATTERN;
         schemas(Problem, RunStreamEvent),
         responses(
         BadRequest,
+        Unauthorized,
+        Forbidden,
+        RateLimited,
         NotFound,
         Conflict,
         KeyReused,
@@ -84,6 +93,7 @@ use crate::model::IDENTIFIER_PATTERN;
         (name = "agents", description = "Reusable run configuration"),
         (name = "runs", description = "Running the agent's next turn over a session"),
         (name = "compactions", description = "Summaries of a session's older items, and what runs send"),
+        (name = "api_keys", description = "The tenants' API keys, managed with the admin key"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )
 )]
@@ -109,12 +119,26 @@ impl Modify for ContractDetails {
             ];
             for operation in operations.into_iter().flatten() {
                 if path.starts_with("/v1/") {
-                    // Any request can run into the time limit or a lost database.
-                    operation
-                        .responses
-                        .responses
-                        .entry("503".into())
-                        .or_insert_with(|| Ref::from_response_name("Unavailable").into());
+                    // Any request can run into the time limit or a lost database, and,
+                    // with authentication on, the key check and the rate limit.
+                    for (status, name) in [
+                        ("401", "Unauthorized"),
+                        ("403", "Forbidden"),
+                        ("429", "RateLimited"),
+                        ("503", "Unavailable"),
+                    ] {
+                        operation
+                            .responses
+                            .responses
+                            .entry(status.into())
+                            .or_insert_with(|| Ref::from_response_name(name).into());
+                    }
+                    // A key is needed only with `ADMIN_API_KEY` set: the empty
+                    // requirement says that the service may run without one.
+                    operation.security = Some(vec![
+                        SecurityRequirement::new("bearer", Vec::<String>::new()),
+                        SecurityRequirement::default(),
+                    ]);
                 }
                 for parameter in operation.parameters.iter_mut().flatten() {
                     match parameter.name.as_str() {
@@ -134,6 +158,17 @@ impl Modify for ContractDetails {
             }
         }
         if let Some(components) = openapi.components.as_mut() {
+            components.add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(
+                    HttpBuilder::new()
+                        .scheme(HttpAuthScheme::Bearer)
+                        .description(Some(
+                            "An API key (`ask_…`), or for `/v1/api_keys` the admin key; needed only when the service runs with `ADMIN_API_KEY`",
+                        ))
+                        .build(),
+                ),
+            );
             if let Some(RefOr::T(Schema::Object(request))) =
                 components.schemas.get_mut("CreateRunRequest")
             {

@@ -115,7 +115,7 @@ impl UpdateSessionRequest {
 )]
 async fn create_session(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     AppJson(request): AppJson<CreateSessionRequest>,
 ) -> Result<(StatusCode, [(HeaderName, String); 1], Json<Session>)> {
     let session = request.into_new_session()?;
@@ -154,7 +154,7 @@ async fn create_session(
 )]
 async fn list_sessions(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     query: ListQuery,
 ) -> Result<Json<Page<Session>>> {
     let page = state
@@ -180,7 +180,7 @@ async fn list_sessions(
 )]
 async fn get_session(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
 ) -> Result<Json<Session>> {
     let session = state
@@ -209,7 +209,7 @@ async fn get_session(
 )]
 async fn update_session(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
     AppJson(request): AppJson<UpdateSessionRequest>,
 ) -> Result<Json<Session>> {
@@ -240,7 +240,7 @@ async fn update_session(
 )]
 async fn delete_session(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(id): SessionPath,
 ) -> Result<StatusCode> {
     state

@@ -3,6 +3,7 @@
 
 mod agent;
 mod agent_config;
+mod api_key;
 mod compaction;
 mod field;
 mod idempotency;
@@ -19,6 +20,7 @@ pub use agent::{Agent, AgentPatch};
 pub use agent_config::{
     AgentConfig, CompactionPolicy, ConfigError, ContextConfig, ContextStrategy, DEFAULT_MAX_TURNS,
 };
+pub use api_key::{check_scopes, check_tenant, ApiKey, KeyHash, NewKey, Scope, TENANT_PATTERN};
 pub use compaction::{
     Compaction, ForkPoint, ForkedFrom, NewFork, DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS,
 };

@@ -49,6 +49,8 @@ pub struct RunSettings {
     pub webhooks: WebhookPolicy,
     /// The model of runs whose agents name none (`LLM_MODEL`).
     pub default_model: Option<String>,
+    /// Runs of one tenant executing at once, across replicas (`TENANT_MAX_ACTIVE_RUNS`).
+    pub tenant_max_active_runs: Option<std::num::NonZeroU32>,
 }
 
 impl Default for RunSettings {
@@ -61,6 +63,7 @@ impl Default for RunSettings {
             flush_interval: Duration::from_millis(200),
             webhooks: WebhookPolicy::default(),
             default_model: None,
+            tenant_max_active_runs: None,
         }
     }
 }

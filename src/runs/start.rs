@@ -96,6 +96,9 @@ impl Runs {
         start_now: bool,
     ) -> Result<Started> {
         let engine = self.engine.clone();
+        // Under a tenant limit every run goes through the claim, which alone counts the
+        // tenant's executing runs across replicas.
+        let start_now = start_now && engine.settings.tenant_max_active_runs.is_none();
         let slot = start_now
             .then(|| engine.slots.clone().try_acquire_owned().ok())
             .flatten();

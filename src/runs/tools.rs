@@ -17,6 +17,8 @@ struct WebhookCall<'a> {
     call_id: &'a str,
     name: &'a str,
     arguments: &'a str,
+    /// The tenant of the session, for a tool that serves several.
+    tenant: &'a str,
     session_id: &'a str,
     run_id: String,
 }
@@ -26,6 +28,7 @@ pub(super) async fn call_webhook(
     engine: &Engine,
     tool: &Tool,
     call: &crate::llm::ToolCall,
+    tenant: &str,
     session_id: &str,
     run_id: uuid::Uuid,
 ) -> String {
@@ -53,6 +56,7 @@ pub(super) async fn call_webhook(
             call_id: &call.call_id,
             name: &call.name,
             arguments: &call.arguments,
+            tenant,
             session_id,
             run_id: run_id.to_string(),
         });

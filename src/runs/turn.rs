@@ -159,7 +159,14 @@ pub(super) async fn drive(
                 &call.arguments,
             ));
         }
-        let client_calls = run_tools(engine, exec, &config.tools, &completion.tool_calls).await;
+        let client_calls = run_tools(
+            engine,
+            &claim.tenant,
+            exec,
+            &config.tools,
+            &completion.tool_calls,
+        )
+        .await;
         if !client_calls.is_empty() {
             return Ok(Outcome::RequiresAction(RequiredAction {
                 tool_calls: client_calls,
@@ -172,6 +179,7 @@ pub(super) async fn drive(
 /// does not have; returns the calls the client must answer.
 async fn run_tools(
     engine: &Engine,
+    tenant: &str,
     exec: &mut Execution,
     tools: &[Tool],
     calls: &[ToolCall],
@@ -197,7 +205,7 @@ async fn run_tools(
     let outputs = join_all(
         webhook_calls
             .iter()
-            .map(|(tool, call)| call_webhook(engine, tool, call, &session_id, run_id)),
+            .map(|(tool, call)| call_webhook(engine, tool, call, tenant, &session_id, run_id)),
     )
     .await;
     for ((_, call), output) in webhook_calls.iter().zip(outputs) {

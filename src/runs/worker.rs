@@ -68,7 +68,11 @@ pub(super) async fn claim_and_execute(
 ) -> Result<bool, StoreError> {
     let Some(claim) = engine
         .store
-        .claim_run(worker, engine.settings.lease)
+        .claim_run(
+            worker,
+            engine.settings.lease,
+            engine.settings.tenant_max_active_runs,
+        )
         .await?
     else {
         return Ok(false);

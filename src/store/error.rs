@@ -17,6 +17,8 @@ pub enum StoreError {
     AgentNotFound,
     #[error("run not found")]
     RunNotFound,
+    #[error("API key not found")]
+    ApiKeyNotFound,
     #[error("the session has an unfinished run")]
     SessionBusy(Uuid),
     #[error("the run has finished")]

@@ -2,6 +2,7 @@
 //! the database; SQL lives in the backend modules and nowhere else.
 
 mod agents;
+mod api_keys;
 mod compactions;
 mod error;
 mod idempotency;
@@ -21,6 +22,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use agents::AgentStore;
+pub use api_keys::ApiKeyStore;
 pub use compactions::{CompactionStore, Context, Forked};
 pub use error::StoreError;
 pub use payload::{Column, PayloadCodec};
@@ -38,7 +40,9 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// Sessions and their items, and through its supertraits agents and runs. Every method
 /// acts within one tenant and never sees rows of another.
 #[async_trait]
-pub trait SessionStore: AgentStore + RunStore + CompactionStore + Send + Sync + 'static {
+pub trait SessionStore:
+    AgentStore + ApiKeyStore + RunStore + CompactionStore + Send + Sync + 'static
+{
     /// Fails with [`StoreError::SessionExists`] when the id is taken.
     async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session>;
 

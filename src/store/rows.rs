@@ -13,7 +13,8 @@ use super::payload::{Column, PayloadCodec};
 use super::timestamp::Timestamp;
 use super::StoreError;
 use crate::model::{
-    Agent, Compaction, ForkedFrom, Item, ItemBody, Metadata, Order, PageRequest, Session, Usage,
+    Agent, ApiKey, Compaction, ForkedFrom, Item, ItemBody, Metadata, Order, PageRequest, Scope,
+    Session, Usage,
 };
 
 pub(super) const SESSION_COLUMNS: &str =
@@ -266,4 +267,54 @@ impl TryFrom<AgentRow> for Agent {
     fn try_from(row: AgentRow) -> Result<Self, StoreError> {
         serde_json::from_str(&row.body).map_err(|e| StoreError::Corrupt(format!("agent: {e}")))
     }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct ApiKeyRow {
+    id: Uuid,
+    tenant_id: String,
+    name: String,
+    prefix: String,
+    scopes: String,
+    created_at: Timestamp,
+    expires_at: Option<Timestamp>,
+    last_used_at: Option<Timestamp>,
+}
+
+impl TryFrom<ApiKeyRow> for ApiKey {
+    type Error = StoreError;
+
+    fn try_from(row: ApiKeyRow) -> Result<Self, StoreError> {
+        let scopes = row
+            .scopes
+            .split(' ')
+            .map(|scope| match scope {
+                "read" => Ok(Scope::Read),
+                "write" => Ok(Scope::Write),
+                other => Err(StoreError::Corrupt(format!("API key scope `{other}`"))),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(ApiKey {
+            id: row.id,
+            tenant: row.tenant_id,
+            name: row.name,
+            prefix: row.prefix,
+            scopes,
+            created_at: row.created_at.0,
+            expires_at: row.expires_at.map(|t| t.0),
+            last_used_at: row.last_used_at.map(|t| t.0),
+        })
+    }
+}
+
+/// Scopes as the `scopes` column keeps them.
+pub(super) fn scopes_text(scopes: &[Scope]) -> String {
+    let names: Vec<&str> = scopes
+        .iter()
+        .map(|scope| match scope {
+            Scope::Read => "read",
+            Scope::Write => "write",
+        })
+        .collect();
+    names.join(" ")
 }

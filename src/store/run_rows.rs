@@ -20,6 +20,11 @@ pub(super) const RUN_COLUMNS: &str = "r.status, r.started_at, r.finished_at, r.b
 pub(super) const LOCKED_COLUMNS: &str =
     "r.pk, r.tenant_id, r.session_pk, r.last_event_seq, cast(r.attempts as bigint) as attempts";
 
+/// Runs executing per tenant, for the fair order of the claim: a run whose lease was
+/// given up (`lease_owner` null) waits to be claimed again and does not count.
+pub(super) const EXECUTING_PER_TENANT: &str = "select tenant_id, count(*) as n from runs \
+     where status = 'running' and lease_owner is not null group by tenant_id";
+
 /// The statuses of a session's unfinished runs, as an SQL list.
 pub(super) const UNFINISHED: &str = "('queued', 'running', 'requires_action')";
 

@@ -1,5 +1,7 @@
 use std::time::Duration;
 
+use std::num::NonZeroU32;
+
 use async_trait::async_trait;
 use uuid::Uuid;
 
@@ -69,9 +71,15 @@ pub trait RunStore: Send + Sync {
         outputs: &[ToolOutput],
     ) -> Result<(Run, i64)>;
 
-    /// Takes the oldest claimable run whose session has no other run executing, and
-    /// leases it to `worker`.
-    async fn claim_run(&self, worker: Uuid, lease: Duration) -> Result<Option<Claim>>;
+    /// Leases to `worker` a claimable run whose session has no other run executing: of
+    /// the tenants with the fewest runs executing (and fewer than `tenant_limit`), the
+    /// oldest run. So tenants take turns, and one with many queued runs starves none.
+    async fn claim_run(
+        &self,
+        worker: Uuid,
+        lease: Duration,
+        tenant_limit: Option<NonZeroU32>,
+    ) -> Result<Option<Claim>>;
 
     /// Extends the lease; false when it was lost.
     async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool>;

@@ -52,6 +52,27 @@ impl TestDb {
         }
     }
 
+    /// Another handle on the same database, for a second app (a replica).
+    pub fn clone_handle(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            raw: match &self.raw {
+                RawDb::Postgres(pool) => RawDb::Postgres(pool.clone()),
+                RawDb::Sqlite(pool) => RawDb::Sqlite(pool.clone()),
+            },
+            _dir: None,
+        }
+    }
+
+    /// The first column of every row of a query, as text.
+    pub async fn strings(&self, sql: &str) -> Vec<String> {
+        match &self.raw {
+            RawDb::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+            RawDb::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+        }
+        .expect("the query runs")
+    }
+
     /// Runs one SQL statement that is the same in both dialects.
     pub async fn execute(&self, sql: &str) {
         self.execute_either(sql, sql).await;
@@ -82,6 +103,10 @@ pub fn test_config() -> Config {
     config.llm_max_retries = 0;
     config.run_workers = 2;
     config.tool_webhook_allowed_hosts = Vec::new();
+    config.admin_api_key = None;
+    config.allow_unauthenticated = false;
+    config.rate_limit_per_key = None;
+    config.tenant_max_active_runs = None;
     config
 }
 
@@ -117,7 +142,7 @@ impl TestApp {
 
     pub fn new(db: TestDb, config: &Config) -> Self {
         let llm = Arc::new(OpenAiClient::new(config.llm_settings()).expect("the client builds"));
-        let state = app::state(config, db.store.clone(), llm);
+        let state = app::state(config, db.store.clone(), llm).expect("the configuration is valid");
         let stop = CancellationToken::new();
         let workers = state.runs.start_workers(stop.clone());
         let runs = state.runs.clone();

@@ -1,5 +1,6 @@
 //! The integration tests: one binary, so the crate and its dependencies link once.
 
+mod auth;
 mod fake_llm;
 mod helpers;
 mod history;

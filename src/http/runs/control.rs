@@ -43,7 +43,7 @@ pub struct ToolOutputsRequest {
 )]
 pub async fn list_runs(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(session_id): SessionPath,
     query: ListQuery,
 ) -> Result<Json<Page<Run>>> {
@@ -76,7 +76,7 @@ pub async fn list_runs(
 )]
 pub async fn get_run(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(session_id): SessionPath,
     run: RunPath,
 ) -> Result<Json<Run>> {
@@ -107,7 +107,7 @@ pub async fn get_run(
 )]
 pub async fn cancel_run(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(session_id): SessionPath,
     run: RunPath,
 ) -> Result<Json<Run>> {
@@ -145,7 +145,7 @@ pub async fn cancel_run(
 )]
 pub async fn submit_tool_outputs(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(session_id): SessionPath,
     run: RunPath,
     AppJson(request): AppJson<ToolOutputsRequest>,

@@ -138,7 +138,7 @@ pub(super) fn sse(
 )]
 pub async fn run_events(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(session_id): SessionPath,
     run: RunPath,
     headers: HeaderMap,

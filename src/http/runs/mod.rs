@@ -120,7 +120,7 @@ pub struct CreateRunRequest {
 )]
 async fn create_run(
     State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    Tenant(ref tenant): Tenant,
     SessionPath(session_id): SessionPath,
     headers: HeaderMap,
     AppJsonText(request, body): AppJsonText<CreateRunRequest>,

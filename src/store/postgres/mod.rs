@@ -16,7 +16,7 @@ use sqlx::{ConnectOptions, Connection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::payload::PayloadCodec;
-use super::shared::{agent_store, compaction_store, session_store};
+use super::shared::{agent_store, api_key_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
 use super::Result;
 use crate::model::Item;
@@ -117,4 +117,5 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Postgres>, key: &str, value
 
 session_store!(PgStore, sqlx::Postgres, sqlx::PgConnection);
 agent_store!(PgStore);
+api_key_store!(PgStore);
 compaction_store!(PgStore, sqlx::PgConnection);

@@ -10,7 +10,7 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, sealed_events, LockedRunRow, NewRunRow, LOCKED_COLUMNS, RUN_COLUMNS,
+    self, sealed_events, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT, LOCKED_COLUMNS, RUN_COLUMNS,
 };
 use crate::store::shared::run_store;
 use crate::store::timestamp::Timestamp;
@@ -137,23 +137,36 @@ async fn settle_session(
     Ok(())
 }
 
-/// Leases the oldest claimable run whose session has no other run executing.
+/// Leases a claimable run (see `RunStore::claim_run`). With a tenant limit, claims take
+/// turns on an advisory lock: two replicas counting a tenant's executing runs at once
+/// could both see room for one more.
 async fn claim_next(
     pool: &PgPool,
     worker: Uuid,
     lease_expires_at: Timestamp,
     now: Timestamp,
+    tenant_limit: Option<i64>,
 ) -> Result<Option<LockedRunRow>> {
+    let mut tx = pool.begin().await?;
+    if tenant_limit.is_some() {
+        sqlx::query("select pg_advisory_xact_lock($1)")
+            .bind(CLAIM_LOCK)
+            .execute(&mut *tx)
+            .await?;
+    }
     let claimed = sqlx::query_as(&format!(
-        r"with next as (
+        r"with executing as ({EXECUTING_PER_TENANT}),
+          next as (
               select q.pk from runs q
+              left join executing e on e.tenant_id = q.tenant_id
               where (q.status = 'queued' or (q.status = 'running' and q.lease_owner is null))
                 and not exists (select 1 from runs a where a.session_pk = q.session_pk
                                 and a.pk <> q.pk and a.status in ('running', 'requires_action'))
                 and not exists (select 1 from runs o where o.session_pk = q.session_pk
                                 and o.pk < q.pk and o.status = 'queued')
-              order by q.pk limit 1
-              for update skip locked
+                and ($4::bigint is null or coalesce(e.n, 0) < $4)
+              order by coalesce(e.n, 0), q.pk limit 1
+              for update of q skip locked
           )
           update runs r set status = 'running', lease_owner = $1, lease_expires_at = $2,
               attempts = r.attempts + 1, started_at = coalesce(r.started_at, $3)
@@ -163,15 +176,22 @@ async fn claim_next(
     .bind(worker)
     .bind(lease_expires_at)
     .bind(now)
-    .fetch_optional(pool)
+    .bind(tenant_limit)
+    .fetch_optional(&mut *tx)
     .await;
     match claimed {
-        Ok(row) => Ok(row),
+        Ok(row) => {
+            tx.commit().await?;
+            Ok(row)
+        }
         // Two workers raced for runs of one session: the loser tries again later.
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(None),
         Err(error) => Err(error.into()),
     }
 }
+
+/// The advisory lock that claims under a tenant limit take turns on.
+const CLAIM_LOCK: i64 = 0x6167_656e_7473;
 
 /// Records events of a run in progress in one statement: the update checks the lease,
 /// the insert follows only if it held. False when the lease was lost.

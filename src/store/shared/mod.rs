@@ -8,11 +8,13 @@
 //! ids and snapshots in SQL).
 
 mod agents;
+mod api_keys;
 mod compactions;
 mod runs;
 mod sessions;
 
 pub(crate) use agents::agent_store;
+pub(crate) use api_keys::api_key_store;
 pub(crate) use compactions::compaction_store;
 pub(crate) use runs::run_store;
 pub(crate) use sessions::session_store;

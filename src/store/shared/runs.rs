@@ -294,9 +294,15 @@ macro_rules! run_store {
                     Ok((record.run, locked.last_event_seq))
                 }
 
-                async fn claim_run(&self, worker: Uuid, lease: Duration) -> Result<Option<Claim>> {
+                async fn claim_run(
+                    &self,
+                    worker: Uuid,
+                    lease: Duration,
+                    tenant_limit: Option<std::num::NonZeroU32>,
+                ) -> Result<Option<Claim>> {
                     let now = Timestamp::now();
-                    let row = claim_next(self.writer(), worker, Timestamp(now.0 + lease), now).await?;
+                    let limit = tenant_limit.map(|n| i64::from(n.get()));
+                    let row = claim_next(self.writer(), worker, Timestamp(now.0 + lease), now, limit).await?;
                     row.map(|row| row.into_claim(&self.codec, worker)).transpose()
                 }
 

@@ -17,7 +17,7 @@ use sqlx::sqlite::{
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::payload::PayloadCodec;
-use super::shared::{agent_store, compaction_store, session_store};
+use super::shared::{agent_store, api_key_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
 use super::Result;
 use crate::model::Item;
@@ -134,4 +134,5 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Sqlite>, key: &str, value: 
 
 session_store!(SqliteStore, sqlx::Sqlite, sqlx::SqliteConnection);
 agent_store!(SqliteStore);
+api_key_store!(SqliteStore);
 compaction_store!(SqliteStore, sqlx::SqliteConnection);

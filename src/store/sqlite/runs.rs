@@ -8,7 +8,7 @@ use super::{claim_key, keep_response, kept_response, session_pk, SqliteStore, FO
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
-use crate::store::run_rows::{self, sealed_events, LockedRunRow, NewRunRow};
+use crate::store::run_rows::{self, sealed_events, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT};
 use crate::store::shared::run_store;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result};
@@ -164,12 +164,15 @@ async fn claim_next(
     worker: Uuid,
     lease_expires_at: Timestamp,
     now: Timestamp,
+    tenant_limit: Option<i64>,
 ) -> Result<Option<LockedRunRow>> {
-    Ok(sqlx::query_as(
+    // One statement under SQLite's single writer: no other claim counts in between.
+    Ok(sqlx::query_as(&format!(
         r"update runs set status = 'running', lease_owner = $1, lease_expires_at = $2,
               attempts = attempts + 1, started_at = coalesce(started_at, $3)
           where pk = (
               select q.pk from runs q
+              left join ({EXECUTING_PER_TENANT}) e on e.tenant_id = q.tenant_id
               -- Spelled as in runs_active_idx, which SQLite uses only then.
               where q.status in ('queued', 'running', 'requires_action')
                 and (q.status = 'queued' or (q.status = 'running' and q.lease_owner is null))
@@ -177,13 +180,15 @@ async fn claim_next(
                                 and a.pk <> q.pk and a.status in ('running', 'requires_action'))
                 and not exists (select 1 from runs o where o.session_pk = q.session_pk
                                 and o.pk < q.pk and o.status = 'queued')
-              order by q.pk limit 1)
+                and ($4 is null or coalesce(e.n, 0) < $4)
+              order by coalesce(e.n, 0), q.pk limit 1)
           returning pk, tenant_id, session_pk, last_event_seq, attempts,
               status, started_at, finished_at, body",
-    )
+    ))
     .bind(worker)
     .bind(lease_expires_at)
     .bind(now)
+    .bind(tenant_limit)
     .fetch_optional(pool)
     .await?)
 }

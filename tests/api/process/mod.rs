@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 
 use crate::helpers::{get_json, scratch_postgres, ScratchDatabase};
 
+mod auth;
 mod restart;
 mod runs;
 mod startup;
@@ -306,6 +307,7 @@ async fn migrate_applies_the_schema_and_exits() {
         tables,
         [
             "agents",
+            "api_keys",
             "compactions",
             "idempotency_keys",
             "items",

@@ -11,7 +11,7 @@ use super::Server;
 use crate::helpers::scratch_postgres;
 
 /// Runs the binary to its exit; returns its status and everything it printed.
-async fn run_to_exit(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+pub(super) async fn run_to_exit(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
     let output = tokio::time::timeout(
         Duration::from_secs(30),
         Command::new(env!("CARGO_BIN_EXE_agent-sessions"))

@@ -1,5 +1,6 @@
 //! The interactive docs' "Try it out" works as shipped: every operation's example
-//! request, sent in the order create → use → delete, is answered with a 2xx.
+//! request, sent in the order create → use → delete, is answered with a 2xx. With
+//! authentication on, as "Authorize" sends it: the admin key makes the tenant's key.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -18,6 +19,8 @@ const WALK: &[(&str, &str)] = &[
     ("GET", "/readyz"),
     ("GET", "/metrics"),
     ("GET", "/openapi.yaml"),
+    ("POST", "/v1/api_keys"),
+    ("GET", "/v1/api_keys"),
     ("POST", "/v1/agents"),
     ("GET", "/v1/agents"),
     ("GET", "/v1/agents/{agent_id}"),
@@ -50,11 +53,17 @@ const WALK: &[(&str, &str)] = &[
     ("DELETE", "/v1/sessions/{session_id}/items"),
     ("DELETE", "/v1/sessions/{session_id}"),
     ("DELETE", "/v1/agents/{agent_id}"),
+    ("DELETE", "/v1/api_keys/{key_id}"),
 ];
+
+const ADMIN_KEY: &str = "examples-admin-key-of-at-least-32-chars";
 
 #[tokio::test]
 async fn every_example_request_succeeds_in_order() {
-    let t = RunsApp::new(TestDb::sqlite().await).await;
+    let t = RunsApp::configured(TestDb::sqlite().await, |config| {
+        config.admin_api_key = Some(ADMIN_KEY.into());
+    })
+    .await;
     t.llm.push(Reply::tool_call(
         "call_1",
         "lookup_order",
@@ -107,9 +116,15 @@ async fn every_example_request_succeeds_in_order() {
             uri = format!("{uri}?{}", query.join("&"));
         }
         let body = &operation["requestBody"]["content"]["application/json"]["example"];
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(Method::from_bytes(method.as_bytes()).unwrap())
             .uri(&uri);
+        if path.starts_with("/v1/api_keys") {
+            request = request.header("authorization", format!("Bearer {ADMIN_KEY}"));
+        } else if path.starts_with("/v1/") {
+            let key = ids.get("key").expect("the tenant's key is made first");
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
         let request = if body.is_null() {
             assert!(
                 operation["requestBody"].is_null(),
@@ -130,6 +145,10 @@ async fn every_example_request_succeeds_in_order() {
         );
         let answer: Value = serde_json::from_str(&response.text).unwrap_or(Value::Null);
         match (*method, *path) {
+            ("POST", "/v1/api_keys") => {
+                ids.insert("key_id", answer["id"].as_str().unwrap().into());
+                ids.insert("key", answer["key"].as_str().unwrap().into())
+            }
             ("POST", "/v1/agents") => ids.insert("agent_id", answer["id"].as_str().unwrap().into()),
             ("POST", "/v1/sessions/{session_id}/items") => {
                 ids.insert("item_id", answer["data"][0]["id"].as_str().unwrap().into())

@@ -122,7 +122,7 @@ async fn a_lost_worker_is_replaced_then_given_up_on(db: TestDb) {
     // A worker claims the run and dies: its lease lapses.
     let lease = Duration::from_millis(50);
     store
-        .claim_run(Uuid::now_v7(), lease)
+        .claim_run(Uuid::now_v7(), lease, None)
         .await
         .unwrap()
         .expect("a claim");
@@ -134,7 +134,7 @@ async fn a_lost_worker_is_replaced_then_given_up_on(db: TestDb) {
     );
     // The second claim dies too: the run fails, never left running.
     store
-        .claim_run(Uuid::now_v7(), lease)
+        .claim_run(Uuid::now_v7(), lease, None)
         .await
         .unwrap()
         .expect("a claim");
@@ -155,7 +155,7 @@ async fn a_lost_worker_is_replaced_then_given_up_on(db: TestDb) {
         .await
         .expect(StatusCode::ACCEPTED);
     store
-        .claim_run(Uuid::now_v7(), lease)
+        .claim_run(Uuid::now_v7(), lease, None)
         .await
         .unwrap()
         .expect("a claim");

@@ -128,8 +128,10 @@ async fn webhook_tools_run_on_allowed_hosts_only() {
         post(|Json(call): Json<Value>| async move {
             let arguments = call["arguments"].as_str().unwrap_or_default().to_owned();
             format!(
-                "weather for {arguments} ({})",
-                call["name"].as_str().unwrap_or_default()
+                "weather for {arguments} ({} of {}/{})",
+                call["name"].as_str().unwrap_or_default(),
+                call["tenant"].as_str().unwrap_or_default(),
+                call["session_id"].as_str().unwrap_or_default(),
             )
         }),
     );
@@ -176,7 +178,7 @@ async fn webhook_tools_run_on_allowed_hosts_only() {
     assert_eq!(items[2]["type"], "function_call_output");
     assert_eq!(
         items[2]["output"],
-        "weather for {\"city\":\"Rome\"} (weather)"
+        "weather for {\"city\":\"Rome\"} (weather of default/h)"
     );
 }
 
