@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import collections
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -35,6 +36,7 @@ LIST_OPERATIONS = {
     "GET /v1/agents",
     "GET /v1/sessions/{session_id}/runs",
     "GET /v1/sessions/{session_id}/compactions",
+    "GET /v1/api_keys",
 }
 # The operations that take an agent configuration, in the body or inline as `agent`.
 AGENT_OPERATIONS = {
@@ -94,6 +96,30 @@ def _problem(response: Any) -> tuple[str, str]:
     if not isinstance(body, dict):
         return "", ""
     return str(body.get("code", "")), str(body.get("detail", ""))
+
+
+# With authentication on (the Postgres pass of scripts/conformance.sh) every request
+# carries a key: the admin key on /v1/api_keys, the conformance tenant's key on the
+# other /v1 routes. A generated DELETE never revokes the tenant's own key.
+ADMIN_KEY = os.environ.get("CONFORMANCE_ADMIN_KEY")
+TENANT_KEY = os.environ.get("CONFORMANCE_TENANT_KEY")
+TENANT_KEY_ID = os.environ.get("CONFORMANCE_TENANT_KEY_ID")
+
+
+@schemathesis.hook
+def before_call(ctx: Any, case: Any, kwargs: dict[str, Any]) -> None:
+    path = case.operation.path
+    if not (ADMIN_KEY and TENANT_KEY) or not path.startswith("/v1/"):
+        return
+    if path.startswith("/v1/api_keys"):
+        key = ADMIN_KEY
+        if (case.path_parameters or {}).get("key_id") == TENANT_KEY_ID:
+            case.path_parameters["key_id"] = "00000000-0000-0000-0000-000000000000"
+    else:
+        key = TENANT_KEY
+    if case.headers is None:
+        case.headers = {}
+    case.headers["Authorization"] = f"Bearer {key}"
 
 
 @schemathesis.hook

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
 import sys
 import uuid
@@ -171,7 +172,12 @@ def nul_allowed_in_metadata() -> bool:
 
 
 def main(base_url: str) -> int:
-    client = Client(base_url=base_url, raise_on_unexpected_status=True, timeout=30.0)
+    # With authentication on, the conformance stage passes a tenant's key.
+    key = os.environ.get("CONFORMANCE_TENANT_KEY")
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    client = Client(
+        base_url=base_url, raise_on_unexpected_status=True, timeout=30.0, headers=headers
+    )
     run = uuid.uuid4().hex[:12]
     sid = f"walkthrough-{run}"
     state: dict[str, Any] = {}

@@ -18,6 +18,8 @@
 #        of examples per operation and a fixed seed (conformance/schemathesis.toml), then
 #        the stateful phase again with a few more fixed seeds;
 #      - conformance/walkthrough.py drives the generated client through a session's life.
+#    SQLite runs without authentication (the embedded default); Postgres with
+#    ADMIN_API_KEY set and a tenant's key from `agent-sessions keys create`.
 #    The server is stopped afterwards, also when a stage fails or the script is interrupted.
 #
 # Every stage runs even when an earlier one failed (except what cannot run without the
@@ -176,6 +178,7 @@ start_server() {
   # every run endpoint still answers as the contract says.
   DATABASE_URL=$url LISTEN_ADDR=127.0.0.1:0 LOG_FORMAT=json RUST_LOG=${RUST_LOG:-info} \
     LLM_BASE_URL=http://127.0.0.1:9/v1 LLM_MAX_RETRIES=0 LLM_MODEL=conformance-model \
+    ADMIN_API_KEY=${CONFORMANCE_ADMIN_KEY:-} \
     "$BIN" >"$server_log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 300); do
@@ -226,6 +229,21 @@ EOF
     return 1
   fi
   log "server up at $BASE_URL (pid $SERVER_PID)"
+}
+
+# make_keys DATABASE_URL: turns authentication on for the next server and makes the
+# conformance tenant's key; exports what the hooks and the walkthrough send.
+make_keys() {
+  local printed
+  export CONFORMANCE_ADMIN_KEY="conformance-admin-$RANDOM$RANDOM-0123456789abcdef"
+  if ! printed=$(DATABASE_URL=$1 "$BIN" keys create --tenant conformance --name schemathesis 2>&1); then
+    log "agent-sessions keys create failed: $printed"
+    return 1
+  fi
+  CONFORMANCE_TENANT_KEY=$(printf '%s\n' "$printed" | grep '^ask_')
+  CONFORMANCE_TENANT_KEY_ID=$(printf '%s\n' "$printed" | sed -nE 's/^created API key ([0-9a-f-]+) .*/\1/p')
+  export CONFORMANCE_TENANT_KEY CONFORMANCE_TENANT_KEY_ID
+  log "authentication on; tenant key ${CONFORMANCE_TENANT_KEY:0:8}… ($CONFORMANCE_TENANT_KEY_ID)"
 }
 
 # One run of schemathesis against the server: st_run SEED [st options...]
@@ -302,6 +320,17 @@ test_backend() {
       return 0
       ;;
   esac
+
+  # SQLite is tested as the embedded default (no authentication), Postgres as a
+  # production deployment: authentication on, a tenant's key made with the command
+  # line, and the admin key for /v1/api_keys (see schemathesis_hooks.before_call).
+  unset CONFORMANCE_ADMIN_KEY CONFORMANCE_TENANT_KEY CONFORMANCE_TENANT_KEY_ID
+  if [[ $backend == postgres ]] && ! make_keys "$url"; then
+    not_run "schemathesis ($backend)" "no API key"
+    not_run "walkthrough ($backend)" "no API key"
+    drop_pg_db
+    return 0
+  fi
 
   banner "start the server ($backend)"
   if ! start_server "$url" "$TMP/server-$backend.log"; then

@@ -33,8 +33,8 @@ pub struct CreateApiKeyRequest {
     /// What the key is for, to tell keys apart.
     #[schema(example = "support frontend", min_length = 1, max_length = 256)]
     name: String,
-    /// `["read"]`, or `["read", "write"]` (the default).
-    #[schema(min_items = 1, max_items = 2)]
+    /// `["read"]`, or `["read", "write"]` (the default; `["write"]` is the same).
+    #[schema(value_type = Option<std::collections::BTreeSet<Scope>>, min_items = 1, max_items = 2)]
     scopes: Option<Vec<Scope>>,
     /// When the key stops working; never when absent.
     expires_at: Option<DateTime<Utc>>,

@@ -64,18 +64,21 @@ pub fn check_tenant(field: &str, tenant: &str) -> Result<(), InvalidField> {
     Ok(())
 }
 
-/// Scopes as given: `read` alone, or `read` with `write`; absent means both.
+/// Scopes as given: `read`, or `write` with or without `read` (writing includes
+/// reading); absent means both.
 pub fn check_scopes(scopes: Option<Vec<Scope>>) -> Result<Vec<Scope>, InvalidField> {
     let mut scopes = scopes.unwrap_or_else(|| vec![Scope::Read, Scope::Write]);
+    let given = scopes.len();
     scopes.sort();
     scopes.dedup();
-    if !scopes.contains(&Scope::Read) {
-        return Err(InvalidField::new(
-            "scopes",
-            "must be [\"read\"] or [\"read\", \"write\"]",
-        ));
+    if scopes.len() != given {
+        return Err(InvalidField::new("scopes", "lists a scope twice"));
     }
-    Ok(scopes)
+    match scopes.as_slice() {
+        [] => Err(InvalidField::new("scopes", "must name at least one scope")),
+        [Scope::Write] => Ok(vec![Scope::Read, Scope::Write]),
+        _ => Ok(scopes),
+    }
 }
 
 /// A new secret key, shown once: `ask_` and 256 random bits, url-safe.
@@ -140,10 +143,14 @@ mod tests {
         }
         assert_eq!(check_scopes(None).unwrap(), [Scope::Read, Scope::Write]);
         assert_eq!(
-            check_scopes(Some(vec![Scope::Read, Scope::Read])).unwrap(),
-            [Scope::Read]
+            check_scopes(Some(vec![Scope::Write, Scope::Read])).unwrap(),
+            [Scope::Read, Scope::Write]
         );
-        assert!(check_scopes(Some(vec![Scope::Write])).is_err());
+        assert!(check_scopes(Some(vec![Scope::Read, Scope::Read])).is_err());
+        assert_eq!(
+            check_scopes(Some(vec![Scope::Write])).unwrap(),
+            [Scope::Read, Scope::Write]
+        );
         assert!(check_scopes(Some(vec![])).is_err());
     }
 }

@@ -32,6 +32,7 @@ NOT_RUN = [
     ("scripts/conformance.sh", "a CI stage of its own (.ci/run)"),
     ("docker compose", "needs a Docker engine; `docker-compose config` checks the file"),
     ("bench/", "a benchmark, not a test"),
+    ("ADMIN_API_KEY", "needs authentication on; tests/api/auth makes these calls"),
 ]
 
 EXPECT = re.compile(r"#\s*→\s*(\d{3})")

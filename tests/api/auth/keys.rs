@@ -90,7 +90,11 @@ async fn keys_are_made_listed_and_revoked(db: TestDb) {
         (json!({"tenant": "a b", "name": "x"}), "tenant:"),
         (json!({"tenant": "acme", "name": ""}), "name:"),
         (
-            json!({"tenant": "acme", "name": "x", "scopes": ["write"]}),
+            json!({"tenant": "acme", "name": "x", "scopes": ["read", "read"]}),
+            "scopes:",
+        ),
+        (
+            json!({"tenant": "acme", "name": "x", "scopes": []}),
             "scopes:",
         ),
         (
