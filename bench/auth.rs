@@ -1,8 +1,9 @@
 //! What authentication costs on the hot paths: appends and tail reads through a server
 //! with auth off and one with auth on (a tenant's key, looked up through the cache),
-//! alternating in the same run on the same database, and the ratio of the two.
+//! alternating in the same run on the same database (off-on, then on-off, so that a
+//! machine's drift weighs on both alike), and the ratio of the two.
 //!
-//! `cargo bench --bench auth -- [sqlite|postgres] [seconds] [clients]`
+//! `cargo bench --bench auth -- [sqlite|postgres] [seconds] [clients] [rounds]`
 
 mod database;
 mod phases;
@@ -31,6 +32,7 @@ async fn main() {
     let backend = args.first().map_or("sqlite", String::as_str).to_owned();
     let seconds: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5);
     let clients: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(32);
+    let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(4);
 
     let database = BenchDatabase::create(&backend).await;
     let mut config = Cli::parse_from(["agent-sessions"]).config;
@@ -64,11 +66,13 @@ async fn main() {
     }
     let http = reqwest::Client::new();
 
-    println!("backend {backend}, {clients} clients, {seconds} s per phase, off and on alternating");
+    println!("backend {backend}, {clients} clients, {seconds} s per phase, {rounds} rounds of off and on");
     // (append, tail) requests per second, summed over the rounds, for off and on.
     let mut totals = [[0.0f64; 2]; 2];
-    for round in 0..2 {
-        for (mode, (label, base, key)) in targets.iter().enumerate() {
+    for round in 0..rounds {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for mode in order {
+            let (label, base, key) = &targets[mode];
             let authorization = key.as_ref().map(|k| format!("Bearer {k}"));
             let append = run_phase(clients, seconds, |client, n| {
                 let request = http

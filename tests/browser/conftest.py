@@ -83,14 +83,37 @@ def fake_llm() -> Iterator[FakeLLM]:
         yield llm
 
 
+BINARY = os.environ.get("AGENT_SESSIONS_BIN", str(ROOT / "target/release/agent-sessions"))
+ADMIN_KEY = "console-tests-admin-key-0123456789abcdef"
+
+
 @pytest.fixture(scope="session")
 def server(fake_llm: FakeLLM) -> Iterator[str]:
     """The binary under test at its base URL, on a database no one else uses."""
-    binary = os.environ.get("AGENT_SESSIONS_BIN", str(ROOT / "target/release/agent-sessions"))
     workdir = Path(tempfile.mkdtemp(prefix="console-tests-"))
+    yield from serve(fake_llm, workdir, {})
+
+
+@pytest.fixture(scope="session")
+def auth_server(fake_llm: FakeLLM) -> Iterator[Tuple[str, str]]:
+    """The binary with authentication on, and a tenant's key made on the command line."""
+    workdir = Path(tempfile.mkdtemp(prefix="console-auth-tests-"))
+    made = subprocess.run(
+        [BINARY, "keys", "create", "--tenant", "console", "--name", "browser tests"],
+        env={**os.environ, "DATABASE_URL": f"sqlite://{workdir / 'console.db'}"},
+        capture_output=True, text=True, check=True,
+    )
+    key = made.stdout.strip()
+    for base_url in serve(fake_llm, workdir, {"ADMIN_API_KEY": ADMIN_KEY}):
+        yield base_url, key
+
+
+def serve(fake_llm: FakeLLM, workdir: Path, extra: Dict[str, str]) -> Iterator[str]:
+    binary = BINARY
     port = free_port()
     env = {
         **os.environ,
+        **extra,
         "LISTEN_ADDR": f"127.0.0.1:{port}",
         "DATABASE_URL": f"sqlite://{workdir / 'console.db'}",
         "LLM_BASE_URL": fake_llm.base_url,
