@@ -31,7 +31,12 @@ pub struct CreateApiKeyRequest {
     #[schema(example = "acme", pattern = "^[A-Za-z0-9_.-]{1,64}$")]
     tenant: String,
     /// What the key is for, to tell keys apart.
-    #[schema(example = "support frontend", min_length = 1, max_length = 256)]
+    #[schema(
+        example = "support frontend",
+        min_length = 1,
+        max_length = 256,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     name: String,
     /// `["read"]`, or `["read", "write"]` (the default; `["write"]` is the same).
     #[schema(value_type = Option<std::collections::BTreeSet<Scope>>, min_items = 1, max_items = 2)]
@@ -59,8 +64,11 @@ pub async fn issue_key(
     expires_at: Option<DateTime<Utc>>,
 ) -> Result<(ApiKey, String)> {
     check_tenant("tenant", &tenant)?;
-    if name.is_empty() || name.chars().count() > 256 {
-        return Err(ApiError::invalid("name", "must be 1-256 characters"));
+    if name.is_empty() || name.chars().count() > 256 || name.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "name",
+            "must be 1-256 characters, none of them control characters",
+        ));
     }
     let scopes = check_scopes(scopes)?;
     let new = NewKey::generate();

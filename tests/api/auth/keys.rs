@@ -97,6 +97,7 @@ async fn keys_are_made_listed_and_revoked(db: TestDb) {
             json!({"tenant": "acme", "name": "x", "scopes": []}),
             "scopes:",
         ),
+        (json!({"tenant": "acme", "name": "nul\u{0}"}), "name:"),
         (
             json!({"tenant": "acme", "name": "x", "scopes": ["admin"]}),
             "scopes",
