@@ -82,7 +82,8 @@ impl Startup {
 impl Application {
     pub async fn build(config: &Config) -> anyhow::Result<Self> {
         let url = config.database_url();
-        let store = store::connect(url, config.database_max_connections)
+        let codec = config.payload_codec()?;
+        let store = store::connect_with(url, config.database_max_connections, codec)
             .await
             .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
         Self::with_store(config, store).await

@@ -162,6 +162,11 @@ pub struct Config {
     #[arg(long, env = "RATE_LIMIT_PER_KEY", global = true)]
     pub rate_limit_per_key: Option<std::num::NonZeroU32>,
 
+    /// `key_id:BASE64_32_BYTES,…`: encrypt what conversations say at rest with the first
+    /// key (AES-256-GCM); every listed key decrypts. Unset stores values in plain.
+    #[arg(long, env = "ENCRYPTION_KEYS", global = true, hide_env_values = true)]
+    pub encryption_keys: Option<String>,
+
     /// Runs of one tenant that may execute at once, across replicas; unset is no limit.
     #[arg(long, env = "TENANT_MAX_ACTIVE_RUNS", global = true)]
     pub tenant_max_active_runs: Option<std::num::NonZeroU32>,
@@ -210,6 +215,14 @@ impl Config {
     }
 }
 
+impl Config {
+    /// How stored payloads are kept: encrypted under `ENCRYPTION_KEYS`, or plain.
+    pub fn payload_codec(&self) -> Result<crate::store::PayloadCodec, StartupError> {
+        let keys = crate::store::Keyring::parse(self.encryption_keys.as_deref().unwrap_or(""))?;
+        Ok(crate::store::PayloadCodec::new(keys))
+    }
+}
+
 /// A configuration the service refuses to start with.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -221,6 +234,8 @@ pub enum StartupError {
          serve every caller as one tenant"
     )]
     Unauthenticated(std::net::SocketAddr),
+    #[error(transparent)]
+    EncryptionKeys(#[from] crate::store::KeyringError),
 }
 
 impl Config {
@@ -262,6 +277,10 @@ impl fmt::Debug for Config {
             .field("auth_cache_secs", &self.auth_cache_secs)
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("tenant_max_active_runs", &self.tenant_max_active_runs)
+            .field(
+                "encryption_keys",
+                &self.encryption_keys.as_ref().map(|_| "***"),
+            )
             .finish()
     }
 }

@@ -71,6 +71,9 @@ pub enum ApiError {
     DatabaseUnavailable(#[source] StoreError),
     #[error("an internal error occurred")]
     Internal(String),
+    /// A stored value is under a key the service was not given: never garbage instead.
+    #[error("{0}")]
+    EncryptionKeyMissing(String),
 }
 
 /// Bytes in MiB, or KiB below one MiB; to one decimal where that is not a whole number.
@@ -119,7 +122,7 @@ impl ApiError {
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Timeout(_) | Self::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Internal(_) | Self::EncryptionKeyMissing(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -151,6 +154,7 @@ impl ApiError {
             Self::Timeout(_) => "request_timeout",
             Self::DatabaseUnavailable(_) => "database_unavailable",
             Self::Internal(_) => "internal_error",
+            Self::EncryptionKeyMissing(_) => "encryption_key_missing",
         }
     }
 
@@ -248,6 +252,7 @@ impl From<StoreError> for ApiError {
                 "the run is `{status}`, not waiting for tool outputs"
             )),
             StoreError::Invalid(field) => field.into(),
+            StoreError::EncryptionKeyMissing(_) => Self::EncryptionKeyMissing(error.to_string()),
             error if error.is_transient() => Self::DatabaseUnavailable(error),
             other => Self::Internal(other.to_string()),
         }
@@ -299,7 +304,7 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         match self {
-            Self::Internal(cause) => {
+            Self::Internal(cause) | Self::EncryptionKeyMissing(cause) => {
                 response.extensions_mut().insert(InternalCause(cause));
             }
             Self::Unauthorized(_) => {
@@ -353,7 +358,7 @@ problem_responses! {
     PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
     UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",
     Unavailable => "`database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit",
-    Internal => "`internal_error`: logged with the request id",
+    Internal => "`internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold",
 }
 
 fn problem_response(description: &str) -> RefOr<ResponseDoc> {

@@ -41,6 +41,8 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    #[error("a stored value is encrypted under key id `{0}`, which ENCRYPTION_KEYS does not hold")]
+    EncryptionKeyMissing(String),
 }
 
 impl StoreError {

@@ -4,6 +4,7 @@
 mod agents;
 mod api_keys;
 mod compactions;
+mod encryption;
 mod error;
 mod idempotency;
 mod payload;
@@ -24,6 +25,7 @@ use uuid::Uuid;
 pub use agents::AgentStore;
 pub use api_keys::ApiKeyStore;
 pub use compactions::{CompactionStore, Context, Forked};
+pub use encryption::{Keyring, KeyringError};
 pub use error::StoreError;
 pub use payload::{Column, PayloadCodec};
 pub use postgres::PgStore;
@@ -125,10 +127,23 @@ pub struct PoolStats {
 /// Opens the database named by `url` (SQLite when it starts with `sqlite:`, Postgres for
 /// `postgres:`/`postgresql:`) and brings its schema up to date.
 pub async fn connect(url: &str, max_connections: u32) -> Result<Arc<dyn SessionStore>> {
+    connect_with(url, max_connections, PayloadCodec::default()).await
+}
+
+/// Opens the database with payloads kept by `codec` (encrypted, when it has keys).
+pub async fn connect_with(
+    url: &str,
+    max_connections: u32,
+    codec: PayloadCodec,
+) -> Result<Arc<dyn SessionStore>> {
     if url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteStore::connect(url).await?))
+        Ok(Arc::new(SqliteStore::connect(url).await?.with_codec(codec)))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Ok(Arc::new(PgStore::connect(url, max_connections).await?))
+        Ok(Arc::new(
+            PgStore::connect(url, max_connections)
+                .await?
+                .with_codec(codec),
+        ))
     } else {
         Err(StoreError::UnsupportedUrl)
     }

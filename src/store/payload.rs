@@ -5,7 +5,9 @@
 //! change to how it is kept at rest (encryption, compression) is made here alone.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
+use super::encryption::Keyring;
 use super::StoreError;
 
 /// Where a payload is kept. A sealed value is bound to its tenant and its column, so
@@ -17,6 +19,7 @@ pub enum Column {
     RunBody,
     RunEventData,
     CompactionSummary,
+    AgentBody,
 }
 
 impl Column {
@@ -28,33 +31,47 @@ impl Column {
             Self::RunBody => "runs.body",
             Self::RunEventData => "run_events.data",
             Self::CompactionSummary => "compactions.summary",
+            Self::AgentBody => "agents.body",
         }
     }
 }
 
-/// Turns payloads into what is stored and back. Today values are stored as they are.
+/// Turns payloads into what is stored and back: encrypted under `ENCRYPTION_KEYS` when
+/// it is set (see `encryption.rs`), else as they are.
 #[derive(Debug, Clone, Default)]
-pub struct PayloadCodec {}
+pub struct PayloadCodec {
+    keyring: Option<Arc<Keyring>>,
+}
 
 impl PayloadCodec {
+    pub fn new(keyring: Option<Keyring>) -> Self {
+        Self {
+            keyring: keyring.map(Arc::new),
+        }
+    }
+
     /// The stored form of `plain` (borrowed or owned), a payload of `tenant` kept in
     /// `column`.
     pub fn seal<'a>(
         &self,
-        _tenant: &str,
-        _column: Column,
+        tenant: &str,
+        column: Column,
         plain: impl Into<Cow<'a, str>>,
     ) -> Result<Cow<'a, str>, StoreError> {
-        Ok(plain.into())
+        let plain = plain.into();
+        match &self.keyring {
+            Some(keyring) => Ok(Cow::Owned(keyring.seal(&aad(tenant, column), &plain)?)),
+            None => Ok(plain),
+        }
     }
 
     /// The payload a stored value of `tenant` in `column` holds.
-    pub fn open(
-        &self,
-        _tenant: &str,
-        _column: Column,
-        stored: String,
-    ) -> Result<String, StoreError> {
-        Ok(stored)
+    pub fn open(&self, tenant: &str, column: Column, stored: String) -> Result<String, StoreError> {
+        Keyring::open(self.keyring.as_deref(), &aad(tenant, column), stored)
     }
+}
+
+/// What a sealed value is bound to: its tenant and its column.
+fn aad(tenant: &str, column: Column) -> String {
+    format!("{tenant}/{}", column.name())
 }

@@ -261,11 +261,10 @@ pub(super) struct AgentRow {
     body: String,
 }
 
-impl TryFrom<AgentRow> for Agent {
-    type Error = StoreError;
-
-    fn try_from(row: AgentRow) -> Result<Self, StoreError> {
-        serde_json::from_str(&row.body).map_err(|e| StoreError::Corrupt(format!("agent: {e}")))
+impl AgentRow {
+    pub(super) fn open(self, codec: &PayloadCodec, tenant: &str) -> Result<Agent, StoreError> {
+        let body = codec.open(tenant, Column::AgentBody, self.body)?;
+        serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(format!("agent: {e}")))
     }
 }
 

@@ -52,6 +52,24 @@ impl TestDb {
         }
     }
 
+    /// The same database through a store that keeps payloads with `codec`.
+    pub async fn reopen(&self, codec: agent_sessions::store::PayloadCodec) -> Self {
+        let store: Arc<dyn SessionStore> = match &self.raw {
+            RawDb::Postgres(pool) => Arc::new(PgStore::from_pool(pool.clone()).with_codec(codec)),
+            RawDb::Sqlite(pool) => {
+                let path = pool.connect_options().get_filename().display().to_string();
+                let store = SqliteStore::connect(&format!("sqlite://{path}"))
+                    .await
+                    .expect("SQLite opens");
+                Arc::new(store.with_codec(codec))
+            }
+        };
+        Self {
+            store,
+            ..self.clone_handle()
+        }
+    }
+
     /// Another handle on the same database, for a second app (a replica).
     pub fn clone_handle(&self) -> Self {
         Self {

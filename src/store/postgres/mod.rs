@@ -41,6 +41,11 @@ pub struct PgStore {
 }
 
 impl PgStore {
+    /// Keeps payloads with `codec` from now on.
+    pub fn with_codec(mut self, codec: PayloadCodec) -> Self {
+        self.codec = codec;
+        self
+    }
     pub fn schema_version() -> i64 {
         MIGRATOR.migrations.last().map_or(0, |m| m.version)
     }

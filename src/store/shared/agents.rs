@@ -9,6 +9,7 @@ macro_rules! agent_store {
 
             use super::*;
             use $crate::model::{Agent, AgentPatch, Page, PageRequest};
+            use $crate::store::payload::Column;
             use $crate::store::rows::{beyond, direction, to_json, AgentRow};
             use $crate::store::timestamp::Timestamp;
             use $crate::store::{explain_empty_agent_page, AgentStore, Result, StoreError};
@@ -22,7 +23,7 @@ macro_rules! agent_store {
                     .bind(tenant)
                     .bind(&agent.id)
                     .bind(Timestamp(agent.created_at))
-                    .bind(to_json(agent)?)
+                    .bind(self.codec.seal(tenant, Column::AgentBody, to_json(agent)?)?)
                     .execute(self.writer())
                     .await?;
                     Ok(())
@@ -35,7 +36,7 @@ macro_rules! agent_store {
                             .bind(id)
                             .fetch_optional(self.reader())
                             .await?;
-                    row.ok_or(StoreError::AgentNotFound)?.try_into()
+                    row.ok_or(StoreError::AgentNotFound)?.open(&self.codec, tenant)
                 }
 
                 async fn list_agents(&self, tenant: &str, page: &PageRequest) -> Result<Page<Agent>> {
@@ -59,7 +60,7 @@ macro_rules! agent_store {
                     }
                     let agents = rows
                         .into_iter()
-                        .map(Agent::try_from)
+                        .map(|row| row.open(&self.codec, tenant))
                         .collect::<Result<Vec<_>>>()?;
                     Ok(page.finish(agents, false, |a| a.id.clone()))
                 }
@@ -73,12 +74,12 @@ macro_rules! agent_store {
                     .bind(id)
                     .fetch_optional(&mut *tx)
                     .await?;
-                    let agent: Agent = row.ok_or(StoreError::AgentNotFound)?.try_into()?;
+                    let agent: Agent = row.ok_or(StoreError::AgentNotFound)?.open(&self.codec, tenant)?;
                     let agent = patch.apply(agent, $crate::store::now())?;
                     sqlx::query("update agents set body = $3 where tenant_id = $1 and id = $2")
                         .bind(tenant)
                         .bind(id)
-                        .bind(to_json(&agent)?)
+                        .bind(self.codec.seal(tenant, Column::AgentBody, to_json(&agent)?)?)
                         .execute(&mut *tx)
                         .await?;
                     tx.commit().await?;

@@ -46,6 +46,11 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// Keeps payloads with `codec` from now on.
+    pub fn with_codec(mut self, codec: PayloadCodec) -> Self {
+        self.codec = codec;
+        self
+    }
     pub fn schema_version() -> i64 {
         MIGRATOR.migrations.last().map_or(0, |m| m.version)
     }

@@ -3,6 +3,7 @@
 
 mod auto_compaction;
 mod compaction;
+mod encryption;
 mod forks;
 
 use axum::http::StatusCode;

@@ -40,10 +40,16 @@ async fn help_shows_no_secret_from_the_environment() {
         &[
             ("DATABASE_URL", "postgres://app:s3cret@db/x"),
             ("LLM_API_KEY", "sk-very-secret"),
+            ("ENCRYPTION_KEYS", "k1:c2VjcmV0LWtleS1tYXRlcmlhbA=="),
+            ("ADMIN_API_KEY", "admin-very-secret-0123456789abcdefgh"),
         ],
     )
     .await;
     assert!(ok, "{help}");
+    assert!(
+        !help.contains("c2VjcmV0") && !help.contains("admin-very-secret"),
+        "{help}"
+    );
     assert!(!help.contains("s3cret"), "{help}");
     assert!(!help.contains("sk-very-secret"), "{help}");
     assert!(help.contains("[env: DATABASE_URL]"), "{help}");
@@ -148,4 +154,29 @@ async fn logs_in_a_pipe_carry_no_colour_codes() {
     .expect("the server listens within 30 s");
     assert!(line.contains("INFO"), "{line}");
     assert!(!line.contains('\u{1b}'), "{line:?}");
+}
+
+#[tokio::test]
+async fn bad_encryption_keys_are_named_without_their_material() {
+    let dir = TempDir::new().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("x.db").display());
+    for (keys, expected) in [
+        (
+            "k1:c2hvcnQta2V5",
+            "the key of `k1` is 9 bytes; AES-256 needs 32",
+        ),
+        ("k1:%%%notbase64", "the key of `k1` is not valid base64"),
+    ] {
+        let (ok, printed) =
+            run_to_exit(&[], &[("DATABASE_URL", &url), ("ENCRYPTION_KEYS", keys)]).await;
+        assert!(!ok, "{printed}");
+        assert!(
+            printed.contains("ENCRYPTION_KEYS") && printed.contains(expected),
+            "{printed}"
+        );
+        assert!(
+            !printed.contains("c2hvcnQ") && !printed.contains("notbase64"),
+            "{printed}"
+        );
+    }
 }
