@@ -147,14 +147,7 @@ async fn claim_next(
     now: Timestamp,
     tenant_limit: Option<i64>,
 ) -> Result<Option<LockedRunRow>> {
-    let mut tx = pool.begin().await?;
-    if tenant_limit.is_some() {
-        sqlx::query("select pg_advisory_xact_lock($1)")
-            .bind(CLAIM_LOCK)
-            .execute(&mut *tx)
-            .await?;
-    }
-    let claimed = sqlx::query_as(&format!(
+    let sql = format!(
         r"with executing as ({EXECUTING_PER_TENANT}),
           next as (
               select q.pk from runs q
@@ -172,18 +165,33 @@ async fn claim_next(
               attempts = r.attempts + 1, started_at = coalesce(r.started_at, $3)
           from next where r.pk = next.pk
           returning {LOCKED_COLUMNS}, {RUN_COLUMNS}"
-    ))
-    .bind(worker)
-    .bind(lease_expires_at)
-    .bind(now)
-    .bind(tenant_limit)
-    .fetch_optional(&mut *tx)
-    .await;
-    match claimed {
-        Ok(row) => {
-            tx.commit().await?;
-            Ok(row)
+    );
+    let claim = || {
+        sqlx::query_as(&sql)
+            .bind(worker)
+            .bind(lease_expires_at)
+            .bind(now)
+            .bind(tenant_limit)
+    };
+    // Without a limit the claim is one statement: an idle worker's poll costs one round
+    // trip, not a transaction's three.
+    let claimed = match tenant_limit {
+        None => claim().fetch_optional(pool).await,
+        Some(_) => {
+            let mut tx = pool.begin().await?;
+            sqlx::query("select pg_advisory_xact_lock($1)")
+                .bind(CLAIM_LOCK)
+                .execute(&mut *tx)
+                .await?;
+            let claimed = claim().fetch_optional(&mut *tx).await;
+            if claimed.is_ok() {
+                tx.commit().await?;
+            }
+            claimed
         }
+    };
+    match claimed {
+        Ok(row) => Ok(row),
         // Two workers raced for runs of one session: the loser tries again later.
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(None),
         Err(error) => Err(error.into()),
