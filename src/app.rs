@@ -17,12 +17,9 @@ use crate::auth::Auth;
 use crate::config::{describe_database, Config, StartupError, DEFAULT_LLM_URL};
 use crate::http::{self, AppState, Metrics};
 use crate::llm::{LlmClient, OpenAiClient};
-use crate::model::IdempotencyKey;
 use crate::runs::Runs;
 use crate::store::{self, SessionStore};
-
-/// How often expired idempotency keys are purged.
-const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+use crate::upkeep::{self, KeyCensus};
 
 /// The service, bound and ready to serve. Binding happens in [`Application::build`], so
 /// a caller that asked for port 0 learns the real port before serving starts.
@@ -31,6 +28,10 @@ pub struct Application {
     router: Router,
     store: Arc<dyn SessionStore>,
     runs: Runs,
+    metrics: Arc<Metrics>,
+    key_census: Arc<KeyCensus>,
+    sweep_every: Duration,
+    census_every: Duration,
     /// How long a client may take to send request headers, and how long shutdown waits
     /// for requests in flight: the request time limit.
     patience: Duration,
@@ -83,9 +84,14 @@ impl Application {
     pub async fn build(config: &Config) -> anyhow::Result<Self> {
         let url = config.database_url();
         let codec = config.payload_codec()?;
-        let store = store::connect_with(url, config.database_max_connections, codec)
-            .await
-            .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
+        let store = store::connect_with(
+            url,
+            config.database_max_connections,
+            codec,
+            config.default_expiry(),
+        )
+        .await
+        .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
         Self::with_store(config, store).await
     }
 
@@ -104,6 +110,7 @@ impl Application {
     ) -> anyhow::Result<Self> {
         let state = state(config, store.clone(), llm)?;
         let runs = state.runs.clone();
+        let (metrics, key_census) = (state.metrics.clone(), state.key_census.clone());
         let auth_enabled = state.auth.enabled();
         let router = http::router(state, config)?;
         let listener = TcpListener::bind(&config.listen_addr)
@@ -123,6 +130,10 @@ impl Application {
             router,
             store,
             runs,
+            metrics,
+            key_census,
+            sweep_every: Duration::from_secs(config.sweep_interval_secs),
+            census_every: Duration::from_secs(config.key_census_interval_secs),
             patience: Duration::from_secs(config.request_timeout_secs),
             startup: Startup::new(config),
         })
@@ -137,7 +148,14 @@ impl Application {
     /// than the request time limit is cut off, so shutdown always ends.
     pub async fn run(self, shutdown: CancellationToken) -> io::Result<()> {
         self.startup.log(self.local_addr()?);
-        let purger = tokio::spawn(purge_idempotency_keys(self.store, shutdown.clone()));
+        let upkeep = upkeep::spawn(
+            self.store,
+            self.metrics,
+            self.key_census,
+            self.sweep_every,
+            self.census_every,
+            shutdown.clone(),
+        );
         let stop_workers = CancellationToken::new();
         let mut workers = self.runs.start_workers(stop_workers.clone());
         let mut server = auto::Builder::new(TokioExecutor::new());
@@ -183,7 +201,7 @@ impl Application {
             }
         }
         shutdown.cancel();
-        let _ = purger.await;
+        let _ = upkeep.await;
         // Runs in hand get what is left of the deadline; one cut off is claimed again
         // when its lease lapses.
         stop_workers.cancel();
@@ -202,21 +220,6 @@ impl Application {
     }
 }
 
-async fn purge_idempotency_keys(store: Arc<dyn SessionStore>, shutdown: CancellationToken) {
-    let mut interval = tokio::time::interval(PURGE_INTERVAL);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = interval.tick() => {}
-        }
-        let cutoff = chrono::Utc::now() - IdempotencyKey::ttl();
-        match store.purge_idempotency_keys(cutoff).await {
-            Ok(purged) => tracing::debug!(purged, "purged expired idempotency keys"),
-            Err(error) => tracing::warn!(%error, "cannot purge expired idempotency keys"),
-        }
-    }
-}
-
 /// The state the handlers share: the store, authentication, the run engine on `llm`
 /// (its workers not started) and the metrics.
 pub fn state(
@@ -229,6 +232,7 @@ pub fn state(
         runs: Runs::new(store.clone(), llm, config.run_settings()),
         store,
         metrics: Arc::new(Metrics::default()),
+        key_census: Arc::new(KeyCensus::default()),
         run_wait: Duration::from_secs(config.run_wait_secs),
     })
 }

@@ -30,6 +30,14 @@ pub enum Command {
     /// Manage API keys in the database.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Rewrite every stored value not under the first key of ENCRYPTION_KEYS, batch by
+    /// batch in short transactions. Safe beside a running service; after a kill, run it
+    /// again and it goes on where it stopped.
+    Reencrypt {
+        /// Values per transaction.
+        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        batch: u64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
@@ -170,6 +178,24 @@ pub struct Config {
     /// Runs of one tenant that may execute at once, across replicas; unset is no limit.
     #[arg(long, env = "TENANT_MAX_ACTIVE_RUNS", global = true)]
     pub tenant_max_active_runs: Option<std::num::NonZeroU32>,
+
+    /// Seconds of inactivity after which a session created without `expires_after` is
+    /// deleted; unset keeps sessions until they are deleted.
+    #[arg(long, env = "SESSION_EXPIRES_AFTER_SECS", global = true,
+          value_parser = clap::value_parser!(u64).range(1..=crate::model::MAX_EXPIRES_AFTER_SECS))]
+    pub session_expires_after_secs: Option<u64>,
+
+    /// Seconds between two passes of the sweeper, which deletes expired sessions and
+    /// idempotency keys older than 24 hours.
+    #[arg(long, env = "SWEEP_INTERVAL_SECS", global = true, default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub sweep_interval_secs: u64,
+
+    /// Seconds between two counts of the stored values per encryption key id, which
+    /// `/metrics` and `/readyz` report (a scan of every payload column).
+    #[arg(long, env = "KEY_CENSUS_INTERVAL_SECS", global = true, default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub key_census_interval_secs: u64,
 }
 
 impl Config {
@@ -220,6 +246,12 @@ impl Config {
     pub fn payload_codec(&self) -> Result<crate::store::PayloadCodec, StartupError> {
         let keys = crate::store::Keyring::parse(self.encryption_keys.as_deref().unwrap_or(""))?;
         Ok(crate::store::PayloadCodec::new(keys))
+    }
+
+    /// The retention of sessions created without `expires_after`.
+    pub fn default_expiry(&self) -> Option<crate::model::ExpiresAfter> {
+        self.session_expires_after_secs
+            .map(crate::model::ExpiresAfter::inactivity)
     }
 }
 
@@ -277,6 +309,12 @@ impl fmt::Debug for Config {
             .field("auth_cache_secs", &self.auth_cache_secs)
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("tenant_max_active_runs", &self.tenant_max_active_runs)
+            .field(
+                "session_expires_after_secs",
+                &self.session_expires_after_secs,
+            )
+            .field("sweep_interval_secs", &self.sweep_interval_secs)
+            .field("key_census_interval_secs", &self.key_census_interval_secs)
             .field(
                 "encryption_keys",
                 &self.encryption_keys.as_ref().map(|_| "***"),

@@ -13,6 +13,8 @@ pub mod http;
 pub mod llm;
 /// The domain types shared by the store and the API, with their validation rules.
 pub mod model;
+/// `agent-sessions reencrypt`: stored values rewritten under the newest key.
+pub mod reencrypt;
 /// The run engine: the worker pool that claims queued runs, calls the LLM, runs tools and
 /// commits turns, and the streams of run events.
 pub mod runs;
@@ -20,3 +22,5 @@ pub mod runs;
 pub mod store;
 /// Logging set-up.
 pub mod telemetry;
+/// Background upkeep: the sweeper of expired sessions and the count of values per key.
+pub mod upkeep;

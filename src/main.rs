@@ -43,6 +43,9 @@ async fn main() -> anyhow::Result<()> {
             );
             println!("{secret}");
         }
+        Command::Reencrypt { batch } => {
+            agent_sessions::reencrypt::run(&cli.config, batch).await?;
+        }
         Command::Serve => {
             let shutdown = shutdown_on_signal();
             Application::build(&cli.config).await?.run(shutdown).await?;

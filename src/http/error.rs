@@ -74,6 +74,9 @@ pub enum ApiError {
     /// A stored value is under a key the service was not given: never garbage instead.
     #[error("{0}")]
     EncryptionKeyMissing(String),
+    /// Stored values are under keys the service was not given: not ready to serve them.
+    #[error("stored values are under encryption keys that ENCRYPTION_KEYS does not list: {}", .0.join(", "))]
+    KeysMissing(Vec<String>),
 }
 
 /// Bytes in MiB, or KiB below one MiB; to one decimal where that is not a whole number.
@@ -121,7 +124,9 @@ impl ApiError {
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Timeout(_) | Self::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Timeout(_) | Self::DatabaseUnavailable(_) | Self::KeysMissing(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::Internal(_) | Self::EncryptionKeyMissing(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -154,7 +159,7 @@ impl ApiError {
             Self::Timeout(_) => "request_timeout",
             Self::DatabaseUnavailable(_) => "database_unavailable",
             Self::Internal(_) => "internal_error",
-            Self::EncryptionKeyMissing(_) => "encryption_key_missing",
+            Self::EncryptionKeyMissing(_) | Self::KeysMissing(_) => "encryption_key_missing",
         }
     }
 

@@ -1,5 +1,7 @@
-//! Prometheus metrics: requests by route and status, their latency, and the database pool.
+//! Prometheus metrics: requests by route and status, their latency, the database pool,
+//! the sweeper's work and the stored values per encryption key.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -35,11 +37,21 @@ struct PoolLabels {
     state: &'static str,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct KeyLabels {
+    /// Empty for values stored in plain.
+    key_id: String,
+}
+
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
     pool_connections: Family<PoolLabels, Gauge>,
+    sessions_expired: Counter,
+    swept_rows: Counter,
+    sweep_duration: Histogram,
+    stored_values: Family<KeyLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -61,16 +73,64 @@ impl Default for Metrics {
             "Database connections by state",
             pool_connections.clone(),
         );
+        let sessions_expired = Counter::default();
+        registry.register(
+            "sessions_expired",
+            "Expired sessions the sweeper deleted",
+            sessions_expired.clone(),
+        );
+        let swept_rows = Counter::default();
+        registry.register(
+            "swept_rows",
+            "Rows the sweeper deleted: expired sessions, their items, and idempotency keys past 24 hours",
+            swept_rows.clone(),
+        );
+        // 1 ms to about 33 s.
+        let sweep_duration = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        registry.register(
+            "sweep_duration_seconds",
+            "Time one pass of the sweeper took",
+            sweep_duration.clone(),
+        );
+        let stored_values = Family::<KeyLabels, Gauge>::default();
+        registry.register(
+            "stored_values",
+            "Stored conversation values by the encryption key they are under (key_id empty: plain), as last counted",
+            stored_values.clone(),
+        );
         Self {
             registry,
             requests,
             latency,
             pool_connections,
+            sessions_expired,
+            swept_rows,
+            sweep_duration,
+            stored_values,
         }
     }
 }
 
 impl Metrics {
+    /// Records one pass of the sweeper.
+    pub fn swept(&self, sessions: u64, rows: u64, seconds: f64) {
+        self.sessions_expired.inc_by(sessions);
+        self.swept_rows.inc_by(rows);
+        self.sweep_duration.observe(seconds);
+    }
+
+    /// Records a count of the stored values by key id (`None`: plain).
+    pub fn counted_values(&self, counts: &BTreeMap<Option<String>, u64>) {
+        self.stored_values.clear();
+        for (key_id, values) in counts {
+            self.stored_values
+                .get_or_create(&KeyLabels {
+                    key_id: key_id.clone().unwrap_or_default(),
+                })
+                .set(i64::try_from(*values).unwrap_or(i64::MAX));
+        }
+    }
+
     fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
         self.requests
             .get_or_create(&RequestLabels {

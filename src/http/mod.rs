@@ -52,6 +52,8 @@ pub struct AppState {
     pub store: Arc<dyn SessionStore>,
     pub auth: Arc<Auth>,
     pub metrics: Arc<Metrics>,
+    /// The key ids stored values are under but `ENCRYPTION_KEYS` lacks, for `/readyz`.
+    pub key_census: Arc<crate::upkeep::KeyCensus>,
     pub runs: Runs,
     /// How long a run that is neither streamed nor in the background is waited for.
     pub run_wait: Duration,

@@ -35,7 +35,9 @@ async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// The database answers; a load balancer sends traffic only while this is 200.
+/// The database answers, and every stored value is under a configured key (as last
+/// counted; 503 `encryption_key_missing` names the missing key ids); a load balancer
+/// sends traffic only while this is 200.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Health),
@@ -43,7 +45,13 @@ async fn healthz() -> Json<Health> {
     ))]
 async fn readyz(State(state): State<AppState>) -> Result<Json<Health>> {
     match tokio::time::timeout(Duration::from_secs(2), state.store.ping()).await {
-        Ok(Ok(())) => Ok(Json(Health { status: "ok" })),
+        Ok(Ok(())) => {
+            let missing = state.key_census.missing();
+            if !missing.is_empty() {
+                return Err(ApiError::KeysMissing(missing));
+            }
+            Ok(Json(Health { status: "ok" }))
+        }
         Ok(Err(error)) => Err(ApiError::DatabaseUnavailable(error)),
         Err(_) => Err(ApiError::DatabaseUnavailable(StoreError::Corrupt(
             "no answer within 2 seconds".into(),

@@ -18,7 +18,8 @@ use super::extract::{present, AppJson, SessionPath, Tenant};
 use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{
-    AgentId, Metadata, MetadataPatch, NewSession, Order, Page, Session, SessionId, SessionPatch,
+    AgentId, ExpiresAfter, Metadata, MetadataPatch, NewSession, Order, Page, Session, SessionId,
+    SessionPatch,
 };
 
 pub fn router() -> Router<AppState> {
@@ -53,6 +54,11 @@ pub struct CreateSessionRequest {
         pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
     )]
     agent_id: Option<String>,
+    /// When the session is deleted; null keeps it until it is deleted, absent takes the
+    /// server's default (`SESSION_EXPIRES_AFTER_SECS` of inactivity, if set).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<ExpiresAfter>)]
+    expires_after: Option<Option<ExpiresAfter>>,
 }
 
 impl CreateSessionRequest {
@@ -67,8 +73,18 @@ impl CreateSessionRequest {
                 .agent_id
                 .map(|id| AgentId::parse("agent_id", id))
                 .transpose()?,
+            expires_after: checked_expiry(self.expires_after)?,
         })
     }
+}
+
+/// A requested `expires_after`, its range checked.
+fn checked_expiry(
+    requested: Option<Option<ExpiresAfter>>,
+) -> Result<Option<Option<ExpiresAfter>>, ApiError> {
+    Ok(requested
+        .map(|e| e.map(|e| e.check("expires_after")).transpose())
+        .transpose()?)
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -82,6 +98,11 @@ pub struct UpdateSessionRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$")]
     agent_id: Option<Option<String>>,
+    /// A new retention, counted from now for `last_active_at` and from `created_at`
+    /// otherwise; null keeps the session until it is deleted.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<ExpiresAfter>)]
+    expires_after: Option<Option<ExpiresAfter>>,
 }
 
 impl UpdateSessionRequest {
@@ -92,6 +113,7 @@ impl UpdateSessionRequest {
                 .agent_id
                 .map(|id| id.map(|id| AgentId::parse("agent_id", id)).transpose())
                 .transpose()?,
+            expires_after: checked_expiry(self.expires_after)?,
         })
     }
 }

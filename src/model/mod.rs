@@ -10,6 +10,7 @@ mod idempotency;
 mod item;
 mod metadata;
 mod page;
+mod retention;
 mod run;
 pub mod run_items;
 mod session;
@@ -29,6 +30,7 @@ pub use idempotency::IdempotencyKey;
 pub use item::{Item, ItemBody};
 pub use metadata::{Metadata, MetadataPatch};
 pub use page::{Cursor, Order, Page, PageRequest};
+pub use retention::{Anchor, ExpiresAfter, MAX_EXPIRES_AFTER_SECS};
 pub use run::{
     CompactionCreated, IfBusy, IncompleteDetails, ItemCreated, MessageDelta, NewRun,
     RequiredAction, RequiredToolCall, Run, RunConfig, RunError, RunEvent, RunRecord, RunStatus,

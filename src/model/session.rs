@@ -6,6 +6,7 @@ use uuid::Uuid;
 use super::compaction::ForkedFrom;
 use super::field::{check_identifier, InvalidField};
 use super::metadata::{Metadata, MetadataPatch};
+use super::retention::ExpiresAfter;
 
 /// The tenant every request acts as until API-key authentication exists.
 pub const DEFAULT_TENANT: &str = "default";
@@ -79,7 +80,10 @@ impl Usage {
     "agent_id": null,
     "item_count": 2,
     "forked_from": null,
-    "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "llm_calls": 0}
+    "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "llm_calls": 0},
+    "last_active_at": "2026-11-22T10:05:00.000000Z",
+    "expires_after": {"anchor": "last_active_at", "seconds": 2592000},
+    "expires_at": "2026-12-22T10:05:00.000000Z"
 }))]
 pub struct Session {
     pub id: String,
@@ -93,6 +97,16 @@ pub struct Session {
     #[schema(required = true)]
     pub forked_from: Option<ForkedFrom>,
     pub usage: Usage,
+    /// The last append or run.
+    pub last_active_at: DateTime<Utc>,
+    /// When the session is deleted, counted from `created_at` or `last_active_at`; null
+    /// keeps it until it is deleted.
+    #[schema(required = true)]
+    pub expires_after: Option<ExpiresAfter>,
+    /// From this time on the session is gone (404), unless a run of it is still
+    /// unfinished; null when it never expires.
+    #[schema(required = true)]
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// What a new session starts with.
@@ -101,6 +115,8 @@ pub struct NewSession {
     pub id: SessionId,
     pub metadata: Metadata,
     pub agent_id: Option<AgentId>,
+    /// `None` takes the server's default; `Some(None)` keeps the session forever.
+    pub expires_after: Option<Option<ExpiresAfter>>,
 }
 
 /// A change to a session: `None` leaves a field alone.
@@ -109,6 +125,8 @@ pub struct SessionPatch {
     pub metadata: Option<MetadataPatch>,
     /// `Some(None)` detaches the agent.
     pub agent_id: Option<Option<AgentId>>,
+    /// `Some(None)` keeps the session until it is deleted.
+    pub expires_after: Option<Option<ExpiresAfter>>,
 }
 
 impl SessionPatch {

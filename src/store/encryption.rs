@@ -79,6 +79,16 @@ impl Keyring {
         &self.keys[0].0
     }
 
+    /// Every configured key id, the current one first.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(|(id, _)| id.as_str())
+    }
+
+    /// How every value under the current key begins.
+    pub fn current_prefix(&self) -> String {
+        format!("{PREFIX}{}:", self.current_id())
+    }
+
     pub fn seal(&self, aad: &str, plain: &str) -> Result<String, StoreError> {
         let (id, cipher) = &self.keys[0];
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);

@@ -1,10 +1,11 @@
 //! What an Idempotency-Key keeps: the first request's fingerprint and its response.
 
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{Appended, StoreError};
-use crate::model::IdempotencyKey;
+use super::StoreError;
+use crate::model::{IdempotencyKey, Item};
 
 /// Answers a repeated idempotency key from what the first request stored.
 pub(super) fn first_response(
@@ -21,14 +22,36 @@ pub(super) fn first_response(
         .ok_or_else(|| StoreError::Corrupt(format!("idempotency key {} has no response", key.key)))
 }
 
-/// An append's first response, answered again.
-pub(super) fn replayed_items(key: &IdempotencyKey, response: &str) -> Result<Appended, StoreError> {
-    let items = serde_json::from_str(response)
-        .map_err(|e| StoreError::Corrupt(format!("idempotency key {}: {e}", key.key)))?;
-    Ok(Appended {
-        items,
-        replayed: true,
-    })
+/// What a key's response records of the append its request made: where the items
+/// went, not what they say, so that deleting them leaves no copy here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct AppendedSeqs {
+    pub session_pk: i64,
+    pub first_seq: i64,
+    pub last_seq: i64,
+}
+
+/// An append's first response: the seqs its items were given, or (kept before
+/// 2026-11-24) the items themselves.
+pub(super) enum FirstAppend {
+    Seqs(AppendedSeqs),
+    Items(Vec<Item>),
+}
+
+pub(super) fn first_append(
+    key: &IdempotencyKey,
+    response: &str,
+) -> Result<FirstAppend, StoreError> {
+    let corrupt =
+        |e: serde_json::Error| StoreError::Corrupt(format!("idempotency key {}: {e}", key.key));
+    if response.starts_with('[') {
+        return serde_json::from_str(response)
+            .map(FirstAppend::Items)
+            .map_err(corrupt);
+    }
+    serde_json::from_str(response)
+        .map(FirstAppend::Seqs)
+        .map_err(corrupt)
 }
 
 /// What a key's response records of the run its request created.

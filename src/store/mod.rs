@@ -3,6 +3,7 @@
 
 mod agents;
 mod api_keys;
+mod at_rest;
 mod compactions;
 mod encryption;
 mod error;
@@ -24,6 +25,7 @@ use uuid::Uuid;
 
 pub use agents::AgentStore;
 pub use api_keys::ApiKeyStore;
+pub use at_rest::{AtRestStore, Progress};
 pub use compactions::{CompactionStore, Context, Forked};
 pub use encryption::{Keyring, KeyringError};
 pub use error::StoreError;
@@ -34,7 +36,8 @@ pub use sqlite::SqliteStore;
 pub use timestamp::now;
 
 use crate::model::{
-    IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
+    ExpiresAfter, IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session,
+    SessionId, SessionPatch,
 };
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -43,7 +46,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// acts within one tenant and never sees rows of another.
 #[async_trait]
 pub trait SessionStore:
-    AgentStore + ApiKeyStore + RunStore + CompactionStore + Send + Sync + 'static
+    AgentStore + ApiKeyStore + AtRestStore + RunStore + CompactionStore + Send + Sync + 'static
 {
     /// Fails with [`StoreError::SessionExists`] when the id is taken.
     async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session>;
@@ -103,6 +106,10 @@ pub trait SessionStore:
     /// Forgets idempotency keys first used before `cutoff`; returns how many.
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64>;
 
+    /// Deletes up to `batch` expired sessions with all their rows; a session with an
+    /// unfinished run waits for it. Replicas sweeping at once never take the same one.
+    async fn sweep_expired(&self, batch: i64) -> Result<Swept>;
+
     /// Answers when the database does.
     async fn ping(&self) -> Result<()>;
 
@@ -117,6 +124,13 @@ pub struct Appended {
     pub replayed: bool,
 }
 
+/// What one sweep deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    pub sessions: u64,
+    pub items: u64,
+}
+
 /// Database connections, for the metrics endpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolStats {
@@ -127,22 +141,30 @@ pub struct PoolStats {
 /// Opens the database named by `url` (SQLite when it starts with `sqlite:`, Postgres for
 /// `postgres:`/`postgresql:`) and brings its schema up to date.
 pub async fn connect(url: &str, max_connections: u32) -> Result<Arc<dyn SessionStore>> {
-    connect_with(url, max_connections, PayloadCodec::default()).await
+    connect_with(url, max_connections, PayloadCodec::default(), None).await
 }
 
-/// Opens the database with payloads kept by `codec` (encrypted, when it has keys).
+/// Opens the database with payloads kept by `codec` (encrypted, when it has keys) and
+/// `default_expiry` for sessions created without a retention of their own.
 pub async fn connect_with(
     url: &str,
     max_connections: u32,
     codec: PayloadCodec,
+    default_expiry: Option<ExpiresAfter>,
 ) -> Result<Arc<dyn SessionStore>> {
     if url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteStore::connect(url).await?.with_codec(codec)))
+        Ok(Arc::new(
+            SqliteStore::connect(url)
+                .await?
+                .with_codec(codec)
+                .with_default_expiry(default_expiry),
+        ))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         Ok(Arc::new(
             PgStore::connect(url, max_connections)
                 .await?
-                .with_codec(codec),
+                .with_codec(codec)
+                .with_default_expiry(default_expiry),
         ))
     } else {
         Err(StoreError::UnsupportedUrl)

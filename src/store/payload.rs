@@ -65,6 +65,19 @@ impl PayloadCodec {
         }
     }
 
+    /// The ids of the configured keys, the one that encrypts first.
+    pub fn key_ids(&self) -> Vec<String> {
+        self.keyring
+            .iter()
+            .flat_map(|ring| ring.ids().map(str::to_owned))
+            .collect()
+    }
+
+    /// How a value sealed now begins; none when values are stored plain.
+    pub fn current_prefix(&self) -> Option<String> {
+        self.keyring.as_ref().map(|ring| ring.current_prefix())
+    }
+
     /// The payload a stored value of `tenant` in `column` holds.
     pub fn open(&self, tenant: &str, column: Column, stored: String) -> Result<String, StoreError> {
         Keyring::open(self.keyring.as_deref(), &aad(tenant, column), stored)

@@ -10,17 +10,19 @@ use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
 use super::payload::{Column, PayloadCodec};
+use super::run_rows::UNFINISHED;
 use super::timestamp::Timestamp;
 use super::StoreError;
 use crate::model::{
-    Agent, ApiKey, Compaction, ForkedFrom, Item, ItemBody, Metadata, Order, PageRequest, Scope,
-    Session, Usage,
+    Agent, Anchor, ApiKey, Compaction, ExpiresAfter, ForkedFrom, Item, ItemBody, Metadata, Order,
+    PageRequest, Scope, Session, Usage,
 };
 
 pub(super) const SESSION_COLUMNS: &str =
     "id, created_at, updated_at, metadata, agent_id, item_count, \
      input_tokens, output_tokens, total_tokens, llm_calls, \
-     forked_from_session_id, forked_from_item_id";
+     forked_from_session_id, forked_from_item_id, \
+     last_active_at, expires_anchor, expires_seconds, expires_at";
 pub(super) const ITEM_COLUMNS: &str = "id, seq, created_at, run_id, body";
 
 #[derive(sqlx::FromRow)]
@@ -40,6 +42,10 @@ pub(super) struct SessionRow {
     llm_calls: i64,
     forked_from_session_id: Option<String>,
     forked_from_item_id: Option<Uuid>,
+    last_active_at: Timestamp,
+    expires_anchor: Option<String>,
+    expires_seconds: Option<i64>,
+    expires_at: Option<Timestamp>,
 }
 
 impl From<SessionRow> for Session {
@@ -61,7 +67,44 @@ impl From<SessionRow> for Session {
                 total_tokens: row.total_tokens,
                 llm_calls: row.llm_calls,
             },
+            last_active_at: row.last_active_at.0,
+            expires_after: stored_expiry(row.expires_anchor.as_deref(), row.expires_seconds),
+            expires_at: row.expires_at.map(|at| at.0),
         }
+    }
+}
+
+/// A session's retention from its columns; none unless both are set.
+pub(super) fn stored_expiry(anchor: Option<&str>, seconds: Option<i64>) -> Option<ExpiresAfter> {
+    Some(ExpiresAfter {
+        anchor: Anchor::parse(anchor?)?,
+        seconds: u64::try_from(seconds?).ok()?,
+    })
+}
+
+/// The SQL condition that the session row `alias` has not expired, `now` being the
+/// backend's SQL for the current time. A session with an unfinished run lives on until
+/// the run ends.
+pub(super) fn live(alias: &str, now: &str) -> String {
+    format!(
+        "({alias}.expires_at is null or {alias}.expires_at > {now} or exists (\
+         select 1 from runs live_run where live_run.session_pk = {alias}.pk \
+         and live_run.status in {UNFINISHED}))"
+    )
+}
+
+/// The columns of a new session's retention: its anchor, seconds and expiry time.
+pub(super) fn expiry_columns(
+    expiry: Option<ExpiresAfter>,
+    now: Timestamp,
+) -> (Option<&'static str>, Option<i64>, Option<Timestamp>) {
+    match expiry {
+        Some(e) => (
+            Some(e.anchor.as_str()),
+            Some(e.seconds as i64),
+            Some(Timestamp(e.expires_at(now.0, now.0))),
+        ),
+        None => (None, None, None),
     }
 }
 
@@ -93,6 +136,7 @@ impl ItemRow {
 /// One page of a session's items in one statement, the hot path of every agent turn.
 /// An unknown session or cursor yields no rows; the caller then finds out which.
 pub(super) fn items_page_query<'a, DB>(
+    live_now: &str,
     tenant: &'a str,
     session_id: &'a str,
     cursor: Option<Uuid>,
@@ -115,7 +159,7 @@ where
         .push_bind(tenant)
         .push(" and id = ")
         .push_bind(session_id)
-        .push(")");
+        .push(format!(" and {})", live("sessions", live_now)));
     if let Some(cursor) = cursor {
         query
             .push(format!(

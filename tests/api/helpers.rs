@@ -54,14 +54,28 @@ impl TestDb {
 
     /// The same database through a store that keeps payloads with `codec`.
     pub async fn reopen(&self, codec: agent_sessions::store::PayloadCodec) -> Self {
+        self.reopen_with(codec, None).await
+    }
+
+    /// The same database through a store that keeps payloads with `codec` and gives
+    /// new sessions `expiry` unless they ask for another.
+    pub async fn reopen_with(
+        &self,
+        codec: agent_sessions::store::PayloadCodec,
+        expiry: Option<agent_sessions::model::ExpiresAfter>,
+    ) -> Self {
         let store: Arc<dyn SessionStore> = match &self.raw {
-            RawDb::Postgres(pool) => Arc::new(PgStore::from_pool(pool.clone()).with_codec(codec)),
+            RawDb::Postgres(pool) => Arc::new(
+                PgStore::from_pool(pool.clone())
+                    .with_codec(codec)
+                    .with_default_expiry(expiry),
+            ),
             RawDb::Sqlite(pool) => {
                 let path = pool.connect_options().get_filename().display().to_string();
                 let store = SqliteStore::connect(&format!("sqlite://{path}"))
                     .await
                     .expect("SQLite opens");
-                Arc::new(store.with_codec(codec))
+                Arc::new(store.with_codec(codec).with_default_expiry(expiry))
             }
         };
         Self {
@@ -89,6 +103,79 @@ impl TestDb {
             RawDb::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
         }
         .expect("the query runs")
+    }
+
+    /// Every row of every table as text, for a search of what the database holds.
+    pub async fn dump(&self) -> String {
+        let mut dump = String::new();
+        match &self.raw {
+            RawDb::Postgres(pool) => {
+                let tables: Vec<String> = sqlx::query_scalar(
+                    "select table_name::text from information_schema.tables where table_schema = 'public'",
+                )
+                .fetch_all(pool)
+                .await
+                .expect("the tables");
+                for table in tables {
+                    let rows: Vec<String> =
+                        sqlx::query_scalar(&format!("select t::text from \"{table}\" t"))
+                            .fetch_all(pool)
+                            .await
+                            .expect("the rows");
+                    dump.push_str(&rows.join("\n"));
+                }
+            }
+            RawDb::Sqlite(pool) => {
+                let tables: Vec<String> =
+                    sqlx::query_scalar("select name from sqlite_master where type = 'table'")
+                        .fetch_all(pool)
+                        .await
+                        .expect("the tables");
+                for table in tables {
+                    let columns: Vec<String> = sqlx::query_scalar(&format!(
+                        "select name from pragma_table_info('{table}')"
+                    ))
+                    .fetch_all(pool)
+                    .await
+                    .expect("the columns");
+                    let row = columns
+                        .iter()
+                        .map(|c| {
+                            format!(
+                                "coalesce(case when typeof(\"{c}\") = 'blob' then hex(\"{c}\") \
+                                 else cast(\"{c}\" as text) end, '')"
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" || ' ' || ");
+                    let rows: Vec<String> =
+                        sqlx::query_scalar(&format!("select {row} from \"{table}\""))
+                            .fetch_all(pool)
+                            .await
+                            .expect("the rows");
+                    dump.push_str(&rows.join("\n"));
+                }
+            }
+        }
+        dump
+    }
+
+    /// The bytes of the SQLite database file and its WAL, after a checkpoint; none on
+    /// Postgres.
+    pub async fn file_bytes(&self) -> Option<Vec<u8>> {
+        let RawDb::Sqlite(pool) = &self.raw else {
+            return None;
+        };
+        sqlx::query("pragma wal_checkpoint(truncate)")
+            .execute(pool)
+            .await
+            .expect("a checkpoint");
+        let path = pool.connect_options().get_filename().to_path_buf();
+        let mut bytes = std::fs::read(&path).expect("the database file");
+        if let Ok(wal) = std::fs::read(path.with_extension("db-wal")) {
+            bytes.extend(wal);
+        }
+        Some(bytes)
     }
 
     /// Runs one SQL statement that is the same in both dialects.
@@ -132,6 +219,10 @@ pub fn test_config() -> Config {
 pub struct TestApp {
     pub router: Router,
     pub runs: Runs,
+    /// What the background upkeep writes to, for tests that run a pass of it.
+    pub metrics: Arc<agent_sessions::http::Metrics>,
+    pub key_census: Arc<agent_sessions::upkeep::KeyCensus>,
+    pub store: Arc<dyn SessionStore>,
     _workers: Workers,
     /// Keeps the database (and its temp dir) alive as long as the app.
     _db: TestDb,
@@ -164,10 +255,15 @@ impl TestApp {
         let stop = CancellationToken::new();
         let workers = state.runs.start_workers(stop.clone());
         let runs = state.runs.clone();
+        let (metrics, key_census) = (state.metrics.clone(), state.key_census.clone());
+        let store = db.store.clone();
         let router = http::router(state, config).expect("the router builds");
         Self {
             router,
             runs,
+            metrics,
+            key_census,
+            store,
             _workers: Workers {
                 stop,
                 _tasks: workers,

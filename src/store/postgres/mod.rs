@@ -16,15 +16,31 @@ use sqlx::{ConnectOptions, Connection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::payload::PayloadCodec;
-use super::shared::{agent_store, api_key_store, compaction_store, session_store};
+use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
 use super::Result;
-use crate::model::Item;
+use crate::model::{ExpiresAfter, Item};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// Transactions lock the rows they change, so that concurrent writers queue.
 const FOR_UPDATE: &str = " for update";
+
+/// Replicas recovering lapsed leases, or sweeping expired sessions, at once each take
+/// other rows.
+const SKIP_LOCKED: &str = " for update skip locked";
+
+/// The current time in SQL, which expiry is checked against.
+const NOW: &str = "now()";
+
+/// The SQL that records activity at `at` (a bound parameter): it moves a session's
+/// `last_active_at`, and its `expires_at` when that counts from activity.
+fn touch(at: &str) -> String {
+    format!(
+        "last_active_at = {at}, expires_at = case when sessions.expires_anchor = 'last_active_at' \
+         then {at} + sessions.expires_seconds * interval '1 second' else sessions.expires_at end"
+    )
+}
 
 /// The SQL of a UUIDv7 made of a prefix (a bound parameter, see
 /// [`super::rows::id_prefix`]) and a row's rank: 32 hex digits, which `uuid` accepts.
@@ -38,6 +54,8 @@ const SNAPSHOT: Option<&str> = Some("set transaction isolation level repeatable 
 pub struct PgStore {
     pool: PgPool,
     codec: PayloadCodec,
+    /// The retention of sessions created without one: `SESSION_EXPIRES_AFTER_SECS`.
+    default_expiry: Option<ExpiresAfter>,
 }
 
 impl PgStore {
@@ -46,6 +64,13 @@ impl PgStore {
         self.codec = codec;
         self
     }
+
+    /// Gives sessions created without `expires_after` this retention.
+    pub fn with_default_expiry(mut self, expiry: Option<ExpiresAfter>) -> Self {
+        self.default_expiry = expiry;
+        self
+    }
+
     pub fn schema_version() -> i64 {
         MIGRATOR.migrations.last().map_or(0, |m| m.version)
     }
@@ -73,6 +98,7 @@ impl PgStore {
         Self {
             pool,
             codec: PayloadCodec::default(),
+            default_expiry: None,
         }
     }
 
@@ -123,4 +149,31 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Postgres>, key: &str, value
 session_store!(PgStore, sqlx::Postgres, sqlx::PgConnection);
 agent_store!(PgStore);
 api_key_store!(PgStore);
+/// A row's physical id, as text: what `reencrypt` walks a table by.
+fn row_id(alias: &str) -> String {
+    format!("{alias}.ctid::text")
+}
+
+fn after_row(alias: &str, param: &str) -> String {
+    format!("{alias}.ctid > {param}::tid")
+}
+
+fn order_row(alias: &str) -> String {
+    format!("{alias}.ctid")
+}
+
+fn row_matches(param: &str) -> String {
+    format!("ctid = {param}::tid")
+}
+
+fn first_row() -> String {
+    "(0,0)".to_owned()
+}
+
+/// The SQL of the key id an encrypted value `expr` is under; null for a plain value.
+fn key_id_of(expr: &str) -> String {
+    format!("case when substr({expr}, 1, 7) = 'enc:v1:' then split_part({expr}, ':', 3) end")
+}
+
+at_rest_store!(PgStore, String);
 compaction_store!(PgStore, sqlx::PgConnection);

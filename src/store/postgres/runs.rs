@@ -5,7 +5,10 @@
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::{claim_key, keep_response, kept_response, session_pk, PgStore, FOR_UPDATE};
+use super::{
+    claim_key, forget_expired, keep_response, kept_response, session_pk, touch, PgStore,
+    FOR_UPDATE, NOW, SKIP_LOCKED,
+};
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
@@ -15,9 +18,6 @@ use crate::store::run_rows::{
 use crate::store::shared::run_store;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result};
-
-/// Replicas recovering lapsed leases at once each take other runs.
-const SKIP_LOCKED: &str = " for update skip locked";
 
 /// Inserts a new run and its first event in one round trip; returns the run's key.
 async fn insert_run(
@@ -111,16 +111,17 @@ async fn settle_session(
         .iter()
         .map(|i| codec.seal(tenant, Column::ItemBody, i.get()))
         .collect::<Result<Vec<_>>>()?;
-    sqlx::query(
+    sqlx::query(&format!(
         r"with s as (
               update sessions set last_seq = last_seq + $2, item_count = item_count + $2,
                   input_tokens = input_tokens + $3, output_tokens = output_tokens + $4,
-                  total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7
+                  total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7, {touch}
               where pk = $1 returning last_seq)
           insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
           select t.id, $8, $1, s.last_seq - $2 + t.n, $7, $9, t.body
           from s, unnest($10::uuid[], $11::text[]) with ordinality as t (id, body, n)",
-    )
+        touch = touch("$7")
+    ))
     .bind(session_pk)
     .bind(items.len() as i64)
     .bind(usage.input_tokens)

@@ -3,7 +3,7 @@
 /// The `CompactionStore` of `$store`. The backend module provides `new_id` (the SQL of
 /// a UUIDv7 from a prefix and a rank) and `SNAPSHOT` (the statement that makes a
 /// transaction read one snapshot, if its default does not); the session flows provide
-/// `session_pk`, `claim_key` and `keep_response`.
+/// `session_pk`, `forget_expired`, `claim_key` and `keep_response`; the parent `NOW`.
 macro_rules! compaction_store {
     ($store:ident, $conn:ty) => {
         mod compaction_flows {
@@ -18,8 +18,8 @@ macro_rules! compaction_store {
             use $crate::store::compactions::{fork_response, replayed_fork};
             use $crate::store::payload::Column;
             use $crate::store::rows::{
-                beyond, direction, id_prefix, uuid_cursor, CompactionRow, ItemRow, SessionRow,
-                COMPACTION_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS,
+                beyond, direction, expiry_columns, id_prefix, live, stored_expiry, uuid_cursor,
+                CompactionRow, ItemRow, SessionRow, COMPACTION_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS,
             };
             use $crate::store::run_rows::UNFINISHED;
             use $crate::store::timestamp::Timestamp;
@@ -30,7 +30,10 @@ macro_rules! compaction_store {
             /// The session's key, for a read: unlike `session_pk`, it takes no row lock,
             /// which on Postgres would make every read write and flush.
             async fn read_session_pk(conn: &mut $conn, tenant: &str, id: &SessionId) -> Result<i64> {
-                sqlx::query_scalar("select pk from sessions where tenant_id = $1 and id = $2")
+                sqlx::query_scalar(&format!(
+                    "select pk from sessions where tenant_id = $1 and id = $2 and {}",
+                    live("sessions", NOW)
+                ))
                     .bind(tenant)
                     .bind(id.as_str())
                     .fetch_optional(conn)
@@ -294,15 +297,22 @@ macro_rules! compaction_store {
                             return Ok(Forked { session, replayed: true });
                         }
                     }
-                    let found: Option<(i64, Json<Metadata>, Option<String>)> = sqlx::query_as(
-                        "select pk, metadata, agent_id from sessions where tenant_id = $1 and id = $2",
-                    )
+                    type Source = (i64, Json<Metadata>, Option<String>, Option<String>, Option<i64>);
+                    let found: Option<Source> = sqlx::query_as(&format!(
+                        r"select pk, metadata, agent_id, expires_anchor, expires_seconds
+                          from sessions where tenant_id = $1 and id = $2 and {}",
+                        live("sessions", NOW)
+                    ))
                     .bind(tenant)
                     .bind(source.as_str())
                     .fetch_optional(&mut *tx)
                     .await?;
-                    let (source_pk, Json(metadata), agent_id) =
+                    let (source_pk, Json(metadata), agent_id, anchor, seconds) =
                         found.ok_or(StoreError::SessionNotFound)?;
+                    // The fork keeps its source's retention, counted from now.
+                    let (anchor, seconds, expires_at) =
+                        expiry_columns(stored_expiry(anchor.as_deref(), seconds), now);
+                    forget_expired(&mut tx, tenant, &fork.id).await?;
                     let through = fork_through(&mut tx, tenant, source_pk, fork.point).await?;
                     let (copied, newest): (i64, Option<i64>) = sqlx::query_as(
                         "select count(*), max(seq) from items where tenant_id = $1 and session_pk = $2 and seq <= $3",
@@ -324,9 +334,10 @@ macro_rules! compaction_store {
                         None => None,
                     };
                     let created: Option<SessionRow> = sqlx::query_as(&format!(
-                        r"insert into sessions (tenant_id, id, created_at, updated_at, metadata, agent_id,
-                              item_count, last_seq, forked_from_session_id, forked_from_item_id)
-                          values ($1, $2, $3, $3, $4, $5, $6, $6, $7, $8)
+                        r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, metadata, agent_id,
+                              item_count, last_seq, forked_from_session_id, forked_from_item_id,
+                              expires_anchor, expires_seconds, expires_at)
+                          values ($1, $2, $3, $3, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11)
                           on conflict (tenant_id, id) do nothing
                           returning pk, {SESSION_COLUMNS}"
                     ))
@@ -338,6 +349,9 @@ macro_rules! compaction_store {
                     .bind(copied)
                     .bind(source.as_str())
                     .bind(newest_id)
+                    .bind(anchor)
+                    .bind(seconds)
+                    .bind(expires_at)
                     .fetch_optional(&mut *tx)
                     .await?;
                     let created = created.ok_or(StoreError::SessionExists)?;

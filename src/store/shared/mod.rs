@@ -9,12 +9,14 @@
 
 mod agents;
 mod api_keys;
+mod at_rest;
 mod compactions;
 mod runs;
 mod sessions;
 
 pub(crate) use agents::agent_store;
 pub(crate) use api_keys::api_key_store;
+pub(crate) use at_rest::at_rest_store;
 pub(crate) use compactions::compaction_store;
 pub(crate) use runs::run_store;
 pub(crate) use sessions::session_store;

@@ -5,8 +5,8 @@
 
 /// The `RunStore` of `$store`. The backend's runs module provides the statements that
 /// differ by dialect: `insert_run`, `write_run`, `settle_session`, `claim_next`,
-/// `save_events` and `SKIP_LOCKED`; its parent provides `FOR_UPDATE`, `claim_key`,
-/// `keep_response` and `kept_response`.
+/// `save_events`; its parent provides `FOR_UPDATE`, `SKIP_LOCKED`, `NOW`, `touch`,
+/// `claim_key`, `forget_expired`, `keep_response` and `kept_response`.
 macro_rules! run_store {
     ($store:ident, $conn:ty) => {
         mod run_flows {
@@ -22,7 +22,7 @@ macro_rules! run_store {
             };
             use $crate::store::idempotency::{replayed_run_id, run_response};
             use $crate::store::payload::PayloadCodec;
-            use $crate::store::rows::{beyond, direction, uuid_cursor};
+            use $crate::store::rows::{beyond, direction, expiry_columns, live, uuid_cursor};
             use $crate::store::run_rows::{
                 self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
             };
@@ -42,7 +42,8 @@ macro_rules! run_store {
                 let row = sqlx::query_as(&format!(
                     r"select {LOCKED_COLUMNS}, {RUN_COLUMNS} from runs r
                       where r.tenant_id = $1 and r.id = $3
-                        and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2){FOR_UPDATE}"
+                        and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live}){FOR_UPDATE}",
+                    live = live("sessions", NOW)
                 ))
                 .bind(tenant)
                 .bind(session_id.as_str())
@@ -124,17 +125,32 @@ macro_rules! run_store {
                         }
                     }
                     // The upsert takes the session's row lock (Postgres), which orders
-                    // concurrent run creation.
-                    let session_pk: i64 = sqlx::query_scalar(
-                        r"insert into sessions (tenant_id, id, created_at, updated_at) values ($1, $2, $3, $3)
-                          on conflict (tenant_id, id) do update set updated_at = sessions.updated_at
-                          returning pk",
-                    )
-                    .bind(tenant)
-                    .bind(session_id.as_str())
-                    .bind(now)
-                    .fetch_one(&mut *tx)
-                    .await?;
+                    // concurrent run creation. A run is activity; an expired session is
+                    // forgotten and its id starts a new one.
+                    let (anchor, seconds, expires_at) = expiry_columns(self.default_expiry, now);
+                    let session_pk: i64 = loop {
+                        let upserted = sqlx::query_scalar(&format!(
+                            r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at,
+                                                    expires_anchor, expires_seconds, expires_at)
+                              values ($1, $2, $3, $3, $3, $4, $5, $6)
+                              on conflict (tenant_id, id) do update set {} where {}
+                              returning pk",
+                            touch("$3"),
+                            live("sessions", NOW)
+                        ))
+                        .bind(tenant)
+                        .bind(session_id.as_str())
+                        .bind(now)
+                        .bind(anchor)
+                        .bind(seconds)
+                        .bind(expires_at)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                        match upserted {
+                            Some(pk) => break pk,
+                            None => forget_expired(&mut tx, tenant, session_id).await?,
+                        }
+                    };
                     let active: Option<Uuid> = sqlx::query_scalar(&format!(
                         "select id from runs where session_pk = $1 and status in {UNFINISHED} order by pk limit 1"
                     ))
@@ -177,7 +193,8 @@ macro_rules! run_store {
                     let row: Option<RunRow> = sqlx::query_as(&format!(
                         r"select {RUN_COLUMNS} from runs r
                           where r.tenant_id = $1 and r.id = $3
-                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2)"
+                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live})",
+                        live = live("sessions", NOW)
                     ))
                     .bind(tenant)
                     .bind(session_id.as_str())
@@ -208,12 +225,13 @@ macro_rules! run_store {
                     let rows: Vec<RunRow> = sqlx::query_as(&format!(
                         r"select {RUN_COLUMNS} from runs r
                           where r.tenant_id = $1
-                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2)
+                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live})
                             and ($3 is null or r.pk {} (select c.pk from runs c where c.tenant_id = $1 and c.id = $3
                                                         and c.session_pk = r.session_pk))
                           order by r.pk {} limit $4",
                         beyond(scan),
-                        direction(scan)
+                        direction(scan),
+                        live = live("sessions", NOW)
                     ))
                     .bind(tenant)
                     .bind(session_id.as_str())
@@ -239,11 +257,12 @@ macro_rules! run_store {
                     after: i64,
                 ) -> Result<(Vec<RunEvent>, RunStatus)> {
                     let mut conn = self.reader().acquire().await?;
-                    let run: Option<(i64, String)> = sqlx::query_as(
+                    let run: Option<(i64, String)> = sqlx::query_as(&format!(
                         r"select r.pk, r.status from runs r
                           where r.tenant_id = $1 and r.id = $3
-                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2)",
-                    )
+                            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live})",
+                        live = live("sessions", NOW)
+                    ))
                     .bind(tenant)
                     .bind(session_id.as_str())
                     .bind(run_id)

@@ -19,21 +19,35 @@ macro_rules! session_store {
 
             use super::*;
             use $crate::model::{
-                AgentId, IdempotencyKey, Item, ItemBody, Metadata, NewSession, Page, PageRequest,
-                Session, SessionId, SessionPatch,
+                AgentId, Anchor, ExpiresAfter, IdempotencyKey, Item, ItemBody, Metadata, NewSession,
+                Page, PageRequest, Session, SessionId, SessionPatch,
             };
             use $crate::store::payload::{Column, PayloadCodec};
             use $crate::store::rows::{
-                beyond, direction, items_page_query, new_items, read_item_rows,
-                uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS, SESSION_COLUMNS,
+                beyond, direction, expiry_columns, items_page_query, live, new_items, read_item_rows,
+                stored_expiry, uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS, SESSION_COLUMNS,
             };
-            use $crate::store::idempotency::first_response;
+            use $crate::store::idempotency::{first_append, first_response, AppendedSeqs, FirstAppend};
             use $crate::store::timestamp::Timestamp;
-            use $crate::store::{explain_empty_page, Appended, PoolStats, Result, SessionStore, StoreError};
+            use $crate::store::run_rows::UNFINISHED;
+            use $crate::store::{explain_empty_page, Appended, PoolStats, Result, SessionStore, StoreError, Swept};
+
+            /// A session as a patch finds it.
+            #[derive(sqlx::FromRow)]
+            struct PatchedRow {
+                pk: i64,
+                metadata: Json<Metadata>,
+                agent_id: Option<String>,
+                created_at: Timestamp,
+                last_active_at: Timestamp,
+                expires_anchor: Option<String>,
+                expires_seconds: Option<i64>,
+            }
 
             pub(super) async fn session_pk(conn: &mut $conn, tenant: &str, id: &SessionId) -> Result<i64> {
                 sqlx::query_scalar(&format!(
-                    "select pk from sessions where tenant_id = $1 and id = $2{FOR_UPDATE}"
+                    "select pk from sessions where tenant_id = $1 and id = $2 and {}{FOR_UPDATE}",
+                    live("sessions", NOW)
                 ))
                 .bind(tenant)
                 .bind(id.as_str())
@@ -81,22 +95,61 @@ macro_rules! session_store {
                 Ok(())
             }
 
-            /// Gives out `count` seqs of the session, creating it if absent, and returns its
-            /// key and the last seq given. The update takes the row lock (Postgres) that
-            /// orders concurrent appends.
+            /// Deletes the session `id` if it has expired, so that its id can start a new
+            /// session at once, before the sweeper comes by.
+            pub(super) async fn forget_expired(conn: &mut $conn, tenant: &str, id: &SessionId) -> Result<()> {
+                sqlx::query(&format!(
+                    "delete from sessions where tenant_id = $1 and id = $2 and not {}",
+                    live("sessions", NOW)
+                ))
+                .bind(tenant)
+                .bind(id.as_str())
+                .execute(conn)
+                .await?;
+                Ok(())
+            }
+
+            /// Deletes the finished run `run_id`, or every finished run of the session
+            /// when none is named, with its events: a run keeps a copy of the items it was
+            /// given and made, which must not outlive them.
+            async fn drop_runs(
+                conn: &mut $conn,
+                tenant: &str,
+                session_pk: i64,
+                run_id: Option<Uuid>,
+            ) -> Result<()> {
+                sqlx::query(&format!(
+                    r"delete from runs where tenant_id = $1 and session_pk = $2
+                      and ($3 is null or id = $3) and status not in {UNFINISHED}"
+                ))
+                .bind(tenant)
+                .bind(session_pk)
+                .bind(run_id)
+                .execute(conn)
+                .await?;
+                Ok(())
+            }
+
+            /// Gives out `count` seqs of the session, creating it (with retention
+            /// `expiry`) if absent, and returns its key and the last seq given. The update
+            /// takes the row lock (Postgres) that orders concurrent appends.
             async fn reserve_seqs(
                 conn: &mut $conn,
                 tenant: &str,
                 id: &SessionId,
                 count: i64,
                 now: Timestamp,
+                expiry: Option<ExpiresAfter>,
             ) -> Result<(i64, i64)> {
+                let (anchor, seconds, expires_at) = expiry_columns(expiry, now);
                 loop {
-                    let bumped = sqlx::query_as(
-                        r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4
-                          where tenant_id = $1 and id = $2
+                    let bumped = sqlx::query_as(&format!(
+                        r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4, {}
+                          where tenant_id = $1 and id = $2 and {}
                           returning pk, last_seq",
-                    )
+                        touch("$4"),
+                        live("sessions", NOW)
+                    ))
                     .bind(tenant)
                     .bind(id.as_str())
                     .bind(count)
@@ -109,8 +162,9 @@ macro_rules! session_store {
                     // A concurrent insert of the same session makes this one wait, then do
                     // nothing; the next update then finds the row.
                     let created = sqlx::query_as(
-                        r"insert into sessions (tenant_id, id, created_at, updated_at, item_count, last_seq)
-                          values ($1, $2, $4, $4, $3, $3)
+                        r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, item_count, last_seq,
+                                                expires_anchor, expires_seconds, expires_at)
+                          values ($1, $2, $4, $4, $4, $3, $3, $5, $6, $7)
                           on conflict (tenant_id, id) do nothing
                           returning pk, last_seq",
                     )
@@ -118,11 +172,16 @@ macro_rules! session_store {
                     .bind(id.as_str())
                     .bind(count)
                     .bind(now)
+                    .bind(anchor)
+                    .bind(seconds)
+                    .bind(expires_at)
                     .fetch_optional(&mut *conn)
                     .await?;
                     if let Some(reserved) = created {
                         return Ok(reserved);
                     }
+                    // The id is taken by a session that expired: it goes now.
+                    forget_expired(conn, tenant, id).await?;
                 }
             }
 
@@ -222,25 +281,36 @@ macro_rules! session_store {
             #[async_trait]
             impl SessionStore for $store {
                 async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session> {
+                    let now = Timestamp::now();
+                    let expiry = session.expires_after.unwrap_or(self.default_expiry);
+                    let (anchor, seconds, expires_at) = expiry_columns(expiry, now);
+                    let mut tx = self.writer().begin().await?;
+                    forget_expired(&mut tx, tenant, &session.id).await?;
                     let row: Option<SessionRow> = sqlx::query_as(&format!(
-                        r"insert into sessions (tenant_id, id, created_at, updated_at, metadata, agent_id)
-                          values ($1, $2, $3, $3, $4, $5)
+                        r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, metadata, agent_id,
+                                                expires_anchor, expires_seconds, expires_at)
+                          values ($1, $2, $3, $3, $3, $4, $5, $6, $7, $8)
                           on conflict (tenant_id, id) do nothing
                           returning {SESSION_COLUMNS}"
                     ))
                     .bind(tenant)
                     .bind(session.id.as_str())
-                    .bind(Timestamp::now())
+                    .bind(now)
                     .bind(Json(&session.metadata))
                     .bind(session.agent_id.map(AgentId::into_string))
-                    .fetch_optional(self.writer())
+                    .bind(anchor)
+                    .bind(seconds)
+                    .bind(expires_at)
+                    .fetch_optional(&mut *tx)
                     .await?;
+                    tx.commit().await?;
                     row.map(Session::from).ok_or(StoreError::SessionExists)
                 }
 
                 async fn get_session(&self, tenant: &str, id: &SessionId) -> Result<Session> {
                     let row: Option<SessionRow> = sqlx::query_as(&format!(
-                        "select {SESSION_COLUMNS} from sessions where tenant_id = $1 and id = $2"
+                        "select {SESSION_COLUMNS} from sessions where tenant_id = $1 and id = $2 and {}",
+                        live("sessions", NOW)
                     ))
                     .bind(tenant)
                     .bind(id.as_str())
@@ -257,9 +327,10 @@ macro_rules! session_store {
                 ) -> Result<Page<Session>> {
                     let cursor: Option<(Timestamp, i64)> = match page.cursor_id() {
                         Some(id) => Some(
-                            sqlx::query_as(
-                                "select created_at, pk from sessions where tenant_id = $1 and id = $2",
-                            )
+                            sqlx::query_as(&format!(
+                                "select created_at, pk from sessions where tenant_id = $1 and id = $2 and {}",
+                                live("sessions", NOW)
+                            ))
                             .bind(tenant)
                             .bind(id)
                             .fetch_optional(self.reader())
@@ -273,6 +344,7 @@ macro_rules! session_store {
                         "select {SESSION_COLUMNS} from sessions where tenant_id = "
                     ));
                     query.push_bind(tenant);
+                    query.push(format!(" and {}", live("sessions", NOW)));
                     for (key, value) in metadata {
                         push_metadata_filter(&mut query, key, value);
                     }
@@ -296,26 +368,47 @@ macro_rules! session_store {
                     patch: SessionPatch,
                 ) -> Result<Session> {
                     let mut tx = self.writer().begin().await?;
-                    let current: Option<(i64, Json<Metadata>, Option<String>)> =
+                    let current: Option<PatchedRow> =
                         sqlx::query_as(&format!(
-                            "select pk, metadata, agent_id from sessions where tenant_id = $1 and id = $2{FOR_UPDATE}"
+                            r"select pk, metadata, agent_id, created_at, last_active_at, expires_anchor, expires_seconds
+                              from sessions where tenant_id = $1 and id = $2 and {}{FOR_UPDATE}",
+                            live("sessions", NOW)
                         ))
                         .bind(tenant)
                         .bind(id.as_str())
                         .fetch_optional(&mut *tx)
                         .await?;
-                    let (pk, Json(metadata), agent_id) = current.ok_or(StoreError::SessionNotFound)?;
-                    let (metadata, agent_id) = patch.apply(metadata, agent_id)?;
+                    let current = current.ok_or(StoreError::SessionNotFound)?;
+                    let now = Timestamp::now();
+                    let expiry = match patch.expires_after {
+                        Some(expiry) => expiry,
+                        None => stored_expiry(current.expires_anchor.as_deref(), current.expires_seconds),
+                    };
+                    // A new retention counts from now when it counts from activity: the
+                    // change itself is no append, but an expiry in the past would delete a
+                    // session its owner just chose to keep.
+                    let last_active = match expiry {
+                        Some(e) if e.anchor == Anchor::LastActiveAt && patch.expires_after.is_some() => now,
+                        _ => current.last_active_at,
+                    };
+                    let (anchor, seconds, _) = expiry_columns(expiry, now);
+                    let expires_at = expiry.map(|e| Timestamp(e.expires_at(current.created_at.0, last_active.0)));
+                    let (metadata, agent_id) = patch.apply(current.metadata.0, current.agent_id)?;
                     let row: SessionRow = sqlx::query_as(&format!(
-                        r"update sessions set metadata = $3, agent_id = $4, updated_at = $5
+                        r"update sessions set metadata = $3, agent_id = $4, updated_at = $5, last_active_at = $6,
+                              expires_anchor = $7, expires_seconds = $8, expires_at = $9
                           where tenant_id = $1 and pk = $2
                           returning {SESSION_COLUMNS}"
                     ))
                     .bind(tenant)
-                    .bind(pk)
+                    .bind(current.pk)
                     .bind(Json(&metadata))
                     .bind(agent_id)
-                    .bind(Timestamp::now())
+                    .bind(now)
+                    .bind(last_active)
+                    .bind(anchor)
+                    .bind(seconds)
+                    .bind(expires_at)
                     .fetch_one(&mut *tx)
                     .await?;
                     tx.commit().await?;
@@ -323,7 +416,10 @@ macro_rules! session_store {
                 }
 
                 async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()> {
-                    let deleted = sqlx::query("delete from sessions where tenant_id = $1 and id = $2")
+                    let deleted = sqlx::query(&format!(
+                        "delete from sessions where tenant_id = $1 and id = $2 and {}",
+                        live("sessions", NOW)
+                    ))
                         .bind(tenant)
                         .bind(id.as_str())
                         .execute(self.writer())
@@ -346,11 +442,15 @@ macro_rules! session_store {
                     let mut tx = self.writer().begin().await?;
                     if let Some(key) = &idempotency {
                         if let Some((first, _)) = claim_key(&mut tx, &self.codec, tenant, key, now).await? {
-                            return $crate::store::idempotency::replayed_items(key, &first);
+                            let items = match first_append(key, &first)? {
+                                FirstAppend::Items(items) => items,
+                                FirstAppend::Seqs(seqs) => self.appended_items(&mut tx, tenant, seqs).await?,
+                            };
+                            return Ok(Appended { items, replayed: true });
                         }
                     }
                     let (session_pk, last_seq) =
-                        reserve_seqs(&mut tx, tenant, session_id, bodies.len() as i64, now).await?;
+                        reserve_seqs(&mut tx, tenant, session_id, bodies.len() as i64, now, self.default_expiry).await?;
                     let items = new_items(bodies, last_seq, now.0);
                     let sealed = items
                         .iter()
@@ -358,7 +458,12 @@ macro_rules! session_store {
                         .collect::<Result<Vec<_>>>()?;
                     insert_items(&mut tx, tenant, session_pk, &items, &sealed, now).await?;
                     if let Some(key) = &idempotency {
-                        let response = $crate::store::rows::to_json(&items)?;
+                        let seqs = AppendedSeqs {
+                            session_pk,
+                            first_seq: last_seq - items.len() as i64 + 1,
+                            last_seq,
+                        };
+                        let response = $crate::store::rows::to_json(&seqs)?;
                         keep_response(&mut tx, &self.codec, tenant, key, &response).await?;
                     }
                     tx.commit().await?;
@@ -376,7 +481,7 @@ macro_rules! session_store {
                 ) -> Result<Page<Item>> {
                     let cursor = uuid_cursor(page);
                     let (rows, cut_short) = read_item_rows(
-                        items_page_query(tenant, session_id.as_str(), cursor, page)
+                        items_page_query(NOW, tenant, session_id.as_str(), cursor, page)
                             .build_query_as()
                             .fetch(self.reader()),
                     )
@@ -394,11 +499,12 @@ macro_rules! session_store {
                     session_id: &SessionId,
                     item_id: Uuid,
                 ) -> Result<Item> {
-                    let row: Option<ItemRow> = sqlx::query_as(
+                    let row: Option<ItemRow> = sqlx::query_as(&format!(
                         r"select i.id, i.seq, i.created_at, i.run_id, i.body
                           from items i join sessions s on s.pk = i.session_pk
-                          where s.tenant_id = $1 and s.id = $2 and i.tenant_id = $1 and i.id = $3",
-                    )
+                          where s.tenant_id = $1 and s.id = $2 and i.tenant_id = $1 and i.id = $3 and {}",
+                        live("s", NOW)
+                    ))
                     .bind(tenant)
                     .bind(session_id.as_str())
                     .bind(item_id)
@@ -421,16 +527,17 @@ macro_rules! session_store {
                 ) -> Result<()> {
                     let mut tx = self.writer().begin().await?;
                     let session_pk = session_pk(&mut tx, tenant, session_id).await?;
-                    let deleted: Option<i64> = sqlx::query_scalar(
-                        "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq",
+                    let deleted: Option<(i64, Option<Uuid>)> = sqlx::query_as(
+                        "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq, run_id",
                     )
                     .bind(tenant)
                     .bind(session_pk)
                     .bind(item_id)
                     .fetch_optional(&mut *tx)
                     .await?;
-                    let seq = deleted.ok_or(StoreError::ItemNotFound)?;
+                    let (seq, run_id) = deleted.ok_or(StoreError::ItemNotFound)?;
                     drop_compactions(&mut tx, tenant, session_pk, seq).await?;
+                    drop_runs(&mut tx, tenant, session_pk, run_id).await?;
                     count_items(&mut tx, tenant, session_pk, -1).await?;
                     tx.commit().await?;
                     Ok(())
@@ -453,6 +560,7 @@ macro_rules! session_store {
                     let row = row.ok_or(StoreError::SessionEmpty)?;
                     let item = row.into_item(&self.codec, tenant)?;
                     drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
+                    drop_runs(&mut tx, tenant, session_pk, item.run_id).await?;
                     count_items(&mut tx, tenant, session_pk, -1).await?;
                     tx.commit().await?;
                     Ok(item)
@@ -469,6 +577,7 @@ macro_rules! session_store {
                             .await?
                             .rows_affected();
                     drop_compactions(&mut tx, tenant, session_pk, 0).await?;
+                    drop_runs(&mut tx, tenant, session_pk, None).await?;
                     count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
                     tx.commit().await?;
                     Ok(())
@@ -481,6 +590,24 @@ macro_rules! session_store {
                         .await?
                         .rows_affected();
                     Ok(purged)
+                }
+
+                async fn sweep_expired(&self, batch: i64) -> Result<Swept> {
+                    let counts: Vec<i64> = sqlx::query_scalar(&format!(
+                        r"delete from sessions where pk in (
+                              select pk from sessions
+                              where expires_at <= {NOW} and not exists (
+                                  select 1 from runs r where r.session_pk = sessions.pk and r.status in {UNFINISHED})
+                              order by expires_at limit $1{SKIP_LOCKED})
+                          returning item_count"
+                    ))
+                    .bind(batch)
+                    .fetch_all(self.writer())
+                    .await?;
+                    Ok(Swept {
+                        sessions: counts.len() as u64,
+                        items: counts.iter().sum::<i64>() as u64,
+                    })
                 }
 
                 async fn ping(&self) -> Result<()> {
@@ -503,6 +630,26 @@ macro_rules! session_store {
             }
 
             impl $store {
+                /// The items of an earlier append that still exist.
+                async fn appended_items(
+                    &self,
+                    conn: &mut $conn,
+                    tenant: &str,
+                    seqs: AppendedSeqs,
+                ) -> Result<Vec<Item>> {
+                    let rows: Vec<ItemRow> = sqlx::query_as(&format!(
+                        r"select {ITEM_COLUMNS} from items
+                          where tenant_id = $1 and session_pk = $2 and seq between $3 and $4 order by seq"
+                    ))
+                    .bind(tenant)
+                    .bind(seqs.session_pk)
+                    .bind(seqs.first_seq)
+                    .bind(seqs.last_seq)
+                    .fetch_all(conn)
+                    .await?;
+                    self.items(tenant, rows)
+                }
+
                 /// Items from their rows, their payloads opened.
                 fn items(&self, tenant: &str, rows: Vec<ItemRow>) -> Result<Vec<Item>> {
                     rows.into_iter()
@@ -511,7 +658,7 @@ macro_rules! session_store {
                 }
             }
         }
-        use session_flows::{claim_key, keep_response, kept_response, session_pk};
+        use session_flows::{claim_key, forget_expired, keep_response, kept_response, session_pk};
     };
 }
 

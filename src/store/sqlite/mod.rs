@@ -17,10 +17,10 @@ use sqlx::sqlite::{
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::payload::PayloadCodec;
-use super::shared::{agent_store, api_key_store, compaction_store, session_store};
+use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
 use super::Result;
-use crate::model::Item;
+use crate::model::{ExpiresAfter, Item};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -28,6 +28,21 @@ const READ_CONNECTIONS: u32 = 4;
 
 /// The single writer serialises transactions: there are no row locks to take.
 const FOR_UPDATE: &str = "";
+
+/// The single writer takes no row locks.
+const SKIP_LOCKED: &str = "";
+
+/// The current time in SQL, which expiry is checked against.
+const NOW: &str = "cast((julianday('now') - 2440587.5) * 86400000000.0 as integer)";
+
+/// The SQL that records activity at `at` (a bound parameter): it moves a session's
+/// `last_active_at`, and its `expires_at` when that counts from activity.
+fn touch(at: &str) -> String {
+    format!(
+        "last_active_at = {at}, expires_at = case when sessions.expires_anchor = 'last_active_at' \
+         then {at} + sessions.expires_seconds * 1000000 else sessions.expires_at end"
+    )
+}
 
 /// The SQL of a UUIDv7 made of a prefix (a bound parameter, see
 /// [`super::rows::id_prefix`]) and a row's rank, as the 16-byte blob sqlx stores a `Uuid`
@@ -43,6 +58,8 @@ pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
     codec: PayloadCodec,
+    /// The retention of sessions created without one: `SESSION_EXPIRES_AFTER_SECS`.
+    default_expiry: Option<ExpiresAfter>,
 }
 
 impl SqliteStore {
@@ -51,6 +68,13 @@ impl SqliteStore {
         self.codec = codec;
         self
     }
+
+    /// Gives sessions created without `expires_after` this retention.
+    pub fn with_default_expiry(mut self, expiry: Option<ExpiresAfter>) -> Self {
+        self.default_expiry = expiry;
+        self
+    }
+
     pub fn schema_version() -> i64 {
         MIGRATOR.migrations.last().map_or(0, |m| m.version)
     }
@@ -63,6 +87,8 @@ impl SqliteStore {
             // An acknowledged write is on disk, not only in the OS cache.
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
+            // Deleted content is overwritten with zeros, not left in free pages.
+            .pragma("secure_delete", "on")
             .busy_timeout(Duration::from_secs(5));
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
@@ -87,6 +113,7 @@ impl SqliteStore {
             writer,
             reader,
             codec: PayloadCodec::default(),
+            default_expiry: None,
         })
     }
 
@@ -140,4 +167,34 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Sqlite>, key: &str, value: 
 session_store!(SqliteStore, sqlx::Sqlite, sqlx::SqliteConnection);
 agent_store!(SqliteStore);
 api_key_store!(SqliteStore);
+/// A row's physical id: what `reencrypt` walks a table by.
+fn row_id(alias: &str) -> String {
+    format!("{alias}.rowid")
+}
+
+fn after_row(alias: &str, param: &str) -> String {
+    format!("{alias}.rowid > {param}")
+}
+
+fn order_row(alias: &str) -> String {
+    format!("{alias}.rowid")
+}
+
+fn row_matches(param: &str) -> String {
+    format!("rowid = {param}")
+}
+
+fn first_row() -> i64 {
+    0
+}
+
+/// The SQL of the key id an encrypted value `expr` is under; null for a plain value.
+fn key_id_of(expr: &str) -> String {
+    format!(
+        "case when substr({expr}, 1, 7) = 'enc:v1:' \
+         then substr({expr}, 8, instr(substr({expr}, 8), ':') - 1) end"
+    )
+}
+
+at_rest_store!(SqliteStore, i64);
 compaction_store!(SqliteStore, sqlx::SqliteConnection);

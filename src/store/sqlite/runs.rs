@@ -4,7 +4,10 @@
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 use uuid::Uuid;
 
-use super::{claim_key, keep_response, kept_response, session_pk, SqliteStore, FOR_UPDATE};
+use super::{
+    claim_key, forget_expired, keep_response, kept_response, session_pk, touch, SqliteStore,
+    FOR_UPDATE, NOW, SKIP_LOCKED,
+};
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
@@ -12,9 +15,6 @@ use crate::store::run_rows::{self, sealed_events, LockedRunRow, NewRunRow, EXECU
 use crate::store::shared::run_store;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result};
-
-/// The single writer takes no row locks.
-const SKIP_LOCKED: &str = "";
 
 /// Adds events of a run; one stored before (a batch saved twice) is left as it is.
 async fn insert_events(
@@ -119,12 +119,13 @@ async fn settle_session(
 ) -> Result<()> {
     let usage = record.run.usage;
     let items = run_rows::turn_items(record);
-    let last_seq: i64 = sqlx::query_scalar(
+    let last_seq: i64 = sqlx::query_scalar(&format!(
         r"update sessions set last_seq = last_seq + $2, item_count = item_count + $2,
               input_tokens = input_tokens + $3, output_tokens = output_tokens + $4,
-              total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7
+              total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7, {touch}
           where pk = $1 returning last_seq",
-    )
+        touch = touch("$7")
+    ))
     .bind(session_pk)
     .bind(items.len() as i64)
     .bind(usage.input_tokens)

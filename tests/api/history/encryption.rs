@@ -9,7 +9,11 @@ use agent_sessions::store::{Keyring, PayloadCodec};
 
 use crate::helpers::{on_both_backends, test_config, TestApp, TestDb};
 
-on_both_backends!(conversations_are_encrypted_at_rest_and_read_back_exactly);
+on_both_backends!(
+    conversations_are_encrypted_at_rest_and_read_back_exactly,
+    a_canary_is_found_nowhere_at_rest,
+    reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them,
+);
 
 const K1: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const K2: &str = "k2:HxweHRwbGhkYFxYVFBMSERAPDg0MCwoJCAcGBQQDAgE=";
@@ -104,4 +108,161 @@ async fn conversations_are_encrypted_at_rest_and_read_back_exactly(db: TestDb) {
             .expect_problem(StatusCode::INTERNAL_SERVER_ERROR, "encryption_key_missing");
         assert!(detail.contains("`k1`"), "{path}: {detail}");
     }
+}
+
+/// With keys set, what a user, a model, an agent and a webhook's headers say is stored
+/// only encrypted: a scan of every column of every table (and, on SQLite, of the
+/// database file) finds none of it.
+async fn a_canary_is_found_nowhere_at_rest(db: TestDb) {
+    const CANARY: &str = "CANARY-7f3a";
+    let t = crate::runs::RunsApp::configured(db.reopen(codec(K1)).await, |c| {
+        c.tool_webhook_allowed_hosts = vec!["127.0.0.1:9".into()];
+    })
+    .await;
+    let tool = json!({"type": "function", "name": "hook",
+        "webhook": {"url": "http://127.0.0.1:9/hook", "headers": {"x-secret": CANARY}}});
+    let agent = t
+        .app
+        .post(
+            "/v1/agents",
+            json!({"instructions": format!("You know {CANARY}."), "tools": [tool]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    t.app
+        .post(
+            "/v1/sessions/c/items",
+            json!({"items": [{"role": "user", "content": format!("appended {CANARY}")}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    t.llm.push(crate::fake_llm::Reply::text(&format!(
+        "the model says {CANARY}"
+    )));
+    let run = t
+        .app
+        .post(
+            "/v1/sessions/c/runs",
+            json!({"input": format!("asked {CANARY}"), "agent_id": agent["id"]}),
+        )
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "completed", "{run}");
+    let request = &t.llm.requests()[0];
+    assert!(request.to_string().contains(&format!("You know {CANARY}")));
+    let items = t.items("c").await;
+    assert_eq!(items.len(), 3);
+    assert!(items[2].to_string().contains(CANARY));
+
+    let dump = db.dump().await;
+    assert!(dump.contains("enc:v1:k1:"));
+    assert!(!dump.contains(CANARY), "{dump}");
+    if let Some(bytes) = db.file_bytes().await {
+        let needle = CANARY.as_bytes();
+        assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+    }
+}
+
+/// Rotation end to end: written under k1, read with `k2,k1`, `reencrypt`, then read with
+/// `k2` alone; a value moved to another tenant or column does not decrypt.
+async fn reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them(db: TestDb) {
+    let old = TestApp::new(db.reopen(codec(K1)).await, &test_config());
+    for n in 0..7 {
+        old.post(
+            &format!("/v1/sessions/s{n}/items"),
+            json!({"items": [{"role": "user", "content": format!("message {n}")}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    }
+    let agent = old
+        .post("/v1/agents", json!({"instructions": "kept secret"}))
+        .await
+        .expect(StatusCode::CREATED);
+    let agent_path = format!("/v1/agents/{}", agent["id"].as_str().unwrap());
+    let before = db.strings("select body from items order by id").await;
+
+    let both = db.reopen(codec(&format!("{K2},{K1}"))).await;
+    let counts = both.store.count_values_by_key().await.unwrap();
+    assert_eq!(counts.get(&Some("k1".into())), Some(&8), "{counts:?}");
+    let reports = std::sync::Mutex::new(Vec::new());
+    let rewritten = both
+        .store
+        .reencrypt(3, &|p| reports.lock().unwrap().push(p))
+        .await
+        .unwrap();
+    assert_eq!(rewritten, 8);
+    let reports = reports.into_inner().unwrap();
+    let items: Vec<_> = reports
+        .iter()
+        .filter(|p| p.column == "items.body")
+        .collect();
+    assert_eq!(
+        items.iter().map(|p| (p.done, p.total)).collect::<Vec<_>>(),
+        [(3, 7), (6, 7), (7, 7)]
+    );
+    let counts = both.store.count_values_by_key().await.unwrap();
+    assert_eq!(counts.keys().collect::<Vec<_>>(), [&Some("k2".to_owned())]);
+    let after = db.strings("select body from items order by id").await;
+    assert!(after.iter().all(|v| v.starts_with("enc:v1:k2:")));
+    assert_ne!(before, after);
+    // Run again (after a kill, say): nothing is left to do.
+    assert_eq!(both.store.reencrypt(3, &|_| {}).await.unwrap(), 0);
+
+    let new_only = TestApp::new(db.reopen(codec(K2)).await, &test_config());
+    for n in 0..7 {
+        let page = new_only.get(&format!("/v1/sessions/s{n}/items")).await;
+        assert!(page.text.contains(&format!("message {n}")), "{}", page.text);
+    }
+    assert_eq!(
+        new_only.get(&agent_path).await.expect(StatusCode::OK)["instructions"],
+        "kept secret"
+    );
+    // /readyz is ready: every stored key id is configured.
+    new_only
+        .key_census
+        .count(&*new_only.store, &new_only.metrics)
+        .await;
+    new_only.get("/readyz").await.expect(StatusCode::OK);
+    let metrics = new_only.get("/metrics").await.text;
+    assert!(
+        metrics.contains(r#"stored_values{key_id="k2"} 8"#),
+        "{metrics}"
+    );
+
+    // Bound to tenant and column: moved elsewhere, a value does not decrypt.
+    let listed = new_only.get("/v1/sessions/s0/items").await.json();
+    let item_id = uuid::Uuid::parse_str(listed["data"][0]["id"].as_str().unwrap()).unwrap();
+    db.execute("update sessions set tenant_id = 'other' where id = 's0'")
+        .await;
+    db.execute("update items set tenant_id = 'other' where session_pk = (select pk from sessions where id = 's0')")
+        .await;
+    let sid = agent_sessions::model::SessionId::parse("id", "s0".into()).unwrap();
+    let moved = new_only.store.get_item("other", &sid, item_id).await;
+    assert!(
+        matches!(moved, Err(agent_sessions::store::StoreError::Corrupt(_))),
+        "{moved:?}"
+    );
+    db.execute("update agents set body = (select body from items where tenant_id = 'default' order by id limit 1)")
+        .await;
+    new_only
+        .get(&agent_path)
+        .await
+        .expect_problem(StatusCode::INTERNAL_SERVER_ERROR, "internal_error");
+
+    // A key id the service lacks: /readyz names it.
+    let forgetful = TestApp::new(
+        db.reopen(codec("k3:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="))
+            .await,
+        &test_config(),
+    );
+    forgetful
+        .key_census
+        .count(&*forgetful.store, &forgetful.metrics)
+        .await;
+    let detail = forgetful
+        .get("/readyz")
+        .await
+        .expect_problem(StatusCode::SERVICE_UNAVAILABLE, "encryption_key_missing");
+    assert!(detail.contains("k2"), "{detail}");
 }

@@ -3,8 +3,10 @@
 
 mod auto_compaction;
 mod compaction;
+mod deletion;
 mod encryption;
 mod forks;
+mod retention;
 
 use axum::http::StatusCode;
 use serde_json::{json, Value};

@@ -28,6 +28,7 @@ pub fn new_session(id: &str, metadata: &[(&str, &str)]) -> NewSession {
         id: sid(id),
         metadata: Metadata::new(pairs).expect("valid metadata"),
         agent_id: None,
+        expires_after: None,
     }
 }
 

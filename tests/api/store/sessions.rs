@@ -226,6 +226,7 @@ async fn patch_merges_metadata_and_sets_agent(db: TestDb) {
             SessionPatch {
                 metadata: Some(MetadataPatch::Merge(changes)),
                 agent_id: Some(Some(AgentId::parse("agent_id", "helper".into()).unwrap())),
+                expires_after: None,
             },
         )
         .await
@@ -256,6 +257,7 @@ async fn patch_merges_metadata_and_sets_agent(db: TestDb) {
             SessionPatch {
                 metadata: Some(MetadataPatch::Clear),
                 agent_id: Some(None),
+                expires_after: None,
             },
         )
         .await
@@ -287,6 +289,7 @@ async fn patch_over_the_key_limit_changes_nothing(db: TestDb) {
             SessionPatch {
                 metadata: Some(MetadataPatch::Merge(one_more)),
                 agent_id: None,
+                expires_after: None,
             },
         )
         .await;
