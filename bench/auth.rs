@@ -6,6 +6,7 @@
 //! `cargo bench --bench auth -- [sqlite|postgres] [seconds] [clients] [rounds]`
 
 mod database;
+mod on_off;
 mod phases;
 
 use std::sync::Arc;
@@ -15,11 +16,10 @@ use agent_sessions::config::Cli;
 use agent_sessions::http::api_keys::issue_key;
 use agent_sessions::store::{self, SessionStore};
 use clap::Parser;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use database::BenchDatabase;
-use phases::{report, run_phase};
+use on_off::{compare, Shape, Target};
 
 const ADMIN_KEY: &str = "bench-admin-key-0123456789abcdefghijkl";
 
@@ -64,60 +64,32 @@ async fn main() {
         };
         targets.push((if auth { "auth on " } else { "auth off" }, base, key));
     }
-    let http = reqwest::Client::new();
-
-    println!("backend {backend}, {clients} clients, {seconds} s per phase, {rounds} rounds of off and on");
-    // (append, tail) requests per second, summed over the rounds, for off and on.
-    let mut totals = [[0.0f64; 2]; 2];
-    for round in 0..rounds {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for mode in order {
-            let (label, base, key) = &targets[mode];
-            let authorization = key.as_ref().map(|k| format!("Bearer {k}"));
-            let append = run_phase(clients, seconds, |client, n| {
-                let request = http
-                    .post(format!("{base}/v1/sessions/auth-{round}-{client}/items"))
-                    .json(&json!({"items": [{"role": "user", "content": format!("message {n}")}]}));
-                let request = with_key(request, authorization.as_deref());
-                async move { assert_eq!(request.send().await.unwrap().status(), 201) }
-            })
-            .await;
-            totals[mode][0] += report(&format!("{label}: append 1 item"), &append, seconds);
-            let tail = run_phase(clients, seconds, |client, _| {
-                let request = http.get(format!(
-                    "{base}/v1/sessions/auth-{round}-{client}/items?order=desc&limit=20"
-                ));
-                let request = with_key(request, authorization.as_deref());
-                async move {
-                    let response = request.send().await.unwrap();
-                    assert_eq!(response.status(), 200);
-                    response.bytes().await.unwrap();
-                }
-            })
-            .await;
-            totals[mode][1] += report(&format!("{label}: tail read, newest 20"), &tail, seconds);
-        }
-    }
-    for (name, op) in [("append", 0), ("tail read", 1)] {
-        println!(
-            "{name:<10} auth on / auth off throughput: {:.3}",
-            totals[1][op] / totals[0][op]
-        );
-    }
+    let [off, on] = [&targets[0], &targets[1]];
+    compare(
+        [
+            Target {
+                label: "auth off",
+                base: &off.1,
+                authorization: None,
+            },
+            Target {
+                label: "auth on ",
+                base: &on.1,
+                authorization: on.2.as_ref().map(|k| format!("Bearer {k}")),
+            },
+        ],
+        Shape {
+            backend: &backend,
+            clients,
+            seconds,
+            rounds,
+        },
+    )
+    .await;
 
     shutdown.cancel();
     for server in servers {
         server.await.unwrap().unwrap();
     }
     database.drop().await;
-}
-
-fn with_key(
-    request: reqwest::RequestBuilder,
-    authorization: Option<&str>,
-) -> reqwest::RequestBuilder {
-    match authorization {
-        Some(value) => request.header("authorization", value),
-        None => request,
-    }
 }

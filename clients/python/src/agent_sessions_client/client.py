@@ -112,9 +112,15 @@ class Sessions(_Resource):
         id: Optional[str] = None,
         metadata: Optional[Mapping[str, str]] = None,
         agent_id: Optional[str] = None,
+        expires_after: Optional[Mapping[str, Any]] = UNSET,
     ) -> Session:
-        """Create a session (its id is generated when not given); 409 ``Conflict`` if taken."""
-        body = _drop_none(id=id, metadata=metadata, agent_id=agent_id)
+        """Create a session (its id is generated when not given); 409 ``Conflict`` if taken.
+        ``expires_after={"anchor": "last_active_at", "seconds": 86400}`` deletes it after a
+        day without activity; ``None`` keeps it despite the server's default."""
+        body = {
+            **_drop_none(id=id, metadata=metadata, agent_id=agent_id),
+            **_drop_unset(expires_after=expires_after),
+        }
         return cast(Session, await self._json(Call("POST", "/v1/sessions", json=body)))
 
     async def get(self, session_id: str) -> Session:
@@ -162,10 +168,12 @@ class Sessions(_Resource):
         *,
         metadata: Optional[Mapping[str, Optional[str]]] = UNSET,
         agent_id: Optional[str] = UNSET,
+        expires_after: Optional[Mapping[str, Any]] = UNSET,
     ) -> Session:
         """Change a session. ``metadata`` is a JSON merge patch (a ``None`` value deletes
-        that key, ``metadata=None`` deletes all); ``agent_id=None`` detaches the agent."""
-        body = _drop_unset(metadata=metadata, agent_id=agent_id)
+        that key, ``metadata=None`` deletes all); ``agent_id=None`` detaches the agent;
+        ``expires_after=None`` keeps the session until it is deleted."""
+        body = _drop_unset(metadata=metadata, agent_id=agent_id, expires_after=expires_after)
         call = Call("PATCH", _p("v1", "sessions", session_id), json=body, replay_safe=True)
         return cast(Session, await self._json(call))
 

@@ -31,6 +31,9 @@ class Session(TypedDict, total=False):
     item_count: int
     usage: Usage
     forked_from: Optional[JSONObject]
+    last_active_at: str
+    expires_after: Optional[JSONObject]
+    expires_at: Optional[str]
 
 
 class Item(TypedDict, total=False):

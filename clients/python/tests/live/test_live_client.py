@@ -44,6 +44,13 @@ async def test_sessions_crud_and_filtered_listing(client: AgentSessionsClient) -
 
     updated = await client.sessions.update(ids[0], metadata={"n": None, "extra": "x"})
     assert updated["metadata"] == {"tag": tag, "extra": "x"}
+    retained = await client.sessions.update(
+        ids[1], expires_after={"anchor": "created_at", "seconds": 3600}
+    )
+    assert retained["expires_after"] == {"anchor": "created_at", "seconds": 3600}
+    assert retained["expires_at"] is not None
+    kept = await client.sessions.update(ids[1], expires_after=None)
+    assert kept["expires_after"] is None and kept["expires_at"] is None
     with pytest.raises(Conflict) as exists:
         await client.sessions.create(id=ids[0])
     assert exists.value.code == "session_exists"
