@@ -93,16 +93,18 @@ pub(super) fn live(alias: &str, now: &str) -> String {
     )
 }
 
-/// The columns of a new session's retention: its anchor, seconds and expiry time.
+/// The columns of a session's retention: its anchor, seconds and expiry time, for a
+/// session made at `created_at` and last active at `last_active_at`.
 pub(super) fn expiry_columns(
     expiry: Option<ExpiresAfter>,
-    now: Timestamp,
+    created_at: Timestamp,
+    last_active_at: Timestamp,
 ) -> (Option<&'static str>, Option<i64>, Option<Timestamp>) {
     match expiry {
         Some(e) => (
             Some(e.anchor.as_str()),
             Some(e.seconds as i64),
-            Some(Timestamp(e.expires_at(now.0, now.0))),
+            Some(Timestamp(e.expires_at(created_at.0, last_active_at.0))),
         ),
         None => (None, None, None),
     }

@@ -149,26 +149,12 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Postgres>, key: &str, value
 session_store!(PgStore, sqlx::Postgres, sqlx::PgConnection);
 agent_store!(PgStore);
 api_key_store!(PgStore);
-/// A row's physical id, as text: what `reencrypt` walks a table by.
-fn row_id(alias: &str) -> String {
-    format!("{alias}.ctid::text")
-}
-
-fn after_row(alias: &str, param: &str) -> String {
-    format!("{alias}.ctid > {param}::tid")
-}
-
-fn order_row(alias: &str) -> String {
-    format!("{alias}.ctid")
-}
-
-fn row_matches(param: &str) -> String {
-    format!("ctid = {param}::tid")
-}
-
-fn first_row() -> String {
-    "(0,0)".to_owned()
-}
+/// A row's physical id, what `reencrypt` walks a table by: read as text, bound back as
+/// a `tid`.
+const ROW_ID: &str = "ctid";
+const ROW_READ: &str = "::text";
+const ROW_BIND: &str = "::tid";
+const FIRST_ROW: &str = "(0,0)";
 
 /// The SQL of the key id an encrypted value `expr` is under; null for a plain value.
 fn key_id_of(expr: &str) -> String {

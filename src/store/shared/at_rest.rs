@@ -1,8 +1,9 @@
 //! Counting and rewriting encrypted values, written once for both backends.
 
 /// The `AtRestStore` of `$store`, whose rows are told apart by `$row` (the backend's
-/// physical row id, read as text on Postgres). The backend module provides `row_id`,
-/// `after_row`, `row_matches`, `first_row` and `key_id_of`.
+/// physical row id, read as text on Postgres). The backend module provides `ROW_ID`
+/// (read with `ROW_READ`, bound with `ROW_BIND`, starting after `FIRST_ROW`) and
+/// `key_id_of`.
 macro_rules! at_rest_store {
     ($store:ident, $row:ty) => {
         mod at_rest_flows {
@@ -81,15 +82,14 @@ macro_rules! at_rest_store {
                         done: 0,
                         total: total as u64,
                     };
-                    let mut after = first_row();
+                    let mut after: $row = FIRST_ROW.into();
                     loop {
                         let rows: Vec<($row, String, String)> = sqlx::query_as(&format!(
-                            "select {}, {}, {value} from {} where {stale} and {} order by {} limit $3",
-                            row_id(payload.alias),
+                            "select {row}{ROW_READ}, {}, {value} from {} where {stale} and {row} > $2{ROW_BIND} \
+                             order by {row} limit $3",
                             payload.tenant,
                             payload.from,
-                            after_row(payload.alias, "$2"),
-                            order_row(payload.alias),
+                            row = format!("{}.{ROW_ID}", payload.alias),
                         ))
                         .bind(prefix)
                         .bind(&after)
@@ -113,9 +113,8 @@ macro_rules! at_rest_store {
                     rows: &[($row, String, String)],
                 ) -> Result<u64> {
                     let sql = format!(
-                        "update {} set {value} = $2 where {} and {value} = $3",
+                        "update {} set {value} = $2 where {ROW_ID} = $1{ROW_BIND} and {value} = $3",
                         payload.table,
-                        row_matches("$1"),
                         value = payload.value,
                     );
                     let mut tx = self.writer().begin().await?;

@@ -311,7 +311,8 @@ macro_rules! compaction_store {
                         found.ok_or(StoreError::SessionNotFound)?;
                     // The fork keeps its source's retention, counted from now.
                     let (anchor, seconds, expires_at) =
-                        expiry_columns(stored_expiry(anchor.as_deref(), seconds), now);
+                        expiry_columns(stored_expiry(anchor.as_deref(), seconds), now, now);
+                    // An expired session under the fork's id frees it.
                     forget_expired(&mut tx, tenant, &fork.id).await?;
                     let through = fork_through(&mut tx, tenant, source_pk, fork.point).await?;
                     let (copied, newest): (i64, Option<i64>) = sqlx::query_as(

@@ -127,7 +127,7 @@ macro_rules! run_store {
                     // The upsert takes the session's row lock (Postgres), which orders
                     // concurrent run creation. A run is activity; an expired session is
                     // forgotten and its id starts a new one.
-                    let (anchor, seconds, expires_at) = expiry_columns(self.default_expiry, now);
+                    let (anchor, seconds, expires_at) = expiry_columns(self.default_expiry, now, now);
                     let session_pk: i64 = loop {
                         let upserted = sqlx::query_scalar(&format!(
                             r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at,
@@ -148,7 +148,9 @@ macro_rules! run_store {
                         .await?;
                         match upserted {
                             Some(pk) => break pk,
-                            None => forget_expired(&mut tx, tenant, session_id).await?,
+                            None => {
+                                forget_expired(&mut tx, tenant, session_id).await?;
+                            }
                         }
                     };
                     let active: Option<Uuid> = sqlx::query_scalar(&format!(

@@ -96,17 +96,18 @@ macro_rules! session_store {
             }
 
             /// Deletes the session `id` if it has expired, so that its id can start a new
-            /// session at once, before the sweeper comes by.
-            pub(super) async fn forget_expired(conn: &mut $conn, tenant: &str, id: &SessionId) -> Result<()> {
-                sqlx::query(&format!(
+            /// session at once, before the sweeper comes by; true when it did.
+            pub(super) async fn forget_expired(conn: &mut $conn, tenant: &str, id: &SessionId) -> Result<bool> {
+                let forgotten = sqlx::query(&format!(
                     "delete from sessions where tenant_id = $1 and id = $2 and not {}",
                     live("sessions", NOW)
                 ))
                 .bind(tenant)
                 .bind(id.as_str())
                 .execute(conn)
-                .await?;
-                Ok(())
+                .await?
+                .rows_affected();
+                Ok(forgotten > 0)
             }
 
             /// Deletes the finished run `run_id`, or every finished run of the session
@@ -141,7 +142,7 @@ macro_rules! session_store {
                 now: Timestamp,
                 expiry: Option<ExpiresAfter>,
             ) -> Result<(i64, i64)> {
-                let (anchor, seconds, expires_at) = expiry_columns(expiry, now);
+                let (anchor, seconds, expires_at) = expiry_columns(expiry, now, now);
                 loop {
                     let bumped = sqlx::query_as(&format!(
                         r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4, {}
@@ -283,9 +284,10 @@ macro_rules! session_store {
                 async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session> {
                     let now = Timestamp::now();
                     let expiry = session.expires_after.unwrap_or(self.default_expiry);
-                    let (anchor, seconds, expires_at) = expiry_columns(expiry, now);
+                    let (anchor, seconds, expires_at) = expiry_columns(expiry, now, now);
                     let mut tx = self.writer().begin().await?;
-                    forget_expired(&mut tx, tenant, &session.id).await?;
+                    // Taken by an expired session, the id is freed and the insert made again.
+                    let row = loop {
                     let row: Option<SessionRow> = sqlx::query_as(&format!(
                         r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, metadata, agent_id,
                                                 expires_anchor, expires_seconds, expires_at)
@@ -297,12 +299,16 @@ macro_rules! session_store {
                     .bind(session.id.as_str())
                     .bind(now)
                     .bind(Json(&session.metadata))
-                    .bind(session.agent_id.map(AgentId::into_string))
+                    .bind(session.agent_id.as_ref().map(AgentId::as_str))
                     .bind(anchor)
                     .bind(seconds)
                     .bind(expires_at)
                     .fetch_optional(&mut *tx)
                     .await?;
+                    if row.is_some() || !forget_expired(&mut tx, tenant, &session.id).await? {
+                        break row;
+                    }
+                    };
                     tx.commit().await?;
                     row.map(Session::from).ok_or(StoreError::SessionExists)
                 }
@@ -391,8 +397,7 @@ macro_rules! session_store {
                         Some(e) if e.anchor == Anchor::LastActiveAt && patch.expires_after.is_some() => now,
                         _ => current.last_active_at,
                     };
-                    let (anchor, seconds, _) = expiry_columns(expiry, now);
-                    let expires_at = expiry.map(|e| Timestamp(e.expires_at(current.created_at.0, last_active.0)));
+                    let (anchor, seconds, expires_at) = expiry_columns(expiry, current.created_at, last_active);
                     let (metadata, agent_id) = patch.apply(current.metadata.0, current.agent_id)?;
                     let row: SessionRow = sqlx::query_as(&format!(
                         r"update sessions set metadata = $3, agent_id = $4, updated_at = $5, last_active_at = $6,

@@ -167,26 +167,11 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Sqlite>, key: &str, value: 
 session_store!(SqliteStore, sqlx::Sqlite, sqlx::SqliteConnection);
 agent_store!(SqliteStore);
 api_key_store!(SqliteStore);
-/// A row's physical id: what `reencrypt` walks a table by.
-fn row_id(alias: &str) -> String {
-    format!("{alias}.rowid")
-}
-
-fn after_row(alias: &str, param: &str) -> String {
-    format!("{alias}.rowid > {param}")
-}
-
-fn order_row(alias: &str) -> String {
-    format!("{alias}.rowid")
-}
-
-fn row_matches(param: &str) -> String {
-    format!("rowid = {param}")
-}
-
-fn first_row() -> i64 {
-    0
-}
+/// A row's physical id, what `reencrypt` walks a table by.
+const ROW_ID: &str = "rowid";
+const ROW_READ: &str = "";
+const ROW_BIND: &str = "";
+const FIRST_ROW: i64 = 0;
 
 /// The SQL of the key id an encrypted value `expr` is under; null for a plain value.
 fn key_id_of(expr: &str) -> String {
