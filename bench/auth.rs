@@ -12,32 +12,20 @@ mod phases;
 use std::sync::Arc;
 
 use agent_sessions::app::Application;
-use agent_sessions::config::Cli;
 use agent_sessions::http::api_keys::issue_key;
 use agent_sessions::store::{self, SessionStore};
-use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use database::BenchDatabase;
-use on_off::{compare, Shape, Target};
+use on_off::{compare, server_config, Shape, Target};
 
 const ADMIN_KEY: &str = "bench-admin-key-0123456789abcdefghijkl";
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let backend = args.first().map_or("sqlite", String::as_str).to_owned();
-    let seconds: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5);
-    let clients: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(32);
-    let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(4);
-
-    let database = BenchDatabase::create(&backend).await;
-    let mut config = Cli::parse_from(["agent-sessions"]).config;
-    config.listen_addr = "127.0.0.1:0".into();
-    config.database_max_connections = 20;
+    let shape = Shape::from_args();
+    let database = BenchDatabase::create(&shape.backend).await;
+    let config = server_config();
     let store: Arc<dyn SessionStore> =
         store::connect(&database.url, config.database_max_connections)
             .await
@@ -78,12 +66,7 @@ async fn main() {
                 authorization: on.2.as_ref().map(|k| format!("Bearer {k}")),
             },
         ],
-        Shape {
-            backend: &backend,
-            clients,
-            seconds,
-            rounds,
-        },
+        &shape,
     )
     .await;
 

@@ -2,6 +2,8 @@
 //! tail reads through two servers, alternating (off-on, then on-off, so that a machine's
 //! drift weighs on both alike), and the ratio of their throughputs.
 
+use agent_sessions::config::{Cli, Config};
+use clap::Parser;
 use serde_json::json;
 
 use crate::phases::{report, run_phase};
@@ -13,21 +15,48 @@ pub struct Target<'a> {
     pub authorization: Option<String>,
 }
 
-pub struct Shape<'a> {
-    pub backend: &'a str,
-    pub clients: usize,
+/// What to load, from the command line: `[sqlite|postgres] [seconds] [clients] [rounds]`.
+pub struct Shape {
+    pub backend: String,
     pub seconds: u64,
+    pub clients: usize,
     pub rounds: usize,
 }
 
+impl Shape {
+    pub fn from_args() -> Self {
+        let args: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| a != "--bench")
+            .collect();
+        let number =
+            |n: usize, default: u64| args.get(n).and_then(|s| s.parse().ok()).unwrap_or(default);
+        Self {
+            backend: args.first().map_or("sqlite", String::as_str).to_owned(),
+            seconds: number(1, 5),
+            clients: number(2, 32) as usize,
+            rounds: number(3, 4) as usize,
+        }
+    }
+}
+
+/// The configuration both servers start from: any free port, 20 connections.
+pub fn server_config() -> Config {
+    let mut config = Cli::parse_from(["agent-sessions"]).config;
+    config.listen_addr = "127.0.0.1:0".into();
+    config.database_max_connections = 20;
+    config
+}
+
 /// Runs the rounds and prints each phase and the on/off ratios.
-pub async fn compare(targets: [Target<'_>; 2], shape: Shape<'_>) {
+pub async fn compare(targets: [Target<'_>; 2], shape: &Shape) {
     let Shape {
         backend,
         clients,
         seconds,
         rounds,
     } = shape;
+    let (clients, seconds, rounds) = (*clients, *seconds, *rounds);
     let http = reqwest::Client::new();
     println!("backend {backend}, {clients} clients, {seconds} s per phase, {rounds} rounds of off and on");
     // (append, tail) requests per second, summed over the rounds, for off and on.
