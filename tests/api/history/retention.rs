@@ -34,23 +34,22 @@ async fn sleep_past(instant: DateTime<Utc>) {
 
 async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
     let app = TestApp::new(db.clone_handle(), &test_config());
-    let session = app
-        .post(
-            "/v1/sessions",
-            json!({"id": "brief", "expires_after": {"anchor": "created_at", "seconds": 2}}),
-        )
-        .await
-        .expect(StatusCode::CREATED);
-    assert_eq!(
-        session["expires_after"],
-        json!({"anchor": "created_at", "seconds": 2})
-    );
-    let expires_at = at(&session["expires_at"]);
-    assert_eq!(
-        (expires_at - at(&session["created_at"])).num_seconds(),
-        2,
-        "{session}"
-    );
+    let brief = json!({"anchor": "created_at", "seconds": 2});
+    let mut expires_at = Vec::new();
+    for id in ["brief", "reused", "appended"] {
+        let session = app
+            .post("/v1/sessions", json!({"id": id, "expires_after": brief}))
+            .await
+            .expect(StatusCode::CREATED);
+        assert_eq!(session["expires_after"], brief);
+        let at_ = at(&session["expires_at"]);
+        assert_eq!(
+            (at_ - at(&session["created_at"])).num_seconds(),
+            2,
+            "{session}"
+        );
+        expires_at.push(at_);
+    }
     let item = app
         .post(
             "/v1/sessions/brief/items",
@@ -64,7 +63,7 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
     app.post("/v1/sessions", json!({"id": "kept"}))
         .await
         .expect(StatusCode::CREATED);
-    sleep_past(expires_at).await;
+    sleep_past(expires_at.into_iter().max().unwrap()).await;
 
     for path in [
         "/v1/sessions/brief".to_owned(),
@@ -81,6 +80,9 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
     app.delete("/v1/sessions/brief")
         .await
         .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    app.patch("/v1/sessions/brief", json!({"metadata": {"k": "v"}}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
     let listed = app.get("/v1/sessions").await.expect(StatusCode::OK);
     let ids: Vec<&str> = listed["data"]
         .as_array()
@@ -91,10 +93,27 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
     assert_eq!(ids, ["kept"]);
     assert_eq!(db.strings("select body from items").await.len(), 1);
 
-    // The sweeper deletes it with its rows; the kept session stays.
+    // The ids are free before the sweeper comes: a create or an append starts anew.
+    let reused = app
+        .post("/v1/sessions", json!({"id": "reused"}))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(reused["expires_after"], Value::Null);
+    let fresh = app
+        .post(
+            "/v1/sessions/appended/items",
+            json!({"items": [{"role": "user", "content": "again"}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(fresh["data"][0]["seq"], 1);
+
+    // The sweeper deletes the last expired one with its rows; the others stay.
     agent_sessions::upkeep::sweep(&*app.store, &app.metrics).await;
-    assert_eq!(db.strings("select id from sessions").await, ["kept"]);
-    assert!(db.strings("select body from items").await.is_empty());
+    let mut left = db.strings("select id from sessions").await;
+    left.sort();
+    assert_eq!(left, ["appended", "kept", "reused"]);
+    assert_eq!(db.strings("select body from items").await.len(), 1);
     let metrics = app.get("/metrics").await.text;
     assert!(metrics.contains("sessions_expired_total 1"), "{metrics}");
     assert!(metrics.contains("swept_rows_total 2"), "{metrics}");
@@ -102,16 +121,6 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
         metrics.contains("sweep_duration_seconds_count 1"),
         "{metrics}"
     );
-
-    // The id is free again: an append starts a new session.
-    let fresh = app
-        .post(
-            "/v1/sessions/brief/items",
-            json!({"items": [{"role": "user", "content": "again"}]}),
-        )
-        .await
-        .expect(StatusCode::CREATED);
-    assert_eq!(fresh["data"][0]["seq"], 1);
 }
 
 async fn activity_pushes_the_expiry_of_an_inactivity_retention(db: TestDb) {
@@ -187,9 +196,20 @@ async fn an_unfinished_run_holds_its_session(db: TestDb) {
         .get("/v1/sessions/busy")
         .await
         .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    // A run under the expired id starts a new session, before any sweep.
+    t.llm.push(Reply::text("fresh"));
+    let fresh = t
+        .app
+        .post("/v1/sessions/busy/runs", json!({"input": "again"}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(fresh["status"], "completed", "{fresh}");
+    assert_eq!(t.items("busy").await.len(), 2);
+    let session = t.app.get("/v1/sessions/busy").await.expect(StatusCode::OK);
+    assert_eq!(session["expires_after"], Value::Null);
     agent_sessions::upkeep::sweep(&*t.app.store, &t.app.metrics).await;
-    assert!(db.strings("select id from sessions").await.is_empty());
-    assert!(db.strings("select body from runs").await.is_empty());
+    assert_eq!(db.strings("select id from sessions").await, ["busy"]);
+    assert_eq!(db.strings("select body from runs").await.len(), 1);
 }
 
 async fn retention_is_set_changed_and_removed_and_checked(db: TestDb) {
