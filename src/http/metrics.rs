@@ -18,6 +18,7 @@ use prometheus_client::registry::Registry;
 
 use super::error::ApiError;
 use super::AppState;
+use crate::store::AppendStats;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct RequestLabels {
@@ -52,6 +53,48 @@ pub struct Metrics {
     swept_rows: Counter,
     sweep_duration: Histogram,
     stored_values: Family<KeyLabels, Gauge>,
+    appends: AppendCounters,
+}
+
+/// The store's append counts, copied into counters at each export.
+#[derive(Default)]
+struct AppendCounters {
+    transactions: Counter,
+    appends: Counter,
+    fallbacks: Counter,
+    /// Two exports at once must not both add the same increase.
+    copying: std::sync::Mutex<()>,
+}
+
+impl AppendCounters {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "append_transactions",
+            "Transactions that wrote appends; several appends waiting at once share one",
+            self.transactions.clone(),
+        );
+        registry.register(
+            "appends",
+            "Appends written by those transactions",
+            self.appends.clone(),
+        );
+        registry.register(
+            "append_fallbacks",
+            "Combined append transactions that failed and were made again one append at a time",
+            self.fallbacks.clone(),
+        );
+    }
+
+    fn copy(&self, stats: AppendStats) {
+        let _copying = self.copying.lock().unwrap_or_else(|e| e.into_inner());
+        for (counter, total) in [
+            (&self.transactions, stats.transactions),
+            (&self.appends, stats.appends),
+            (&self.fallbacks, stats.fallbacks),
+        ] {
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+    }
 }
 
 impl Default for Metrics {
@@ -98,8 +141,11 @@ impl Default for Metrics {
             "Stored conversation values by the encryption key they are under (key_id empty: plain), as last counted",
             stored_values.clone(),
         );
+        let appends = AppendCounters::default();
+        appends.register(&mut registry);
         Self {
             registry,
+            appends,
             requests,
             latency,
             pool_connections,
@@ -206,6 +252,7 @@ pub async fn export(State(state): State<AppState>) -> Result<Response, ApiError>
         .pool_connections
         .get_or_create(&PoolLabels { state: "idle" })
         .set(i64::from(pool.idle));
+    metrics.appends.copy(state.store.append_stats());
     let mut body = String::new();
     prometheus_client::encoding::text::encode(&mut body, &metrics.registry)
         .map_err(|e| ApiError::Internal(format!("cannot encode metrics: {e}")))?;

@@ -79,6 +79,10 @@ impl ItemBody {
     pub fn into_raw(self) -> Box<RawValue> {
         self.0
     }
+
+    pub fn to_raw(&self) -> Box<RawValue> {
+        self.0.clone()
+    }
 }
 
 /// Reads a whole JSON value without keeping it, so the parser decodes every string

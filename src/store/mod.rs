@@ -4,6 +4,7 @@
 mod agents;
 mod api_keys;
 mod at_rest;
+mod combiner;
 mod compactions;
 mod encryption;
 mod error;
@@ -26,6 +27,7 @@ use uuid::Uuid;
 pub use agents::AgentStore;
 pub use api_keys::ApiKeyStore;
 pub use at_rest::{AtRestStore, Progress};
+pub use combiner::AppendStats;
 pub use compactions::{CompactionStore, Context, Forked};
 pub use encryption::{Keyring, KeyringError};
 pub use error::StoreError;
@@ -114,6 +116,9 @@ pub trait SessionStore:
     async fn ping(&self) -> Result<()>;
 
     fn pool_stats(&self) -> PoolStats;
+
+    /// How appends were combined into transactions so far.
+    fn append_stats(&self) -> AppendStats;
 }
 
 /// The result of an append.

@@ -235,17 +235,17 @@ pub(super) fn beyond(order: Order) -> &'static str {
 }
 
 /// The items of an append whose seqs end at `last_seq`, ready to be inserted.
-pub(super) fn new_items(bodies: Vec<ItemBody>, last_seq: i64, now: DateTime<Utc>) -> Vec<Item> {
+pub(super) fn new_items(bodies: &[ItemBody], last_seq: i64, now: DateTime<Utc>) -> Vec<Item> {
     let first_seq = last_seq - bodies.len() as i64 + 1;
     bodies
-        .into_iter()
+        .iter()
         .zip(first_seq..)
         .map(|(body, seq)| Item {
             id: Uuid::now_v7(),
             seq,
             created_at: now,
             run_id: None,
-            item: body.into_raw(),
+            item: body.to_raw(),
         })
         .collect()
 }

@@ -178,6 +178,30 @@ impl TestDb {
         Some(bytes)
     }
 
+    /// Holds every insert of items until the hold is released: the store's writes queue
+    /// behind it, as they do behind a slow commit.
+    pub async fn hold_writes(&self) -> HeldWrites {
+        match &self.raw {
+            RawDb::Postgres(pool) => {
+                let mut conn = pool.acquire().await.expect("a connection");
+                sqlx::query("begin").execute(&mut *conn).await.unwrap();
+                sqlx::query("lock table items in share mode")
+                    .execute(&mut *conn)
+                    .await
+                    .unwrap();
+                HeldWrites::Postgres(conn)
+            }
+            RawDb::Sqlite(pool) => {
+                let mut conn = pool.acquire().await.expect("a connection");
+                sqlx::query("begin immediate")
+                    .execute(&mut *conn)
+                    .await
+                    .unwrap();
+                HeldWrites::Sqlite(conn)
+            }
+        }
+    }
+
     /// Runs one SQL statement that is the same in both dialects.
     pub async fn execute(&self, sql: &str) {
         self.execute_either(sql, sql).await;
@@ -190,6 +214,22 @@ impl TestDb {
             RawDb::Sqlite(pool) => sqlx::query(sqlite).execute(pool).await.map(drop),
         }
         .expect("the statement runs");
+    }
+}
+
+/// A transaction that holds the store's writes; see [`TestDb::hold_writes`].
+pub enum HeldWrites {
+    Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
+    Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+}
+
+impl HeldWrites {
+    pub async fn release(self) {
+        match self {
+            Self::Postgres(mut conn) => sqlx::query("commit").execute(&mut *conn).await.map(drop),
+            Self::Sqlite(mut conn) => sqlx::query("commit").execute(&mut *conn).await.map(drop),
+        }
+        .expect("the hold ends");
     }
 }
 

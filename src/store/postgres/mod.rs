@@ -2,10 +2,12 @@
 //! Writes to one session serialize on that session's row lock. The flows are shared
 //! with SQLite (`store::shared`); this module holds what only Postgres does.
 
+mod appends;
 mod runs;
 
 use std::borrow::Cow;
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -15,11 +17,13 @@ use sqlx::types::Json;
 use sqlx::{ConnectOptions, Connection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
+use super::combiner::Combiner;
 use super::payload::PayloadCodec;
 use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
 use super::Result;
 use crate::model::{ExpiresAfter, Item};
+use appends::append_many;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -56,6 +60,9 @@ pub struct PgStore {
     codec: PayloadCodec,
     /// The retention of sessions created without one: `SESSION_EXPIRES_AFTER_SECS`.
     default_expiry: Option<ExpiresAfter>,
+    /// Combines concurrent appends into one transaction; started by the first append,
+    /// after the codec and retention are set.
+    appends: OnceLock<Combiner>,
 }
 
 impl PgStore {
@@ -99,6 +106,7 @@ impl PgStore {
             pool,
             codec: PayloadCodec::default(),
             default_expiry: None,
+            appends: OnceLock::new(),
         }
     }
 

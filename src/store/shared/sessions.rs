@@ -30,7 +30,8 @@ macro_rules! session_store {
             use $crate::store::idempotency::{first_append, first_response, AppendedSeqs, FirstAppend};
             use $crate::store::timestamp::Timestamp;
             use $crate::store::run_rows::UNFINISHED;
-            use $crate::store::{explain_empty_page, Appended, PoolStats, Result, SessionStore, StoreError, Swept};
+            use $crate::store::combiner::{Append, Appender, BatchFailed, Combiner};
+            use $crate::store::{explain_empty_page, AppendStats, Appended, PoolStats, Result, SessionStore, StoreError, Swept};
 
             /// A session as a patch finds it.
             #[derive(sqlx::FromRow)]
@@ -134,7 +135,7 @@ macro_rules! session_store {
             /// Gives out `count` seqs of the session, creating it (with retention
             /// `expiry`) if absent, and returns its key and the last seq given. The update
             /// takes the row lock (Postgres) that orders concurrent appends.
-            async fn reserve_seqs(
+            pub(super) async fn reserve_seqs(
                 conn: &mut $conn,
                 tenant: &str,
                 id: &SessionId,
@@ -277,6 +278,110 @@ macro_rules! session_store {
                 codec
                     .open(tenant, Column::IdempotencyResponse, response)
                     .map(Some)
+            }
+
+            /// Items from their rows, their payloads opened.
+            fn open_items(codec: &PayloadCodec, tenant: &str, rows: Vec<ItemRow>) -> Result<Vec<Item>> {
+                rows.into_iter()
+                    .map(|row| row.into_item(codec, tenant))
+                    .collect()
+            }
+
+            /// The items of an earlier append that still exist.
+            async fn appended_items(
+                conn: &mut $conn,
+                codec: &PayloadCodec,
+                tenant: &str,
+                seqs: AppendedSeqs,
+            ) -> Result<Vec<Item>> {
+                let rows: Vec<ItemRow> = sqlx::query_as(&format!(
+                    r"select {ITEM_COLUMNS} from items
+                      where tenant_id = $1 and session_pk = $2 and seq between $3 and $4 order by seq"
+                ))
+                .bind(tenant)
+                .bind(seqs.session_pk)
+                .bind(seqs.first_seq)
+                .bind(seqs.last_seq)
+                .fetch_all(conn)
+                .await?;
+                open_items(codec, tenant, rows)
+            }
+
+            /// Makes one append within the transaction on `conn`: claims its key, gives
+            /// out its seqs (creating the session with retention `default_expiry` if
+            /// absent), writes its items and keeps the key's response.
+            pub(super) async fn append_in(
+                conn: &mut $conn,
+                codec: &PayloadCodec,
+                default_expiry: Option<ExpiresAfter>,
+                append: &Append,
+                now: Timestamp,
+            ) -> Result<Appended> {
+                let tenant = append.tenant.as_str();
+                if let Some(key) = &append.idempotency {
+                    if let Some((first, _)) = claim_key(conn, codec, tenant, key, now).await? {
+                        let items = match first_append(key, &first)? {
+                            FirstAppend::Items(items) => items,
+                            FirstAppend::Seqs(seqs) => appended_items(conn, codec, tenant, seqs).await?,
+                        };
+                        return Ok(Appended { items, replayed: true });
+                    }
+                }
+                let count = append.bodies.len() as i64;
+                let (session_pk, last_seq) =
+                    reserve_seqs(conn, tenant, &append.session_id, count, now, default_expiry).await?;
+                let items = new_items(&append.bodies, last_seq, now.0);
+                let sealed = items
+                    .iter()
+                    .map(|i| codec.seal(tenant, Column::ItemBody, i.item.get()))
+                    .collect::<Result<Vec<_>>>()?;
+                insert_items(conn, tenant, session_pk, &items, &sealed, now).await?;
+                if let Some(key) = &append.idempotency {
+                    let seqs = AppendedSeqs {
+                        session_pk,
+                        first_seq: last_seq - count + 1,
+                        last_seq,
+                    };
+                    let response = $crate::store::rows::to_json(&seqs)?;
+                    keep_response(conn, codec, tenant, key, &response).await?;
+                }
+                Ok(Appended {
+                    items,
+                    replayed: false,
+                })
+            }
+
+            /// What the append queue's writer task writes with: the store's writer pool,
+            /// codec and default retention.
+            struct Writes {
+                pool: sqlx::Pool<$db>,
+                codec: PayloadCodec,
+                default_expiry: Option<ExpiresAfter>,
+            }
+
+            #[async_trait]
+            impl Appender for Writes {
+                async fn append_one(&self, append: &Append) -> Result<Appended> {
+                    let mut tx = self.pool.begin().await?;
+                    let appended =
+                        append_in(&mut tx, &self.codec, self.default_expiry, append, Timestamp::now()).await?;
+                    tx.commit().await?;
+                    Ok(appended)
+                }
+
+                async fn append_many(
+                    &self,
+                    appends: &[Append],
+                ) -> std::result::Result<Vec<Option<Appended>>, BatchFailed> {
+                    let before = |e: StoreError| BatchFailed::BeforeCommit(e);
+                    let mut tx = self.pool.begin().await.map_err(|e| before(e.into()))?;
+                    let appended =
+                        append_many(&mut tx, &self.codec, self.default_expiry, appends, Timestamp::now())
+                            .await
+                            .map_err(before)?;
+                    tx.commit().await.map_err(|e| BatchFailed::AtCommit(e.into()))?;
+                    Ok(appended)
+                }
             }
 
             #[async_trait]
@@ -443,39 +548,13 @@ macro_rules! session_store {
                     bodies: Vec<ItemBody>,
                     idempotency: Option<IdempotencyKey>,
                 ) -> Result<Appended> {
-                    let now = Timestamp::now();
-                    let mut tx = self.writer().begin().await?;
-                    if let Some(key) = &idempotency {
-                        if let Some((first, _)) = claim_key(&mut tx, &self.codec, tenant, key, now).await? {
-                            let items = match first_append(key, &first)? {
-                                FirstAppend::Items(items) => items,
-                                FirstAppend::Seqs(seqs) => self.appended_items(&mut tx, tenant, seqs).await?,
-                            };
-                            return Ok(Appended { items, replayed: true });
-                        }
-                    }
-                    let (session_pk, last_seq) =
-                        reserve_seqs(&mut tx, tenant, session_id, bodies.len() as i64, now, self.default_expiry).await?;
-                    let items = new_items(bodies, last_seq, now.0);
-                    let sealed = items
-                        .iter()
-                        .map(|i| self.codec.seal(tenant, Column::ItemBody, i.item.get()))
-                        .collect::<Result<Vec<_>>>()?;
-                    insert_items(&mut tx, tenant, session_pk, &items, &sealed, now).await?;
-                    if let Some(key) = &idempotency {
-                        let seqs = AppendedSeqs {
-                            session_pk,
-                            first_seq: last_seq - items.len() as i64 + 1,
-                            last_seq,
-                        };
-                        let response = $crate::store::rows::to_json(&seqs)?;
-                        keep_response(&mut tx, &self.codec, tenant, key, &response).await?;
-                    }
-                    tx.commit().await?;
-                    Ok(Appended {
-                        items,
-                        replayed: false,
-                    })
+                    let append = Append {
+                        tenant: tenant.to_owned(),
+                        session_id: session_id.clone(),
+                        bodies,
+                        idempotency,
+                    };
+                    self.appends().append(append).await
                 }
 
                 async fn list_items(
@@ -620,6 +699,10 @@ macro_rules! session_store {
                     Ok(())
                 }
 
+                fn append_stats(&self) -> AppendStats {
+                    self.appends.get().map(Combiner::stats).unwrap_or_default()
+                }
+
                 fn pool_stats(&self) -> PoolStats {
                     self.pools()
                         .into_iter()
@@ -635,31 +718,20 @@ macro_rules! session_store {
             }
 
             impl $store {
-                /// The items of an earlier append that still exist.
-                async fn appended_items(
-                    &self,
-                    conn: &mut $conn,
-                    tenant: &str,
-                    seqs: AppendedSeqs,
-                ) -> Result<Vec<Item>> {
-                    let rows: Vec<ItemRow> = sqlx::query_as(&format!(
-                        r"select {ITEM_COLUMNS} from items
-                          where tenant_id = $1 and session_pk = $2 and seq between $3 and $4 order by seq"
-                    ))
-                    .bind(tenant)
-                    .bind(seqs.session_pk)
-                    .bind(seqs.first_seq)
-                    .bind(seqs.last_seq)
-                    .fetch_all(conn)
-                    .await?;
-                    self.items(tenant, rows)
+                /// The queue that combines appends, started by the first one.
+                fn appends(&self) -> &Combiner {
+                    self.appends.get_or_init(|| {
+                        Combiner::start(Writes {
+                            pool: self.writer().clone(),
+                            codec: self.codec.clone(),
+                            default_expiry: self.default_expiry,
+                        })
+                    })
                 }
 
                 /// Items from their rows, their payloads opened.
                 fn items(&self, tenant: &str, rows: Vec<ItemRow>) -> Result<Vec<Item>> {
-                    rows.into_iter()
-                        .map(|row| row.into_item(&self.codec, tenant))
-                        .collect()
+                    open_items(&self.codec, tenant, rows)
                 }
             }
         }

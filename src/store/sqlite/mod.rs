@@ -7,6 +7,7 @@ mod runs;
 
 use std::borrow::Cow;
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
@@ -16,11 +17,14 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite};
 
+use super::combiner::{Append, Combiner};
 use super::payload::PayloadCodec;
 use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
+use super::Appended;
 use super::Result;
 use crate::model::{ExpiresAfter, Item};
+use session_flows::append_in;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -60,6 +64,9 @@ pub struct SqliteStore {
     codec: PayloadCodec,
     /// The retention of sessions created without one: `SESSION_EXPIRES_AFTER_SECS`.
     default_expiry: Option<ExpiresAfter>,
+    /// Combines concurrent appends into one transaction; started by the first append,
+    /// after the codec and retention are set.
+    appends: OnceLock<Combiner>,
 }
 
 impl SqliteStore {
@@ -114,6 +121,7 @@ impl SqliteStore {
             reader,
             codec: PayloadCodec::default(),
             default_expiry: None,
+            appends: OnceLock::new(),
         })
     }
 
@@ -152,6 +160,25 @@ async fn insert_items(
     });
     insert.build().execute(conn).await?;
     Ok(())
+}
+
+/// Makes the appends in one transaction, one after another: the single writer takes no
+/// locks and its statements cost no round trips, so combining saves the commits (and
+/// their syncs to disk) and nothing else needs to.
+async fn append_many(
+    conn: &mut SqliteConnection,
+    codec: &PayloadCodec,
+    default_expiry: Option<ExpiresAfter>,
+    appends: &[Append],
+    now: Timestamp,
+) -> Result<Vec<Option<Appended>>> {
+    let mut appended = Vec::with_capacity(appends.len());
+    for append in appends {
+        appended.push(Some(
+            append_in(conn, codec, default_expiry, append, now).await?,
+        ));
+    }
+    Ok(appended)
 }
 
 /// Keeps the sessions whose metadata has `key` set to `value`.

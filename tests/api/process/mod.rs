@@ -94,15 +94,24 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
-/// Appends 2-item batches from several clients, kills the server with SIGKILL under
-/// load, restarts it and checks that every acknowledged batch is there exactly once and
-/// no batch is there by half.
+/// Sessions the kill -9 test writes to, and clients writing to each at once: enough
+/// that appends wait for each other's commits and are combined.
+const CRASH_SESSIONS: usize = 8;
+const CRASH_CLIENTS: usize = 48;
+
+/// Appends 2-item batches from many clients to a few sessions, kills the server with
+/// SIGKILL under that load (once /metrics shows appends combined into shared
+/// transactions), restarts it and checks that every acknowledged batch is there exactly
+/// once, none by half, in contiguous seqs.
 async fn acknowledged_writes_survive_kill_9(database_url: &str) {
     let mut server = Server::start(database_url).await;
     let acknowledged: Arc<Mutex<HashMap<String, (i64, i64)>>> = Arc::default();
     let mut clients = Vec::new();
-    for client_no in 0..6 {
-        let url = server.url("/v1/sessions/crash/items");
+    for client_no in 0..CRASH_CLIENTS {
+        let url = server.url(&format!(
+            "/v1/sessions/crash-{}/items",
+            client_no % CRASH_SESSIONS
+        ));
         let acknowledged = acknowledged.clone();
         clients.push(tokio::spawn(async move {
             let http = client();
@@ -129,11 +138,34 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
     }
     // Kill once a good number of writes are in, while the clients keep writing.
     for _ in 0..200 {
-        if acknowledged.lock().unwrap().len() >= 150 {
+        if acknowledged.lock().unwrap().len() >= 300 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+    let metrics = client()
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let counter = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in /metrics"))
+    };
+    let (appends, transactions) = (
+        counter("appends_total"),
+        counter("append_transactions_total"),
+    );
+    assert!(
+        appends > transactions,
+        "no appends were combined: {appends} appends in {transactions} transactions"
+    );
     server.child.start_kill().unwrap();
     server.child.wait().await.unwrap();
     for client in clients {
@@ -148,44 +180,55 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
 
     let server = Server::start(database_url).await;
     let http = client();
-    let mut stored = Vec::new();
-    let mut after = None::<String>;
-    loop {
-        let mut url = server.url("/v1/sessions/crash/items?limit=1000");
-        if let Some(id) = &after {
-            url.push_str(&format!("&after={id}"));
-        }
-        let page: Value = get_json(&http, url).await;
-        stored.extend(page["data"].as_array().unwrap().iter().cloned());
-        if page["has_more"] != true {
-            break;
-        }
-        after = page["last_id"].as_str().map(String::from);
-    }
     let mut found: HashMap<String, (i64, i64)> = HashMap::new();
-    for pair in stored.chunks(2) {
-        assert_eq!(pair.len(), 2, "half a batch was stored");
-        let batch = pair[0]["item"]["batch"].as_str().unwrap().to_owned();
+    for session in 0..CRASH_SESSIONS {
+        let mut stored = Vec::new();
+        let mut after = None::<String>;
+        loop {
+            let mut url = server.url(&format!("/v1/sessions/crash-{session}/items?limit=1000"));
+            if let Some(id) = &after {
+                url.push_str(&format!("&after={id}"));
+            }
+            let page: Value = get_json(&http, url).await;
+            stored.extend(page["data"].as_array().unwrap().iter().cloned());
+            if page["has_more"] != true {
+                break;
+            }
+            after = page["last_id"].as_str().map(String::from);
+        }
+        let seqs: Vec<i64> = stored.iter().map(|i| i["seq"].as_i64().unwrap()).collect();
         assert_eq!(
-            pair[1]["item"]["batch"],
-            batch.as_str(),
-            "batches interleaved"
+            seqs,
+            (1..=stored.len() as i64).collect::<Vec<_>>(),
+            "seqs of crash-{session} are not contiguous"
         );
-        assert_eq!(
-            (
-                pair[0]["item"]["part"].as_i64(),
-                pair[1]["item"]["part"].as_i64()
-            ),
-            (Some(0), Some(1))
-        );
-        let seqs = (
-            pair[0]["seq"].as_i64().unwrap(),
-            pair[1]["seq"].as_i64().unwrap(),
-        );
-        assert!(
-            found.insert(batch.clone(), seqs).is_none(),
-            "batch {batch} stored twice"
-        );
+        for pair in stored.chunks(2) {
+            assert_eq!(pair.len(), 2, "half a batch was stored");
+            let batch = pair[0]["item"]["batch"].as_str().unwrap().to_owned();
+            assert_eq!(
+                pair[1]["item"]["batch"],
+                batch.as_str(),
+                "batches interleaved"
+            );
+            assert_eq!(
+                (
+                    pair[0]["item"]["part"].as_i64(),
+                    pair[1]["item"]["part"].as_i64()
+                ),
+                (Some(0), Some(1))
+            );
+            let seqs = (
+                pair[0]["seq"].as_i64().unwrap(),
+                pair[1]["seq"].as_i64().unwrap(),
+            );
+            assert!(
+                found.insert(batch.clone(), seqs).is_none(),
+                "batch {batch} stored twice"
+            );
+        }
+        let info: Value =
+            get_json(&http, server.url(&format!("/v1/sessions/crash-{session}"))).await;
+        assert_eq!(info["item_count"].as_u64(), Some(stored.len() as u64));
     }
     for (batch, seqs) in &acknowledged {
         assert_eq!(
@@ -194,8 +237,6 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
             "acknowledged batch {batch} is lost"
         );
     }
-    let session: Value = get_json(&http, server.url("/v1/sessions/crash")).await;
-    assert_eq!(session["item_count"].as_u64(), Some(stored.len() as u64));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

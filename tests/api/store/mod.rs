@@ -1,5 +1,6 @@
 //! The store conformance suite: every test runs on Postgres and on SQLite.
 
+mod combined;
 mod concurrency;
 mod idempotency;
 mod items;

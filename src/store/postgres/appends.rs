@@ -1,0 +1,264 @@
+//! Combined appends on Postgres: a batch's appends to any sessions in a fixed number of
+//! statements, whatever their number, so that the batch costs about what one append
+//! does.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::session_flows::reserve_seqs;
+use super::{touch, NOW};
+use crate::model::{ExpiresAfter, IdempotencyKey, Item};
+use crate::store::combiner::Append;
+use crate::store::idempotency::AppendedSeqs;
+use crate::store::payload::{Column, PayloadCodec};
+use crate::store::rows::{live, new_items, to_json};
+use crate::store::timestamp::Timestamp;
+use crate::store::{Appended, Result};
+
+/// Makes the appends in the transaction on `conn`. An append whose idempotency key an
+/// earlier request claimed is left out (`None`), for its caller to answer alone.
+pub(super) async fn append_many(
+    conn: &mut PgConnection,
+    codec: &PayloadCodec,
+    default_expiry: Option<ExpiresAfter>,
+    appends: &[Append],
+    now: Timestamp,
+) -> Result<Vec<Option<Appended>>> {
+    let claimed = claim_keys(conn, appends, now).await?;
+    let writing: Vec<&Append> = appends
+        .iter()
+        .zip(&claimed)
+        .filter_map(|(append, claimed)| claimed.then_some(append))
+        .collect();
+
+    // Each session's seqs, in one update for the sessions that exist.
+    let mut counts: HashMap<(&str, &str), i64> = HashMap::new();
+    for append in &writing {
+        *counts
+            .entry((&append.tenant, append.session_id.as_str()))
+            .or_default() += append.bodies.len() as i64;
+    }
+    let mut reserved = reserve_many(conn, &counts, now).await?;
+    for (&(tenant, id), &count) in &counts {
+        // Absent or expired: made (again) the way a single append makes it.
+        if let Entry::Vacant(absent) = reserved.entry((tenant, id)) {
+            let session_id = &writing
+                .iter()
+                .find(|a| a.tenant == tenant && a.session_id.as_str() == id)
+                .expect("a session of the batch")
+                .session_id;
+            absent
+                .insert(reserve_seqs(conn, tenant, session_id, count, now, default_expiry).await?);
+        }
+    }
+
+    // Seqs given out in queue order: an append's first seq follows the last of the one
+    // before it in the same session.
+    let mut next_seq: HashMap<(&str, &str), i64> = reserved
+        .iter()
+        .map(|(&session, &(_, last_seq))| (session, last_seq - counts[&session] + 1))
+        .collect();
+    let mut made = Vec::with_capacity(writing.len());
+    for append in &writing {
+        let session = (append.tenant.as_str(), append.session_id.as_str());
+        let first_seq = next_seq[&session];
+        let last_seq = first_seq + append.bodies.len() as i64 - 1;
+        next_seq.insert(session, last_seq + 1);
+        let items = new_items(&append.bodies, last_seq, now.0);
+        made.push((reserved[&session].0, items));
+    }
+
+    let mut rows = Rows::default();
+    for (append, (session_pk, items)) in writing.iter().zip(&made) {
+        for item in items {
+            rows.ids.push(item.id);
+            rows.tenants.push(&append.tenant);
+            rows.session_pks.push(*session_pk);
+            rows.seqs.push(item.seq);
+            rows.bodies
+                .push(codec.seal(&append.tenant, Column::ItemBody, item.item.get())?);
+        }
+    }
+    insert_rows(conn, rows, now).await?;
+    keep_responses(conn, codec, &writing, &made).await?;
+
+    let mut made = made.into_iter();
+    Ok(claimed
+        .into_iter()
+        .map(|claimed| {
+            claimed.then(|| Appended {
+                items: made.next().expect("one per append written").1,
+                replayed: false,
+            })
+        })
+        .collect())
+}
+
+/// Claims the appends' idempotency keys; false for an append whose key an earlier
+/// request holds. Appends without a key are always true.
+async fn claim_keys(
+    conn: &mut PgConnection,
+    appends: &[Append],
+    now: Timestamp,
+) -> Result<Vec<bool>> {
+    let keyed: Vec<(&str, &IdempotencyKey)> = appends
+        .iter()
+        .filter_map(|a| Some((a.tenant.as_str(), a.idempotency.as_ref()?)))
+        .collect();
+    if keyed.is_empty() {
+        return Ok(vec![true; appends.len()]);
+    }
+    let tenants: Vec<&str> = keyed.iter().map(|(tenant, _)| *tenant).collect();
+    let keys: Vec<&str> = keyed.iter().map(|(_, key)| key.key.as_str()).collect();
+    let fingerprints: Vec<&[u8]> = keyed
+        .iter()
+        .map(|(_, key)| key.fingerprint.as_slice())
+        .collect();
+    sqlx::query(
+        r"delete from idempotency_keys k using unnest($1::text[], $2::text[]) as c (tenant_id, key)
+          where k.tenant_id = c.tenant_id and k.key = c.key and k.created_at < $3",
+    )
+    .bind(&tenants)
+    .bind(&keys)
+    .bind(Timestamp(now.0 - IdempotencyKey::ttl()))
+    .execute(&mut *conn)
+    .await?;
+    let claimed: Vec<(String, String)> = sqlx::query_as(
+        r"insert into idempotency_keys (tenant_id, key, fingerprint, created_at)
+          select tenant_id, key, fingerprint, $4 from unnest($1::text[], $2::text[], $3::bytea[]) as c (tenant_id, key, fingerprint)
+          on conflict (tenant_id, key) do nothing
+          returning tenant_id, key",
+    )
+    .bind(&tenants)
+    .bind(&keys)
+    .bind(&fingerprints)
+    .bind(now)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(appends
+        .iter()
+        .map(|append| match &append.idempotency {
+            None => true,
+            Some(key) => claimed
+                .iter()
+                .any(|(tenant, claimed)| *tenant == append.tenant && *claimed == key.key),
+        })
+        .collect())
+}
+
+/// Gives out `counts[session]` seqs of each live session in one statement; returns each
+/// one's key and last seq given. Sessions absent or expired are not in the answer.
+/// Rows are locked in `pk` order, as a single append's one lock and any replica's
+/// combined appends take them, so that two combined appends never deadlock.
+async fn reserve_many<'a>(
+    conn: &mut PgConnection,
+    counts: &HashMap<(&'a str, &'a str), i64>,
+    now: Timestamp,
+) -> Result<HashMap<(&'a str, &'a str), (i64, i64)>> {
+    let tenants: Vec<&str> = counts.keys().map(|(tenant, _)| *tenant).collect();
+    let ids: Vec<&str> = counts.keys().map(|(_, id)| *id).collect();
+    let added: Vec<i64> = counts.values().copied().collect();
+    let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(&format!(
+        r"with wanted as (
+              select * from unnest($1::text[], $2::text[], $3::bigint[]) as w (tenant_id, id, added)
+          ), locked as (
+              select s.pk, w.added from sessions s join wanted w on s.tenant_id = w.tenant_id and s.id = w.id
+              where {} order by s.pk for update of s
+          )
+          update sessions set last_seq = sessions.last_seq + locked.added,
+                              item_count = sessions.item_count + locked.added, updated_at = $4, {}
+          from locked where sessions.pk = locked.pk
+          returning sessions.pk, sessions.tenant_id, sessions.id, sessions.last_seq",
+        live("s", NOW),
+        touch("$4"),
+    ))
+    .bind(&tenants)
+    .bind(&ids)
+    .bind(&added)
+    .bind(now)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut reserved = HashMap::with_capacity(rows.len());
+    for (pk, tenant, id, last_seq) in rows {
+        // The keys of `counts` borrow the appends, which outlive the answer.
+        if let Some(&session) = counts.keys().find(|(t, i)| *t == tenant && *i == id) {
+            reserved.insert(session, (pk, last_seq));
+        }
+    }
+    Ok(reserved)
+}
+
+/// The columns of the items of a batch, as the insert binds them.
+#[derive(Default)]
+struct Rows<'a> {
+    ids: Vec<Uuid>,
+    tenants: Vec<&'a str>,
+    session_pks: Vec<i64>,
+    seqs: Vec<i64>,
+    bodies: Vec<std::borrow::Cow<'a, str>>,
+}
+
+async fn insert_rows(conn: &mut PgConnection, rows: Rows<'_>, now: Timestamp) -> Result<()> {
+    let bodies: Vec<&str> = rows.bodies.iter().map(|b| &**b).collect();
+    sqlx::query(
+        r"insert into items (id, tenant_id, session_pk, seq, created_at, body)
+          select id, tenant_id, session_pk, seq, $6, body
+          from unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) as t (id, tenant_id, session_pk, seq, body)",
+    )
+    .bind(&rows.ids)
+    .bind(&rows.tenants)
+    .bind(&rows.session_pks)
+    .bind(&rows.seqs)
+    .bind(&bodies)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Stores, for each append written with a key, where its items went.
+async fn keep_responses(
+    conn: &mut PgConnection,
+    codec: &PayloadCodec,
+    written: &[&Append],
+    made: &[(i64, Vec<Item>)],
+) -> Result<()> {
+    let mut tenants = Vec::new();
+    let mut keys = Vec::new();
+    let mut responses = Vec::new();
+    for (append, (session_pk, items)) in written.iter().zip(made) {
+        let Some(key) = &append.idempotency else {
+            continue;
+        };
+        let seqs = AppendedSeqs {
+            session_pk: *session_pk,
+            first_seq: items.first().map_or(0, |i| i.seq),
+            last_seq: items.last().map_or(0, |i| i.seq),
+        };
+        let response = to_json(&seqs)?;
+        tenants.push(append.tenant.as_str());
+        keys.push(key.key.as_str());
+        responses.push(
+            codec
+                .seal(&append.tenant, Column::IdempotencyResponse, &response)?
+                .into_owned(),
+        );
+    }
+    if keys.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        r"update idempotency_keys k set response = r.response
+          from unnest($1::text[], $2::text[], $3::text[]) as r (tenant_id, key, response)
+          where k.tenant_id = r.tenant_id and k.key = r.key",
+    )
+    .bind(&tenants)
+    .bind(&keys)
+    .bind(&responses)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! Appends combined into one transaction (group commit) keep every guarantee of an
+//! append made alone. Each test holds the store's writes while its appends queue, so
+//! that they are combined whatever the machine's speed; the stats prove they were.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_sessions::model::{IdempotencyKey, Order};
+use agent_sessions::store::{Appended, SessionStore, StoreError};
+use futures::future::join_all;
+use tokio::task::JoinHandle;
+
+use super::{bodies, new_session, page, sid, T};
+use crate::helpers::{on_both_backends, TestDb};
+
+on_both_backends!(
+    appends_to_64_sessions_combine_and_keep_each_sessions_order,
+    keyed_appends_to_one_session_combine_and_replay,
+    one_poisoned_append_fails_alone,
+);
+
+/// An append of `{"session":…,"client":…,"part":0|1}` pairs, spawned.
+fn spawn_pair(
+    store: &Arc<dyn SessionStore>,
+    session: String,
+    client: usize,
+    key: Option<&str>,
+) -> JoinHandle<Result<Appended, StoreError>> {
+    let store = store.clone();
+    let texts =
+        [0, 1].map(|part| format!(r#"{{"session":"{session}","client":{client},"part":{part}}}"#));
+    let items = bodies(&texts);
+    let idempotency =
+        key.map(|key| IdempotencyKey::new(key, &sid(&session), &items).expect("a valid key"));
+    tokio::spawn(async move {
+        store
+            .append_items(T, &sid(&session), items, idempotency)
+            .await
+    })
+}
+
+/// Runs `appends` while the store's writes are held, so that they queue behind one
+/// append and are then combined; returns their results in the order given.
+async fn combined<F>(db: &TestDb, appends: F) -> Vec<Result<Appended, StoreError>>
+where
+    F: FnOnce() -> Vec<JoinHandle<Result<Appended, StoreError>>>,
+{
+    let held = db.hold_writes().await;
+    let blocked = spawn_pair(&db.store, "held".into(), 0, None);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let tasks = appends();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    held.release().await;
+    blocked.await.unwrap().expect("the held append succeeds");
+    join_all(tasks)
+        .await
+        .into_iter()
+        .map(|t| t.expect("the task ran"))
+        .collect()
+}
+
+/// The items of a session, oldest first, as `(client, part, seq)`.
+async fn stored(db: &TestDb, session: &str) -> Vec<(i64, i64, i64)> {
+    db.store
+        .list_items(T, &sid(session), &page(1000, Order::Asc))
+        .await
+        .unwrap()
+        .data
+        .iter()
+        .map(|i| {
+            let v: serde_json::Value = serde_json::from_str(i.item.get()).unwrap();
+            (
+                v["client"].as_i64().unwrap(),
+                v["part"].as_i64().unwrap(),
+                i.seq,
+            )
+        })
+        .collect()
+}
+
+/// Checks that a session holds each of `clients`' pairs once, side by side, with seqs
+/// 1 to 2n and an item count to match.
+async fn assert_pairs(db: &TestDb, session: &str, clients: &[usize]) {
+    let items = stored(db, session).await;
+    assert_eq!(
+        items.iter().map(|i| i.2).collect::<Vec<_>>(),
+        (1..=2 * clients.len() as i64).collect::<Vec<_>>(),
+        "seqs of {session}"
+    );
+    let mut seen: Vec<i64> = items
+        .chunks(2)
+        .map(|pair| {
+            assert_eq!(pair[0].0, pair[1].0, "a pair of {session} was split");
+            assert_eq!((pair[0].1, pair[1].1), (0, 1));
+            pair[0].0
+        })
+        .collect();
+    seen.sort();
+    let mut expected: Vec<i64> = clients.iter().map(|&c| c as i64).collect();
+    expected.sort();
+    assert_eq!(seen, expected, "the pairs of {session}");
+    let session = db.store.get_session(T, &sid(session)).await.unwrap();
+    assert_eq!(session.item_count, 2 * clients.len() as i64);
+}
+
+/// 128 appends to 64 sessions (half made before, half made by the append) wait behind
+/// a held one: they commit in a few combined transactions, and every session gets its
+/// pairs whole, in contiguous seqs from 1, and the answers match what was stored.
+async fn appends_to_64_sessions_combine_and_keep_each_sessions_order(db: TestDb) {
+    for s in 0..32 {
+        db.store
+            .create_session(T, new_session(&format!("s{s}"), &[]))
+            .await
+            .unwrap();
+    }
+    let before = db.store.append_stats();
+    let results = combined(&db, || {
+        (0..128)
+            .map(|client| spawn_pair(&db.store, format!("s{}", client % 64), client, None))
+            .collect()
+    })
+    .await;
+    let stats = db.store.append_stats();
+    let transactions = stats.transactions - before.transactions;
+    let appends = stats.appends - before.appends;
+    assert_eq!(appends, 129);
+    assert!(
+        transactions <= 10,
+        "129 appends took {transactions} transactions"
+    );
+    assert_eq!(stats.fallbacks, 0);
+
+    let mut answered: HashMap<String, Vec<(usize, i64)>> = HashMap::new();
+    for (client, result) in results.into_iter().enumerate() {
+        let appended = result.expect("the append succeeds");
+        assert!(!appended.replayed);
+        assert_eq!(appended.items[1].seq, appended.items[0].seq + 1);
+        answered
+            .entry(format!("s{}", client % 64))
+            .or_default()
+            .push((client, appended.items[0].seq));
+    }
+    for s in 0..64 {
+        let session = format!("s{s}");
+        assert_pairs(&db, &session, &[s, s + 64]).await;
+        // Each answer names the seqs its items were stored at.
+        for &(client, seq) in &answered[&session] {
+            let at = stored(&db, &session)
+                .await
+                .into_iter()
+                .find(|i| i.2 == seq)
+                .unwrap();
+            assert_eq!((at.0, at.1), (client as i64, 0));
+        }
+    }
+}
+
+/// 64 appends with Idempotency-Keys to one session, two of them sharing a key, are
+/// combined: each key appends once, the second of the pair is a replay of the first,
+/// and retries after the commit replay every append exactly.
+async fn keyed_appends_to_one_session_combine_and_replay(db: TestDb) {
+    // Client 63 sends client 62's request again, under the same key.
+    let who = |client: usize| client.min(62);
+    let key = |client: usize| format!("key-{}", who(client));
+    let results = combined(&db, || {
+        (0..64)
+            .map(|client| spawn_pair(&db.store, "shared".into(), who(client), Some(&key(client))))
+            .collect()
+    })
+    .await;
+    let stats = db.store.append_stats();
+    assert!(
+        stats.transactions <= 12,
+        "65 appends took {} transactions",
+        stats.transactions
+    );
+    let results: Vec<Appended> = results
+        .into_iter()
+        .map(|r| r.expect("the append succeeds"))
+        .collect();
+    // One of the two requests with one key appended, the other got its answer.
+    let (first, second) = (&results[62], &results[63]);
+    assert_ne!(first.replayed, second.replayed);
+    assert_eq!(first.items[0].id, second.items[0].id);
+    assert_pairs(&db, "shared", &(0..63).collect::<Vec<_>>()).await;
+
+    for (client, result) in results.iter().enumerate() {
+        let items = bodies(&[0, 1].map(|part| {
+            format!(
+                r#"{{"session":"shared","client":{},"part":{part}}}"#,
+                who(client)
+            )
+        }));
+        let retried = db
+            .store
+            .append_items(
+                T,
+                &sid("shared"),
+                items.clone(),
+                Some(IdempotencyKey::new(&key(client), &sid("shared"), &items).unwrap()),
+            )
+            .await
+            .expect("the retry succeeds");
+        assert!(retried.replayed);
+        let ids = |a: &Appended| a.items.iter().map(|i| (i.id, i.seq)).collect::<Vec<_>>();
+        assert_eq!(ids(&retried), ids(result), "the retry of client {client}");
+    }
+    assert_pairs(&db, "shared", &(0..63).collect::<Vec<_>>()).await;
+}
+
+/// One append among 64 combined ones is refused by the database (a trigger stands in
+/// for any error of one request): the combined transaction is rolled back and made
+/// again one append at a time, so that append fails alone and leaves nothing, and
+/// every other append, to its own session or to the poisoned one's, is stored once.
+async fn one_poisoned_append_fails_alone(db: TestDb) {
+    db.execute_either(
+        r"create function refuse_poison() returns trigger language plpgsql as $$
+          begin raise exception 'poisoned item'; end $$",
+        "select 1",
+    )
+    .await;
+    db.execute_either(
+        r"create trigger poison before insert on items for each row
+          when (new.body like '%poison%') execute function refuse_poison()",
+        r"create trigger poison before insert on items for each row
+          when new.body like '%poison%' begin select raise(abort, 'poisoned item'); end",
+    )
+    .await;
+    let results = combined(&db, || {
+        let mut tasks: Vec<_> = (0..63)
+            .map(|client| spawn_pair(&db.store, format!("p{}", client % 32), client, None))
+            .collect();
+        let store = db.store.clone();
+        tasks.insert(
+            31,
+            tokio::spawn(async move {
+                let items = bodies(&[r#"{"poison":true}"#.into()]);
+                store.append_items(T, &sid("p5"), items, None).await
+            }),
+        );
+        tasks
+    })
+    .await;
+    assert!(db.store.append_stats().fallbacks >= 1);
+    for (n, result) in results.into_iter().enumerate() {
+        match (n, result) {
+            (31, Err(StoreError::Database(error))) => {
+                assert!(error.to_string().contains("poisoned item"), "{error}")
+            }
+            (31, other) => panic!("the poisoned append answered {other:?}"),
+            (_, result) => {
+                result.expect("an append beside the poisoned one succeeds");
+            }
+        }
+    }
+    for s in 0..32 {
+        let clients: Vec<usize> = (0..63).filter(|c| c % 32 == s).collect();
+        assert_pairs(&db, &format!("p{s}"), &clients).await;
+    }
+}
