@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use futures::{Stream, TryStreamExt};
 use serde_json::value::RawValue;
 use sqlx::types::Json;
-use sqlx::{Database, Encode, QueryBuilder, Type};
 use uuid::Uuid;
 
 use super::payload::{Column, PayloadCodec};
@@ -135,49 +134,46 @@ impl ItemRow {
     }
 }
 
-/// One page of a session's items in one statement, the hot path of every agent turn.
-/// An unknown session or cursor yields no rows; the caller then finds out which.
-pub(super) fn items_page_query<'a, DB>(
-    live_now: &str,
-    tenant: &'a str,
-    session_id: &'a str,
-    cursor: Option<Uuid>,
-    page: &PageRequest,
-) -> QueryBuilder<'a, DB>
-where
-    DB: Database,
-    DB::Arguments<'a>: Default,
-    &'a str: Encode<'a, DB> + Type<DB>,
-    Uuid: Encode<'a, DB> + Type<DB>,
-    i64: Encode<'a, DB> + Type<DB>,
-{
-    let scan = page.scan_order();
-    let mut query = QueryBuilder::new(format!(
-        "select {ITEM_COLUMNS} from items where tenant_id = "
-    ));
-    query
-        .push_bind(tenant)
-        .push(" and session_pk = (select pk from sessions where tenant_id = ")
-        .push_bind(tenant)
-        .push(" and id = ")
-        .push_bind(session_id)
-        .push(format!(" and {})", live("sessions", live_now)));
-    if let Some(cursor) = cursor {
-        query
-            .push(format!(
-                " and seq {} (select c.seq from items c join sessions s on s.pk = c.session_pk where s.tenant_id = ",
-                beyond(scan)
-            ))
-            .push_bind(tenant)
-            .push(" and s.id = ")
-            .push_bind(session_id)
-            .push(" and c.id = ")
-            .push_bind(cursor)
-            .push(")");
+/// The statements that read one page of a session's items, the hot path of every agent
+/// turn: one for each scan order, with and without a cursor, made once per backend so
+/// that a read builds no SQL. An unknown session or cursor yields no rows; the caller
+/// then finds out which.
+pub(super) struct ItemsPage([String; 4]);
+
+impl ItemsPage {
+    /// The statements for a backend whose SQL for the current time is `now`. They bind
+    /// the tenant (`$1`), the session id (`$2`), the limit (`$3`) and, with a cursor, the
+    /// cursor's item id (`$4`).
+    pub fn new(now: &str) -> Self {
+        let statement = |scan: Order, cursor: bool| {
+            let after = if cursor {
+                format!(
+                    " and seq {} (select c.seq from items c join sessions s on s.pk = c.session_pk \
+                     where s.tenant_id = $1 and s.id = $2 and c.id = $4)",
+                    beyond(scan)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "select {ITEM_COLUMNS} from items where tenant_id = $1 \
+                 and session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {}){after} \
+                 order by seq {} limit $3",
+                live("sessions", now),
+                direction(scan)
+            )
+        };
+        Self([
+            statement(Order::Asc, false),
+            statement(Order::Desc, false),
+            statement(Order::Asc, true),
+            statement(Order::Desc, true),
+        ])
     }
-    query.push(format!(" order by seq {} limit ", direction(scan)));
-    query.push_bind(page.fetch_limit());
-    query
+
+    pub fn sql(&self, scan: Order, cursor: bool) -> &str {
+        &self.0[usize::from(scan == Order::Desc) + 2 * usize::from(cursor)]
+    }
 }
 
 /// The most item text one page carries, so a page of large items cannot exhaust memory.

@@ -24,7 +24,7 @@ macro_rules! session_store {
             };
             use $crate::store::payload::{Column, PayloadCodec};
             use $crate::store::rows::{
-                beyond, direction, expiry_columns, items_page_query, live, new_items, read_item_rows,
+                beyond, direction, expiry_columns, live, ItemsPage, new_items, read_item_rows,
                 stored_expiry, uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS, SESSION_COLUMNS,
             };
             use $crate::store::idempotency::{first_append, first_response, AppendedSeqs, FirstAppend};
@@ -563,13 +563,17 @@ macro_rules! session_store {
                     session_id: &SessionId,
                     page: &PageRequest,
                 ) -> Result<Page<Item>> {
+                    static ITEMS_PAGE: std::sync::LazyLock<ItemsPage> =
+                        std::sync::LazyLock::new(|| ItemsPage::new(NOW));
                     let cursor = uuid_cursor(page);
-                    let (rows, cut_short) = read_item_rows(
-                        items_page_query(NOW, tenant, session_id.as_str(), cursor, page)
-                            .build_query_as()
-                            .fetch(self.reader()),
-                    )
-                    .await?;
+                    let mut query = sqlx::query_as(ITEMS_PAGE.sql(page.scan_order(), cursor.is_some()))
+                        .bind(tenant)
+                        .bind(session_id.as_str())
+                        .bind(page.fetch_limit());
+                    if let Some(cursor) = cursor {
+                        query = query.bind(cursor);
+                    }
+                    let (rows, cut_short) = read_item_rows(query.fetch(self.reader())).await?;
                     if rows.is_empty() {
                         explain_empty_page(self, tenant, session_id, cursor).await?;
                     }
