@@ -29,8 +29,7 @@ trap '[ -n "$service" ] && kill "$service" 2>/dev/null; rm -rf "$work"' EXIT
 # Starts the release binary on $1 and waits until it is ready.
 start() {
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    DATABASE_URL=$1 LISTEN_ADDR=127.0.0.1:$port DATABASE_MAX_CONNECTIONS=${DATABASE_MAX_CONNECTIONS:-20} \
-        RUST_LOG=warn target/release/agent-sessions >"$work/service.log" 2>&1 &
+    DATABASE_URL=$1 LISTEN_ADDR=127.0.0.1:$port RUST_LOG=warn target/release/agent-sessions >"$work/service.log" 2>&1 &
     service=$!
     base=http://127.0.0.1:$port
     for _ in $(seq 100); do
@@ -47,16 +46,18 @@ stop() {
     service=
 }
 
-# Peak resident memory of the service so far, in MB.
-peak_rss() {
-    awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$service/status"
+# Resident memory of the service now, and its peak so far, in MB.
+rss() {
+    awk '/VmRSS/ { now = $2 } /VmHWM/ { peak = $2 }
+         END { printf "%.0f MB (peak %.0f MB)", now / 1024, peak / 1024 }' "/proc/$service/status"
 }
 
-# pgbench's transactions per second for the script $1.
-pgbench_tps() {
-    pgbench -n -M prepared -c "$connections" -j 2 -T "$seconds" \
+# pgbench with the script $1 and $2 clients: "transactions/s mean-latency".
+pgbench_run() {
+    pgbench -n -M prepared -c "$2" -j "$(( $2 < 2 ? $2 : 2 ))" -T "$seconds" \
         -D sessions="$SESSIONS" -D body="$body" -f "$here/$1" "$server/$database" 2>&1 |
-        awk '/^tps = / { printf "%.0f", $3 }'
+        awk '/^latency average/ { latency = $4 } /^tps = / { tps = $3 }
+             END { printf "%.0f %.2fms", tps, latency }'
 }
 
 # wrk against the running service: prints "requests/s p50 p99"; fails on any error.
@@ -71,6 +72,12 @@ service_rate() {
          END { printf "%.0f %s %s", rate, p50, p99 }' <<<"$out"
 }
 
+# Each write phase starts from a settled database: the rows of the phase before are
+# vacuumed and flushed, so no phase pays for another's checkpoint.
+settle() {
+    psql -q "$server/$database" -c "vacuum analyze" -c checkpoint
+}
+
 ratio() {
     awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
 }
@@ -80,15 +87,21 @@ echo "$(date -u +%F), $(nproc) cores, $connections connections, $seconds s per p
 
 start "$server/$database"
 python3 "$here/seed.py" "$base" "$SESSIONS" "$items"
-psql -q "$server/$database" -c analyze
-raw_tail=$(pgbench_tps tail.sql)
+settle
+read -r raw_tail _ <<<"$(pgbench_run tail.sql "$connections")"
 read -r pg_tail pg_tail_p50 pg_tail_p99 <<<"$(service_rate tail.lua "$connections")"
-raw_append=$(pgbench_tps append.sql)
+settle
+read -r raw_append _ <<<"$(pgbench_run append.sql "$connections")"
+settle
+read -r _ raw_seq_append <<<"$(pgbench_run append.sql 1)"
+read -r _ raw_seq_tail <<<"$(pgbench_run tail.sql 1)"
+settle
 read -r pg_append pg_append_p50 pg_append_p99 <<<"$(service_rate append.lua "$connections")"
+settle
 read -r _ pg_seq_append _ <<<"$(service_rate append.lua 1)"
 read -r _ pg_seq_tail _ <<<"$(service_rate tail.lua 1)"
 service_rate tail.lua 256 >/dev/null
-pg_rss=$(peak_rss)
+pg_rss=$(rss)
 stop
 
 start "sqlite:$work/bench.db"
@@ -98,7 +111,7 @@ read -r lite_append lite_append_p50 lite_append_p99 <<<"$(service_rate append.lu
 read -r _ lite_seq_append _ <<<"$(service_rate append.lua 1)"
 read -r _ lite_seq_tail _ <<<"$(service_rate tail.lua 1)"
 service_rate tail.lua 256 >/dev/null
-lite_rss=$(peak_rss)
+lite_rss=$(rss)
 stop
 
 psql -q "$server/postgres" -c "drop database $database"
@@ -109,7 +122,7 @@ cat <<TABLE
 |---|---:|---:|---:|---:|---:|
 | appends/s | $raw_append | $pg_append (p50 $pg_append_p50, p99 $pg_append_p99) | $(ratio "$pg_append" "$raw_append") | $lite_append (p50 $lite_append_p50, p99 $lite_append_p99) | $(ratio "$lite_append" "$raw_append") |
 | tail reads (newest 20)/s | $raw_tail | $pg_tail (p50 $pg_tail_p50, p99 $pg_tail_p99) | $(ratio "$pg_tail" "$raw_tail") | $lite_tail (p50 $lite_tail_p50, p99 $lite_tail_p99) | $(ratio "$lite_tail" "$raw_tail") |
-| one client: append p50 | | $pg_seq_append | | $lite_seq_append | |
-| one client: tail p50 | | $pg_seq_tail | | $lite_seq_tail | |
-| peak RSS after 256 connections | | $pg_rss MB | | $lite_rss MB | |
+| one client: append latency (pgbench mean, service p50) | $raw_seq_append | $pg_seq_append | | $lite_seq_append | |
+| one client: tail latency (pgbench mean, service p50) | $raw_seq_tail | $pg_seq_tail | | $lite_seq_tail | |
+| RSS after 256 connections | | $pg_rss | | $lite_rss | |
 TABLE
