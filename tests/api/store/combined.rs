@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_sessions::model::{IdempotencyKey, Order};
-use agent_sessions::store::{Appended, SessionStore, StoreError};
+use agent_sessions::store::{Appended, PayloadCodec, SessionStore, StoreError};
 use futures::future::join_all;
 use tokio::task::JoinHandle;
 
@@ -18,6 +18,7 @@ on_both_backends!(
     appends_to_64_sessions_combine_and_keep_each_sessions_order,
     keyed_appends_to_one_session_combine_and_replay,
     one_poisoned_append_fails_alone,
+    two_replicas_combining_on_one_database_never_deadlock,
 );
 
 /// An append of `{"session":…,"client":…,"part":0|1}` pairs, spawned.
@@ -257,5 +258,44 @@ async fn one_poisoned_append_fails_alone(db: TestDb) {
     for s in 0..32 {
         let clients: Vec<usize> = (0..63).filter(|c| c % 32 == s).collect();
         assert_pairs(&db, &format!("p{s}"), &clients).await;
+    }
+}
+
+/// Two stores on one database (two replicas) each combine 96 appends to the same 8
+/// sessions, held until both batches are queued and then written at once: neither
+/// batch fails or falls back (a deadlock would make one), and every session's pairs
+/// are whole, in contiguous seqs across both replicas' batches.
+async fn two_replicas_combining_on_one_database_never_deadlock(db: TestDb) {
+    let replica = db.reopen(PayloadCodec::default()).await;
+    let stores = [db.store.clone(), replica.store.clone()];
+    let held = db.hold_writes().await;
+    let blocked: Vec<_> = stores
+        .iter()
+        .enumerate()
+        .map(|(n, store)| spawn_pair(store, format!("held-{n}"), 0, None))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let appends: Vec<_> = (0..192)
+        .map(|client| {
+            spawn_pair(
+                &stores[client % 2],
+                format!("r{}", client % 8),
+                client,
+                None,
+            )
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    held.release().await;
+    for appended in join_all(blocked.into_iter().chain(appends)).await {
+        appended.unwrap().expect("the append succeeds");
+    }
+    let (ours, theirs) = (db.store.append_stats(), replica.store.append_stats());
+    assert_eq!(ours.appends + theirs.appends, 194);
+    assert!(ours.transactions + theirs.transactions <= 12);
+    assert_eq!((ours.fallbacks, theirs.fallbacks), (0, 0));
+    for s in 0..8 {
+        let clients: Vec<usize> = (0..192).filter(|c| c % 8 == s).collect();
+        assert_pairs(&db, &format!("r{s}"), &clients).await;
     }
 }
