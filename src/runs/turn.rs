@@ -257,6 +257,21 @@ async fn load_history(
     session_id: &SessionId,
     budget: Option<u64>,
 ) -> Result<(Option<String>, Vec<Value>), StoreError> {
+    let mut page = PageRequest {
+        limit: PageRequest::MAX_LIMIT,
+        order: Order::Desc,
+        cursor: None,
+    };
+    let mut found = match engine.store.list_items(tenant, session_id, &page).await {
+        Ok(found) => found,
+        Err(StoreError::SessionNotFound) => return Ok((None, Vec::new())),
+        Err(error) => return Err(error),
+    };
+    // An empty session has no summary either (a compaction goes with the items it
+    // summarises), so a new session's first turn reads nothing more.
+    if found.data.is_empty() {
+        return Ok((None, Vec::new()));
+    }
     let compaction = match engine.store.latest_compaction(tenant, session_id).await {
         Ok(compaction) => compaction,
         Err(StoreError::SessionNotFound) => return Ok((None, Vec::new())),
@@ -265,17 +280,7 @@ async fn load_history(
     let after = compaction.as_ref().map_or(0, |c| c.through_seq);
     let mut items = Vec::new();
     let mut bytes = 0u64;
-    let mut page = PageRequest {
-        limit: PageRequest::MAX_LIMIT,
-        order: Order::Desc,
-        cursor: None,
-    };
     'pages: loop {
-        let found = match engine.store.list_items(tenant, session_id, &page).await {
-            Ok(found) => found,
-            Err(StoreError::SessionNotFound) => break,
-            Err(error) => return Err(error),
-        };
         for item in &found.data {
             if item.seq <= after {
                 break 'pages;
@@ -289,6 +294,11 @@ async fn load_history(
         match found.last_id {
             Some(last) if found.has_more && !enough => {
                 page.cursor = Some(crate::model::Cursor::After(last));
+                found = match engine.store.list_items(tenant, session_id, &page).await {
+                    Ok(found) => found,
+                    Err(StoreError::SessionNotFound) => break,
+                    Err(error) => return Err(error),
+                };
             }
             _ => break,
         }
