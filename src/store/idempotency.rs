@@ -31,6 +31,17 @@ pub(super) struct AppendedSeqs {
     pub last_seq: i64,
 }
 
+impl AppendedSeqs {
+    /// Where the items of one append, all in session `session_pk`, went.
+    pub fn of(session_pk: i64, items: &[Item]) -> Self {
+        Self {
+            session_pk,
+            first_seq: items.first().map_or(0, |i| i.seq),
+            last_seq: items.last().map_or(0, |i| i.seq),
+        }
+    }
+}
+
 /// An append's first response: the seqs its items were given, or (kept before
 /// 2026-11-24) the items themselves.
 pub(super) enum FirstAppend {

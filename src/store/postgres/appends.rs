@@ -4,6 +4,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -158,37 +159,38 @@ async fn reserve_many<'a>(
     counts: &HashMap<(&'a str, &'a str), i64>,
     now: Timestamp,
 ) -> Result<HashMap<(&'a str, &'a str), (i64, i64)>> {
-    let tenants: Vec<&str> = counts.keys().map(|(tenant, _)| *tenant).collect();
-    let ids: Vec<&str> = counts.keys().map(|(_, id)| *id).collect();
-    let added: Vec<i64> = counts.values().copied().collect();
-    let rows: Vec<(i64, String, String, i64)> = sqlx::query_as(&format!(
-        r"with wanted as (
-              select * from unnest($1::text[], $2::text[], $3::bigint[]) as w (tenant_id, id, added)
-          ), locked as (
-              select s.pk, w.added from sessions s join wanted w on s.tenant_id = w.tenant_id and s.id = w.id
-              where {} order by s.pk for update of s
-          )
-          update sessions set last_seq = sessions.last_seq + locked.added,
-                              item_count = sessions.item_count + locked.added, updated_at = $4, {}
-          from locked where sessions.pk = locked.pk
-          returning sessions.pk, sessions.tenant_id, sessions.id, sessions.last_seq",
-        live("s", NOW),
-        touch("$4"),
-    ))
-    .bind(&tenants)
-    .bind(&ids)
-    .bind(&added)
-    .bind(now)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut reserved = HashMap::with_capacity(rows.len());
-    for (pk, tenant, id, last_seq) in rows {
-        // The keys of `counts` borrow the appends, which outlive the answer.
-        if let Some(&session) = counts.keys().find(|(t, i)| *t == tenant && *i == id) {
-            reserved.insert(session, (pk, last_seq));
-        }
-    }
-    Ok(reserved)
+    static RESERVE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            r"with wanted as (
+                  select * from unnest($1::text[], $2::text[], $3::bigint[]) with ordinality as w (tenant_id, id, added, n)
+              ), locked as (
+                  select s.pk, w.added, w.n from sessions s join wanted w on s.tenant_id = w.tenant_id and s.id = w.id
+                  where {} order by s.pk for update of s
+              )
+              update sessions set last_seq = sessions.last_seq + locked.added,
+                                  item_count = sessions.item_count + locked.added, updated_at = $4, {}
+              from locked where sessions.pk = locked.pk
+              returning locked.n, sessions.pk, sessions.last_seq",
+            live("s", NOW),
+            touch("$4"),
+        )
+    });
+    let sessions: Vec<(&'a str, &'a str)> = counts.keys().copied().collect();
+    let tenants: Vec<&str> = sessions.iter().map(|(tenant, _)| *tenant).collect();
+    let ids: Vec<&str> = sessions.iter().map(|(_, id)| *id).collect();
+    let added: Vec<i64> = sessions.iter().map(|session| counts[session]).collect();
+    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&RESERVE)
+        .bind(&tenants)
+        .bind(&ids)
+        .bind(&added)
+        .bind(now)
+        .fetch_all(&mut *conn)
+        .await?;
+    // Each row names its session by its (1-based) place in the arrays.
+    Ok(rows
+        .into_iter()
+        .map(|(n, pk, last_seq)| (sessions[n as usize - 1], (pk, last_seq)))
+        .collect())
 }
 
 /// The columns of the items of a batch, as the insert binds them.
@@ -233,12 +235,7 @@ async fn keep_responses(
         let Some(key) = &append.idempotency else {
             continue;
         };
-        let seqs = AppendedSeqs {
-            session_pk: *session_pk,
-            first_seq: items.first().map_or(0, |i| i.seq),
-            last_seq: items.last().map_or(0, |i| i.seq),
-        };
-        let response = to_json(&seqs)?;
+        let response = to_json(&AppendedSeqs::of(*session_pk, items))?;
         tenants.push(append.tenant.as_str());
         keys.push(key.key.as_str());
         responses.push(

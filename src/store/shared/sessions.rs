@@ -143,15 +143,19 @@ macro_rules! session_store {
                 now: Timestamp,
                 expiry: Option<ExpiresAfter>,
             ) -> Result<(i64, i64)> {
-                let (anchor, seconds, expires_at) = expiry_columns(expiry, now, now);
-                loop {
-                    let bumped = sqlx::query_as(&format!(
+                // The append's hot path: its statement is made once.
+                static BUMP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+                    format!(
                         r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4, {}
                           where tenant_id = $1 and id = $2 and {}
                           returning pk, last_seq",
                         touch("$4"),
                         live("sessions", NOW)
-                    ))
+                    )
+                });
+                let (anchor, seconds, expires_at) = expiry_columns(expiry, now, now);
+                loop {
+                    let bumped = sqlx::query_as(&BUMP)
                     .bind(tenant)
                     .bind(id.as_str())
                     .bind(count)
@@ -337,12 +341,7 @@ macro_rules! session_store {
                     .collect::<Result<Vec<_>>>()?;
                 insert_items(conn, tenant, session_pk, &items, &sealed, now).await?;
                 if let Some(key) = &append.idempotency {
-                    let seqs = AppendedSeqs {
-                        session_pk,
-                        first_seq: last_seq - count + 1,
-                        last_seq,
-                    };
-                    let response = $crate::store::rows::to_json(&seqs)?;
+                    let response = $crate::store::rows::to_json(&AppendedSeqs::of(session_pk, &items))?;
                     keep_response(conn, codec, tenant, key, &response).await?;
                 }
                 Ok(Appended {
