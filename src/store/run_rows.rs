@@ -18,7 +18,7 @@ pub(super) const RUN_COLUMNS: &str = "r.status, r.started_at, r.finished_at, r.b
 
 /// The bookkeeping columns of [`LockedRunRow`].
 pub(super) const LOCKED_COLUMNS: &str =
-    "r.pk, r.tenant_id, r.session_pk, r.last_event_seq, cast(r.attempts as bigint) as attempts";
+    "r.pk, r.tenant_id, r.last_event_seq, cast(r.attempts as bigint) as attempts";
 
 /// Runs executing per tenant, for the fair order of the claim: a run whose lease was
 /// given up (`lease_owner` null) waits to be claimed again and does not count.
@@ -60,7 +60,6 @@ impl RunRow {
 pub(super) struct LockedRunRow {
     pub pk: i64,
     pub tenant_id: String,
-    pub session_pk: i64,
     pub last_event_seq: i64,
     pub attempts: i64,
     #[sqlx(flatten)]

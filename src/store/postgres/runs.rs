@@ -2,6 +2,8 @@
 //! queue with `for update skip locked`; the session row lock orders a session's runs.
 //! Writes that SQLite makes in several statements are one round trip here.
 
+use std::sync::LazyLock;
+
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -52,9 +54,13 @@ async fn insert_run(
     .await?)
 }
 
-/// Stores the record and its status, releasing any lease, and adds `events`, in one
-/// round trip; with `lease`, only while that worker holds the run. Returns the run's
-/// session, or None when the lease was lost.
+/// Stores the record and its status, releasing any lease, and adds `events`; a run
+/// that ended also settles its session: its usage is added and, if it completed, its
+/// turn appended (the session's update reserves the items' seqs, the insert numbers
+/// them). With `lease`, nothing is written unless that worker holds the run. One
+/// statement, so one round trip, and atomic without a transaction of its own. Returns
+/// the run's session, or None when the lease was lost.
+#[allow(clippy::too_many_arguments)]
 async fn write_run(
     conn: &mut PgConnection,
     codec: &PayloadCodec,
@@ -63,79 +69,93 @@ async fn write_run(
     record: &RunRecord,
     events: &[RunEvent],
     lease: Option<Uuid>,
+    now: Timestamp,
 ) -> Result<Option<i64>> {
+    static WRITE: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            r"with r as (
+                  update runs set status = $2, finished_at = $3, body = $4,
+                      last_event_seq = greatest(last_event_seq, $5),
+                      lease_owner = null, lease_expires_at = null,
+                      attempts = case when $2 = 'requires_action' then 0 else attempts end
+                  where pk = $1 and ($6::uuid is null or (lease_owner = $6 and status = 'running'))
+                  returning session_pk),
+              e as (
+                  insert into run_events (run_pk, seq, event, data, created_at)
+                  select $1, t.seq, t.event, t.data, $10
+                  from r, unnest($7::bigint[], $8::text[], $9::text[]) as t (seq, event, data)
+                  on conflict do nothing),
+              s as (
+                  update sessions set last_seq = last_seq + $12, item_count = item_count + $12,
+                      input_tokens = input_tokens + $13, output_tokens = output_tokens + $14,
+                      total_tokens = total_tokens + $15, llm_calls = llm_calls + $16,
+                      updated_at = $10, {touch}
+                  from r where $11 and sessions.pk = r.session_pk
+                  returning sessions.pk, sessions.last_seq),
+              i as (
+                  insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
+                  select t.id, $17, s.pk, s.last_seq - $12 + t.n, $10, $18, t.body
+                  from s, unnest($19::uuid[], $20::text[]) with ordinality as t (id, body, n))
+              select session_pk from r",
+            touch = touch("$10")
+        )
+    });
     let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
     let data = sealed_events(codec, tenant, events)?;
-    Ok(sqlx::query_scalar(
-        r"with r as (
-              update runs set status = $2, finished_at = $3, body = $4,
-                  last_event_seq = greatest(last_event_seq, $5),
-                  lease_owner = null, lease_expires_at = null,
-                  attempts = case when $2 = 'requires_action' then 0 else attempts end
-              where pk = $1 and ($6::uuid is null or (lease_owner = $6 and status = 'running'))
-              returning session_pk),
-          e as (
-              insert into run_events (run_pk, seq, event, data, created_at)
-              select $1, t.seq, t.event, t.data, $10
-              from r, unnest($7::bigint[], $8::text[], $9::text[]) as t (seq, event, data)
-              on conflict do nothing)
-          select session_pk from r",
-    )
-    .bind(run_pk)
-    .bind(record.run.status.as_str())
-    .bind(record.run.finished_at.map(Timestamp))
-    .bind(body)
-    .bind(events.last().map_or(0, |e| e.seq))
-    .bind(lease)
-    .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
-    .bind(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>())
-    .bind(data.iter().map(|d| &**d).collect::<Vec<_>>())
-    .bind(Timestamp::now())
-    .fetch_optional(conn)
-    .await?)
-}
-
-/// Adds a finished run's usage to its session and appends its turn, if it completed,
-/// in one round trip: the update reserves the items' seqs, the insert numbers them.
-async fn settle_session(
-    conn: &mut PgConnection,
-    codec: &PayloadCodec,
-    tenant: &str,
-    session_pk: i64,
-    record: &RunRecord,
-    now: Timestamp,
-) -> Result<()> {
+    let settles = record.run.status.is_final();
     let usage = record.run.usage;
     let items = run_rows::turn_items(record);
     let bodies = items
         .iter()
         .map(|i| codec.seal(tenant, Column::ItemBody, i.get()))
         .collect::<Result<Vec<_>>>()?;
-    sqlx::query(&format!(
-        r"with s as (
-              update sessions set last_seq = last_seq + $2, item_count = item_count + $2,
-                  input_tokens = input_tokens + $3, output_tokens = output_tokens + $4,
-                  total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7, {touch}
-              where pk = $1 returning last_seq)
-          insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
-          select t.id, $8, $1, s.last_seq - $2 + t.n, $7, $9, t.body
-          from s, unnest($10::uuid[], $11::text[]) with ordinality as t (id, body, n)",
-        touch = touch("$7")
-    ))
-    .bind(session_pk)
-    .bind(items.len() as i64)
-    .bind(usage.input_tokens)
-    .bind(usage.output_tokens)
-    .bind(usage.total_tokens)
-    .bind(usage.llm_calls)
-    .bind(now)
-    .bind(tenant)
-    .bind(record.run.id)
-    .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
-    .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
-    .execute(conn)
-    .await?;
-    Ok(())
+    Ok(sqlx::query_scalar(&WRITE)
+        .bind(run_pk)
+        .bind(record.run.status.as_str())
+        .bind(record.run.finished_at.map(Timestamp))
+        .bind(body)
+        .bind(events.last().map_or(0, |e| e.seq))
+        .bind(lease)
+        .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
+        .bind(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>())
+        .bind(data.iter().map(|d| &**d).collect::<Vec<_>>())
+        .bind(now)
+        .bind(settles)
+        .bind(items.len() as i64)
+        .bind(usage.input_tokens)
+        .bind(usage.output_tokens)
+        .bind(usage.total_tokens)
+        .bind(usage.llm_calls)
+        .bind(tenant)
+        .bind(record.run.id)
+        .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
+        .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
+        .fetch_optional(conn)
+        .await?)
+}
+
+/// Writes a run its worker finished (see `write_run`) in one statement.
+async fn finish(
+    pool: &PgPool,
+    codec: &PayloadCodec,
+    claim: &Claim,
+    record: &RunRecord,
+    events: &[RunEvent],
+    now: Timestamp,
+) -> Result<bool> {
+    let mut conn = pool.acquire().await?;
+    let lease = Some(claim.worker);
+    let written = write_run(
+        &mut conn,
+        codec,
+        &claim.tenant,
+        claim.run_pk,
+        record,
+        events,
+        lease,
+        now,
+    );
+    Ok(written.await?.is_some())
 }
 
 /// Leases a claimable run (see `RunStore::claim_run`). With a tenant limit, claims take

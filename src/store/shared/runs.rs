@@ -4,8 +4,7 @@
 //! in one block.
 
 /// The `RunStore` of `$store`. The backend's runs module provides the statements that
-/// differ by dialect: `insert_run`, `write_run`, `settle_session`, `claim_next`,
-/// `save_events`; its parent provides `FOR_UPDATE`, `SKIP_LOCKED`, `NOW`, `touch`,
+/// differ by dialect: `insert_run`, `write_run`, `finish`, `claim_next`, `save_events`; its parent provides `FOR_UPDATE`, `SKIP_LOCKED`, `NOW`, `touch`,
 /// `claim_key`, `forget_expired`, `keep_response` and `kept_response`.
 macro_rules! run_store {
     ($store:ident, $conn:ty) => {
@@ -293,8 +292,7 @@ macro_rules! run_store {
                     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
                     let mut record = locked.run.into_record(&self.codec, tenant)?;
                     let event = run_rows::cancel(&mut record, locked.last_event_seq, now.0)?;
-                    write_run(&mut tx, &self.codec, tenant, locked.pk, &record, &[event], None).await?;
-                    settle_session(&mut tx, &self.codec, tenant, locked.session_pk, &record, now).await?;
+                    write_run(&mut tx, &self.codec, tenant, locked.pk, &record, &[event], None, now).await?;
                     tx.commit().await?;
                     Ok(record.run)
                 }
@@ -310,7 +308,7 @@ macro_rules! run_store {
                     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
                     let mut record = locked.run.into_record(&self.codec, tenant)?;
                     run_rows::resume(&mut record, outputs)?;
-                    write_run(&mut tx, &self.codec, tenant, locked.pk, &record, &[], None).await?;
+                    write_run(&mut tx, &self.codec, tenant, locked.pk, &record, &[], None, Timestamp::now()).await?;
                     tx.commit().await?;
                     Ok((record.run, locked.last_event_seq))
                 }
@@ -350,21 +348,7 @@ macro_rules! run_store {
                     record: &RunRecord,
                     events: &[RunEvent],
                 ) -> Result<bool> {
-                    let now = Timestamp::now();
-                    let tenant = &claim.tenant;
-                    let mut tx = self.writer().begin().await?;
-                    // The update checks the lease (and locks the run) as it writes.
-                    let lease = Some(claim.worker);
-                    let written =
-                        write_run(&mut tx, &self.codec, tenant, claim.run_pk, record, events, lease).await?;
-                    let Some(session_pk) = written else {
-                        return Ok(false);
-                    };
-                    if record.run.status.is_final() {
-                        settle_session(&mut tx, &self.codec, tenant, session_pk, record, now).await?;
-                    }
-                    tx.commit().await?;
-                    Ok(true)
+                    finish(self.writer(), &self.codec, claim, record, events, Timestamp::now()).await
                 }
 
                 async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)> {
@@ -391,12 +375,11 @@ macro_rules! run_store {
                             .await?;
                             requeued += 1;
                         } else {
-                            let (pk, session_pk, seq) = (row.pk, row.session_pk, row.last_event_seq);
+                            let (pk, seq) = (row.pk, row.last_event_seq);
                             let tenant = row.tenant_id.clone();
                             let mut record = row.run.into_record(&self.codec, &tenant)?;
                             let event = run_rows::lost(&mut record, seq, now.0);
-                            write_run(&mut tx, &self.codec, &tenant, pk, &record, &[event], None).await?;
-                            settle_session(&mut tx, &self.codec, &tenant, session_pk, &record, now).await?;
+                            write_run(&mut tx, &self.codec, &tenant, pk, &record, &[event], None, now).await?;
                             failed += 1;
                         }
                     }

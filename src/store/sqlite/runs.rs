@@ -72,9 +72,11 @@ async fn insert_run(
     Ok(run_pk)
 }
 
-/// Stores the record and its status, releasing any lease, and adds `events`; with
-/// `lease`, only while that worker holds the run. Returns the run's session, or None
-/// when the lease was lost.
+/// Stores the record and its status, releasing any lease, and adds `events`; a run
+/// that ended also settles its session (`settle_session`). With `lease`, nothing is
+/// written unless that worker holds the run. Returns the run's session, or None when the
+/// lease was lost.
+#[allow(clippy::too_many_arguments)]
 async fn write_run(
     conn: &mut SqliteConnection,
     codec: &PayloadCodec,
@@ -83,6 +85,7 @@ async fn write_run(
     record: &RunRecord,
     events: &[RunEvent],
     lease: Option<Uuid>,
+    now: Timestamp,
 ) -> Result<Option<i64>> {
     let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
     let session_pk: Option<i64> = sqlx::query_scalar(
@@ -101,14 +104,45 @@ async fn write_run(
     .bind(lease)
     .fetch_optional(&mut *conn)
     .await?;
-    if session_pk.is_some() {
-        insert_events(conn, codec, tenant, run_pk, events).await?;
+    let Some(session_pk) = session_pk else {
+        return Ok(None);
+    };
+    insert_events(conn, codec, tenant, run_pk, events).await?;
+    if record.run.status.is_final() {
+        settle_session(conn, codec, tenant, session_pk, record, now).await?;
     }
-    Ok(session_pk)
+    Ok(Some(session_pk))
 }
 
-/// Adds a finished run's usage to its session and appends its turn, if it completed.
-/// A run that waits for the client leaves the session alone.
+/// Writes a run its worker finished (see `write_run`) in one transaction.
+async fn finish(
+    pool: &SqlitePool,
+    codec: &PayloadCodec,
+    claim: &Claim,
+    record: &RunRecord,
+    events: &[RunEvent],
+    now: Timestamp,
+) -> Result<bool> {
+    let mut tx = pool.begin().await?;
+    let lease = Some(claim.worker);
+    let written = write_run(
+        &mut tx,
+        codec,
+        &claim.tenant,
+        claim.run_pk,
+        record,
+        events,
+        lease,
+        now,
+    );
+    if written.await?.is_none() {
+        return Ok(false);
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Adds an ended run's usage to its session and appends its turn, if it completed.
 async fn settle_session(
     conn: &mut SqliteConnection,
     codec: &PayloadCodec,
@@ -183,7 +217,7 @@ async fn claim_next(
                                 and o.pk < q.pk and o.status = 'queued')
                 and ($4 is null or coalesce(e.n, 0) < $4)
               order by coalesce(e.n, 0), q.pk limit 1)
-          returning pk, tenant_id, session_pk, last_event_seq, attempts,
+          returning pk, tenant_id, last_event_seq, attempts,
               status, started_at, finished_at, body",
     ))
     .bind(worker)
