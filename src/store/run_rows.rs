@@ -122,37 +122,42 @@ pub(super) fn sealed_events<'a>(
         .collect()
 }
 
-/// A run about to be inserted with its first event.
+/// A run about to be inserted with its first event. The insert itself looks for the
+/// session's unfinished runs (under the session's lock): the new run is claimed only if
+/// there are none, and with `IfBusy::Reject` inserted only then.
 pub(super) struct NewRunRow<'a> {
     pub tenant: &'a str,
     pub session_pk: i64,
     pub record: &'a RunRecord,
     pub first_event: &'a RunEvent,
-    /// Claimed by its creating transaction for this worker.
+    /// Claimed by its creating transaction for this worker, if the session is idle.
     pub start: Option<StartNow>,
+    pub if_busy: IfBusy,
     pub created_at: Timestamp,
     pub started_at: Timestamp,
 }
 
+/// What inserting a [`NewRunRow`] did.
+pub(super) struct InsertedRun {
+    pub pk: i64,
+    /// Claimed as it was inserted.
+    pub started: bool,
+}
+
 impl NewRunRow<'_> {
-    pub(super) fn status(&self) -> &'static str {
-        if self.start.is_some() {
-            "running"
-        } else {
-            "queued"
-        }
+    /// Whether a busy session takes the run into its queue.
+    pub(super) fn enqueue(&self) -> bool {
+        self.if_busy == IfBusy::Enqueue
     }
 
+    /// The lease owner, should the run start.
     pub(super) fn lease_owner(&self) -> Option<Uuid> {
         self.start.map(|s| s.worker)
     }
 
+    /// The lease's end, should the run start.
     pub(super) fn lease_expires_at(&self) -> Option<Timestamp> {
         self.start.map(|s| Timestamp(self.started_at.0 + s.lease))
-    }
-
-    pub(super) fn started(&self) -> Option<Timestamp> {
-        self.start.map(|_| self.started_at)
     }
 }
 
@@ -184,14 +189,6 @@ pub(super) fn new_run(
     };
     let event = RunEvent::for_status(1, &record.run);
     (record, event)
-}
-
-/// Whether a new run may be queued next to the session's oldest unfinished run.
-pub(super) fn admit(active: Option<Uuid>, if_busy: IfBusy) -> Result<(), StoreError> {
-    match (active, if_busy) {
-        (Some(active), IfBusy::Reject) => Err(StoreError::SessionBusy(active)),
-        _ => Ok(()),
-    }
 }
 
 /// The claim of a run that its creating transaction stored as running, leased to

@@ -15,43 +15,59 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, sealed_events, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT, LOCKED_COLUMNS, RUN_COLUMNS,
+    self, sealed_events, InsertedRun, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT,
+    LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
 };
 use crate::store::shared::run_store;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result};
 
-/// Inserts a new run and its first event in one round trip; returns the run's key.
+/// Inserts a new run and its first event in one round trip, unless the session is busy
+/// and the run would not queue (see [`NewRunRow`]). Under the session's row lock, taken
+/// by an earlier statement, this statement's snapshot holds every committed run.
 async fn insert_run(
     conn: &mut PgConnection,
     codec: &PayloadCodec,
     run: NewRunRow<'_>,
-) -> Result<i64> {
+) -> Result<Option<InsertedRun>> {
+    static INSERT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            r"with a as (
+                  select 1 from runs where session_pk = $3 and status in {UNFINISHED} limit 1),
+              d as (
+                  select $7::uuid is not null and not exists (select from a) as go
+                  where $11 or not exists (select from a)),
+              r as (
+                  insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq,
+                      body, lease_owner, lease_expires_at, attempts, started_at)
+                  select $1, $2, $3, case when d.go then 'running' else 'queued' end, $4, 1, $5,
+                      case when d.go then $7::uuid end, case when d.go then $8::timestamptz end,
+                      case when d.go then 1 else 0 end, case when d.go then $6::timestamptz end
+                  from d returning pk, status),
+              e as (
+                  insert into run_events (run_pk, seq, event, data, created_at)
+                  select r.pk, $9, $10, $12, $4 from r)
+              select pk, status = 'running' from r"
+        )
+    });
     let body = codec.seal(run.tenant, Column::RunBody, to_json(run.record)?)?;
     let event_data = codec.seal(run.tenant, Column::RunEventData, run.first_event.data.get())?;
-    Ok(sqlx::query_scalar(
-        r"with r as (
-              insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq,
-                  body, lease_owner, lease_expires_at, attempts, started_at)
-              values ($1, $2, $3, $6, $4, 1, $5, $7, $8, $9, $10) returning pk)
-          insert into run_events (run_pk, seq, event, data, created_at)
-          select r.pk, $11, $12, $13, $4 from r returning run_pk",
-    )
-    .bind(run.tenant)
-    .bind(run.record.run.id)
-    .bind(run.session_pk)
-    .bind(run.created_at)
-    .bind(body)
-    .bind(run.status())
-    .bind(run.lease_owner())
-    .bind(run.lease_expires_at())
-    .bind(i32::from(run.start.is_some()))
-    .bind(run.started())
-    .bind(run.first_event.seq)
-    .bind(&run.first_event.event)
-    .bind(event_data)
-    .fetch_one(conn)
-    .await?)
+    let inserted: Option<(i64, bool)> = sqlx::query_as(&INSERT)
+        .bind(run.tenant)
+        .bind(run.record.run.id)
+        .bind(run.session_pk)
+        .bind(run.created_at)
+        .bind(body)
+        .bind(run.started_at)
+        .bind(run.lease_owner())
+        .bind(run.lease_expires_at())
+        .bind(run.first_event.seq)
+        .bind(&run.first_event.event)
+        .bind(run.enqueue())
+        .bind(event_data)
+        .fetch_optional(conn)
+        .await?;
+    Ok(inserted.map(|(pk, started)| InsertedRun { pk, started }))
 }
 
 /// Stores the record and its status, releasing any lease, and adds `events`; a run

@@ -152,14 +152,6 @@ macro_rules! run_store {
                             }
                         }
                     };
-                    let active: Option<Uuid> = sqlx::query_scalar(&format!(
-                        "select id from runs where session_pk = $1 and status in {UNFINISHED} order by pk limit 1"
-                    ))
-                    .bind(session_pk)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                    run_rows::admit(active, if_busy)?;
-                    let start = start.filter(|_| active.is_none());
                     // The lease runs from now: the session lock may have kept this request
                     // waiting.
                     let started = Timestamp::now();
@@ -170,17 +162,27 @@ macro_rules! run_store {
                         record: &record,
                         first_event: &created,
                         start,
+                        if_busy,
                         created_at: now,
                         started_at: started,
                     };
-                    let run_pk = insert_run(&mut tx, &self.codec, new).await?;
+                    let Some(inserted) = insert_run(&mut tx, &self.codec, new).await? else {
+                        let active = sqlx::query_scalar(&format!(
+                            "select id from runs where session_pk = $1 and status in {UNFINISHED} order by pk limit 1"
+                        ))
+                        .bind(session_pk)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                        return Err(StoreError::SessionBusy(active));
+                    };
+                    let start = start.filter(|_| inserted.started);
                     if let Some(key) = &key {
                         let response = run_response(record.run.id);
                         keep_response(&mut tx, &self.codec, tenant, key, &response).await?;
                     }
                     tx.commit().await?;
                     let claim = start.map(|s| {
-                        run_rows::claim_new(tenant, run_pk, s.worker, record.clone(), started.0)
+                        run_rows::claim_new(tenant, inserted.pk, s.worker, record.clone(), started.0)
                     });
                     Ok(CreatedRun {
                         run: record.run,

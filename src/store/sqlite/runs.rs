@@ -1,6 +1,8 @@
 //! Runs on SQLite: what differs from Postgres. One process owns the database, and its
 //! single writer connection serialises claims, so no row locks are needed.
 
+use std::sync::LazyLock;
+
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 use uuid::Uuid;
 
@@ -11,7 +13,9 @@ use super::{
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
-use crate::store::run_rows::{self, sealed_events, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT};
+use crate::store::run_rows::{
+    self, sealed_events, InsertedRun, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT, UNFINISHED,
+};
 use crate::store::shared::run_store;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result};
@@ -43,33 +47,45 @@ async fn insert_events(
     Ok(())
 }
 
-/// Inserts a new run and its first event; returns the run's key.
+/// Inserts a new run and its first event, unless the session is busy and the run would
+/// not queue (see [`NewRunRow`]).
 async fn insert_run(
     conn: &mut SqliteConnection,
     codec: &PayloadCodec,
     run: NewRunRow<'_>,
-) -> Result<i64> {
+) -> Result<Option<InsertedRun>> {
+    static INSERT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            r"insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq, body,
+                  lease_owner, lease_expires_at, attempts, started_at)
+              select $1, $2, $3, case when go then 'running' else 'queued' end, $4, 1, $5,
+                  case when go then $7 end, case when go then $8 end, go, case when go then $6 end
+              from (select busy, $7 is not null and not busy as go
+                    from (select exists (select 1 from runs where session_pk = $3
+                                         and status in {UNFINISHED}) as busy))
+              where $9 or not busy
+              returning pk, status = 'running'"
+        )
+    });
     let body = codec.seal(run.tenant, Column::RunBody, to_json(run.record)?)?;
-    let run_pk: i64 = sqlx::query_scalar(
-        r"insert into runs (tenant_id, id, session_pk, status, created_at, last_event_seq, body,
-              lease_owner, lease_expires_at, attempts, started_at)
-          values ($1, $2, $3, $6, $4, 1, $5, $7, $8, $9, $10) returning pk",
-    )
-    .bind(run.tenant)
-    .bind(run.record.run.id)
-    .bind(run.session_pk)
-    .bind(run.created_at)
-    .bind(body)
-    .bind(run.status())
-    .bind(run.lease_owner())
-    .bind(run.lease_expires_at())
-    .bind(i64::from(run.start.is_some()))
-    .bind(run.started())
-    .fetch_one(&mut *conn)
-    .await?;
+    let inserted: Option<(i64, bool)> = sqlx::query_as(&INSERT)
+        .bind(run.tenant)
+        .bind(run.record.run.id)
+        .bind(run.session_pk)
+        .bind(run.created_at)
+        .bind(body)
+        .bind(run.started_at)
+        .bind(run.lease_owner())
+        .bind(run.lease_expires_at())
+        .bind(run.enqueue())
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some((pk, started)) = inserted else {
+        return Ok(None);
+    };
     let first = std::slice::from_ref(run.first_event);
-    insert_events(conn, codec, run.tenant, run_pk, first).await?;
-    Ok(run_pk)
+    insert_events(conn, codec, run.tenant, pk, first).await?;
+    Ok(Some(InsertedRun { pk, started }))
 }
 
 /// Stores the record and its status, releasing any lease, and adds `events`; a run

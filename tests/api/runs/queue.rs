@@ -13,6 +13,7 @@ on_both_backends!(
     cancel_drops_the_call_and_keeps_the_history,
     a_lost_worker_is_replaced_then_given_up_on,
     concurrent_runs_on_one_session_admit_one,
+    concurrent_sync_runs_queue_and_execute_one_at_a_time,
     every_run_path_names_an_unknown_run,
     runs_started_at_creation_share_the_worker_slots,
     a_cancel_from_another_replica_ends_the_stream_here,
@@ -198,6 +199,37 @@ async fn concurrent_runs_on_one_session_admit_one(db: TestDb) {
         .filter(|a| a.status == StatusCode::CONFLICT)
         .count();
     assert_eq!((accepted, busy), (1, 7));
+}
+
+/// Sync runs created at once on one idle session: the creation that finds the session
+/// idle starts its run, every other one queues behind it, and each run sees the turns
+/// of all before it, so no two executed at once.
+async fn concurrent_sync_runs_queue_and_execute_one_at_a_time(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.set_default(Reply::Text {
+        deltas: vec!["turn".into()],
+        usage: None,
+        delay: Duration::from_millis(50),
+    });
+    let attempts = (0..8).map(|i| {
+        t.app.post(
+            "/v1/sessions/line/runs",
+            json!({"input": format!("m{i}"), "if_busy": "enqueue"}),
+        )
+    });
+    let answers = futures::future::join_all(attempts).await;
+    for answer in &answers {
+        assert_eq!(answer.expect(StatusCode::OK)["status"], "completed");
+    }
+    let mut seen: Vec<usize> = t
+        .llm
+        .requests()
+        .iter()
+        .map(|r| r["messages"].as_array().unwrap().len())
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, [1, 3, 5, 7, 9, 11, 13, 15]);
+    assert_eq!(t.items("line").await.len(), 16);
 }
 
 async fn every_run_path_names_an_unknown_run(db: TestDb) {
