@@ -34,6 +34,9 @@ const FOR_UPDATE: &str = " for update";
 /// other rows.
 const SKIP_LOCKED: &str = " for update skip locked";
 
+/// How long a pooled connection may have been idle and still be used without a ping.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
+
 /// The current time in SQL, which expiry is checked against.
 const NOW: &str = "now()";
 
@@ -94,6 +97,19 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(5))
+            // sqlx pings every connection it hands out, a round trip as long as most
+            // statements; only one idle long enough to have been dropped (a server
+            // restart, a network timeout) is worth it. A connection that broke while in
+            // use fails its statement (503) and is closed, not reused.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_AFTER_IDLE {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;

@@ -97,9 +97,12 @@ impl SqliteStore {
             // Deleted content is overwritten with zeros, not left in free pages.
             .pragma("secure_delete", "on")
             .busy_timeout(Duration::from_secs(5));
+        // A connection to a file cannot be dropped from the other end: sqlx's ping of
+        // every connection it hands out would only add a hop to its worker thread.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(Duration::from_secs(30))
+            .test_before_acquire(false)
             // The one writer gets a larger page cache (16 MiB, from 2): a large fork or
             // append then keeps the indexes it extends in memory. 32 MiB forked no
             // faster and held the process over 64 MB under combined appends.
@@ -114,6 +117,7 @@ impl SqliteStore {
             SqlitePoolOptions::new()
                 .max_connections(READ_CONNECTIONS)
                 .acquire_timeout(Duration::from_secs(5))
+                .test_before_acquire(false)
                 .connect_with(options)
                 .await?
         };
