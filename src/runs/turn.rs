@@ -65,8 +65,11 @@ pub(super) async fn drive(
 ) -> Result<Outcome, StoreError> {
     let config = exec.record.config.clone();
     let session_id = SessionId::parse("session_id", exec.record.run.session_id.clone())?;
-    let (mut summary, mut history) =
-        load_history(engine, &claim.tenant, &session_id, history_budget(&config)).await?;
+    let (mut summary, mut history) = if claim.history_empty {
+        (None, Vec::new())
+    } else {
+        load_history(engine, &claim.tenant, &session_id, history_budget(&config)).await?
+    };
     if let (Some(policy), 0) = (config.compaction, exec.record.turns) {
         let current = parse_items(exec.record.run.input.iter());
         let instructions = config.instructions.as_deref();

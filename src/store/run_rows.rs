@@ -80,6 +80,7 @@ impl LockedRunRow {
             last_event_seq: self.last_event_seq,
             attempts: self.attempts,
             record,
+            history_empty: false,
         })
     }
 }
@@ -192,13 +193,15 @@ pub(super) fn new_run(
 }
 
 /// The claim of a run that its creating transaction stored as running, leased to
-/// `worker`: its one event so far is `run.created`.
+/// `worker`: its one event so far is `run.created`. `history_empty` when its session
+/// had no items then.
 pub(super) fn claim_new(
     tenant: &str,
     run_pk: i64,
     worker: Uuid,
     mut record: RunRecord,
     now: DateTime<Utc>,
+    history_empty: bool,
 ) -> Claim {
     record.run.status = RunStatus::Running;
     record.run.started_at = Some(now);
@@ -209,6 +212,7 @@ pub(super) fn claim_new(
         record,
         last_event_seq: 1,
         attempts: 1,
+        history_empty,
     }
 }
 

@@ -131,4 +131,8 @@ pub struct Claim {
     /// The seq of the newest event stored before the claim.
     pub last_event_seq: i64,
     pub attempts: i64,
+    /// The run was claimed by the transaction that created it, on a session without
+    /// items: its history is empty, as of its creation, and need not be read. A run that
+    /// starts later reads the history its claim finds.
+    pub history_empty: bool,
 }

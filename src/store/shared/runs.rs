@@ -127,16 +127,21 @@ macro_rules! run_store {
                     // concurrent run creation. A run is activity; an expired session is
                     // forgotten and its id starts a new one.
                     let (anchor, seconds, expires_at) = expiry_columns(self.default_expiry, now, now);
-                    let session_pk: i64 = loop {
-                        let upserted = sqlx::query_scalar(&format!(
+                    // The session's item count, read under that lock: a run started on an
+                    // empty session has no history to read.
+                    static UPSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+                        format!(
                             r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at,
                                                     expires_anchor, expires_seconds, expires_at)
                               values ($1, $2, $3, $3, $3, $4, $5, $6)
                               on conflict (tenant_id, id) do update set {} where {}
-                              returning pk",
+                              returning pk, item_count = 0",
                             touch("$3"),
                             live("sessions", NOW)
-                        ))
+                        )
+                    });
+                    let (session_pk, empty): (i64, bool) = loop {
+                        let upserted = sqlx::query_as(&UPSERT)
                         .bind(tenant)
                         .bind(session_id.as_str())
                         .bind(now)
@@ -146,7 +151,7 @@ macro_rules! run_store {
                         .fetch_optional(&mut *tx)
                         .await?;
                         match upserted {
-                            Some(pk) => break pk,
+                            Some(upserted) => break upserted,
                             None => {
                                 forget_expired(&mut tx, tenant, session_id).await?;
                             }
@@ -182,7 +187,8 @@ macro_rules! run_store {
                     }
                     tx.commit().await?;
                     let claim = start.map(|s| {
-                        run_rows::claim_new(tenant, inserted.pk, s.worker, record.clone(), started.0)
+                        let record = record.clone();
+                        run_rows::claim_new(tenant, inserted.pk, s.worker, record, started.0, empty)
                     });
                     Ok(CreatedRun {
                         run: record.run,
