@@ -8,6 +8,7 @@ mod combiner;
 mod compactions;
 mod encryption;
 mod error;
+mod held;
 mod idempotency;
 mod payload;
 mod postgres;

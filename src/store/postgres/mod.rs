@@ -18,6 +18,7 @@ use sqlx::{ConnectOptions, Connection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::combiner::Combiner;
+use super::held::{HeldConnections, PING_AFTER_IDLE};
 use super::payload::PayloadCodec;
 use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
@@ -33,9 +34,6 @@ const FOR_UPDATE: &str = " for update";
 /// Replicas recovering lapsed leases, or sweeping expired sessions, at once each take
 /// other rows.
 const SKIP_LOCKED: &str = " for update skip locked";
-
-/// How long a pooled connection may have been idle and still be used without a ping.
-const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
 
 /// The current time in SQL, which expiry is checked against.
 const NOW: &str = "now()";
@@ -66,6 +64,8 @@ pub struct PgStore {
     /// Combines concurrent appends into one transaction; started by the first append,
     /// after the codec and retention are set.
     appends: OnceLock<Combiner>,
+    /// Connections kept between reads of pages of items.
+    page_readers: HeldConnections<Postgres>,
 }
 
 impl PgStore {
@@ -118,7 +118,11 @@ impl PgStore {
 
     /// Wraps a pool whose database is migrated already (as `#[sqlx::test]` gives).
     pub fn from_pool(pool: PgPool) -> Self {
+        // Up to 4, and never more than half the pool: the rest serve the writes, the
+        // run workers and the other reads.
+        let held = (pool.options().get_max_connections() as usize / 2).min(4);
         Self {
+            page_readers: HeldConnections::new(pool.clone(), held),
             pool,
             codec: PayloadCodec::default(),
             default_expiry: None,
@@ -132,6 +136,10 @@ impl PgStore {
 
     fn reader(&self) -> &PgPool {
         &self.pool
+    }
+
+    fn page_readers(&self) -> &HeldConnections<Postgres> {
+        &self.page_readers
     }
 
     fn pools(&self) -> [&PgPool; 1] {

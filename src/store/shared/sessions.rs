@@ -572,7 +572,13 @@ macro_rules! session_store {
                     if let Some(cursor) = cursor {
                         query = query.bind(cursor);
                     }
-                    let (rows, cut_short) = read_item_rows(query.fetch(self.reader())).await?;
+                    let mut conn = self.page_readers().take().await?;
+                    let (rows, cut_short) = read_item_rows(query.fetch(&mut *conn)).await?;
+                    // A page cut short left rows unread on the connection: the pool's
+                    // check on its return flushes them.
+                    if !cut_short {
+                        conn.keep();
+                    }
                     if rows.is_empty() {
                         explain_empty_page(self, tenant, session_id, cursor).await?;
                     }

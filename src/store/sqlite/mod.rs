@@ -18,6 +18,7 @@ use sqlx::sqlite::{
 use sqlx::{QueryBuilder, Sqlite};
 
 use super::combiner::{Append, Combiner};
+use super::held::HeldConnections;
 use super::payload::PayloadCodec;
 use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
@@ -67,6 +68,8 @@ pub struct SqliteStore {
     /// Combines concurrent appends into one transaction; started by the first append,
     /// after the codec and retention are set.
     appends: OnceLock<Combiner>,
+    /// Connections kept between reads of pages of items.
+    page_readers: HeldConnections<Sqlite>,
 }
 
 impl SqliteStore {
@@ -121,8 +124,16 @@ impl SqliteStore {
                 .connect_with(options)
                 .await?
         };
+        // Half the read connections; none when the reader is the writer, whose one
+        // connection must never be parked.
+        let held = if in_memory {
+            0
+        } else {
+            READ_CONNECTIONS as usize / 2
+        };
         Ok(Self {
             writer,
+            page_readers: HeldConnections::new(reader.clone(), held),
             reader,
             codec: PayloadCodec::default(),
             default_expiry: None,
@@ -136,6 +147,10 @@ impl SqliteStore {
 
     fn reader(&self) -> &SqlitePool {
         &self.reader
+    }
+
+    fn page_readers(&self) -> &HeldConnections<Sqlite> {
+        &self.page_readers
     }
 
     fn pools(&self) -> [&SqlitePool; 2] {

@@ -1,0 +1,95 @@
+//! Connections held out of the pool between reads of pages of items, the most frequent
+//! request. sqlx pings every connection taken back into its pool (to flush whatever a
+//! query dropped mid-way left on it): on Postgres a round trip as long as the page read
+//! itself, paid on every read. A connection parked here after a read that finished is
+//! handed to the next read as it is.
+//!
+//! `count` connections are held, and the reads take turns on them: more connections
+//! than that gave no more reads on two cores (docs/benchmarks.md), and the pool's other
+//! connections stay free for writes, runs and other reads. A read that fails or is
+//! abandoned gives its connection back to the pool, which checks it.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sqlx::pool::PoolConnection;
+use sqlx::{Connection, Database, Pool};
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+/// How long a connection may have been idle and still be used without a ping first: one
+/// idle longer may have been dropped by the server or the network.
+pub(super) const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
+
+pub(super) struct HeldConnections<DB: Database> {
+    pool: Pool<DB>,
+    parked: Mutex<Vec<(PoolConnection<DB>, Instant)>>,
+    /// One permit per connection held; None when there are none (reads use the pool).
+    holds: Option<Semaphore>,
+}
+
+/// A connection for one read: `keep` it when the read succeeded.
+pub(super) struct HeldConnection<'a, DB: Database> {
+    conn: Option<PoolConnection<DB>>,
+    /// Where the connection is parked after the read; None for one of the pool's.
+    hold: Option<(SemaphorePermit<'a>, &'a HeldConnections<DB>)>,
+}
+
+impl<DB: Database> HeldConnections<DB> {
+    pub(super) fn new(pool: Pool<DB>, count: usize) -> Self {
+        Self {
+            pool,
+            parked: Mutex::new(Vec::new()),
+            holds: (count > 0).then(|| Semaphore::new(count)),
+        }
+    }
+
+    /// A held connection once one is free (taken from the pool the first time).
+    pub(super) async fn take(&self) -> Result<HeldConnection<'_, DB>, sqlx::Error> {
+        let Some(holds) = &self.holds else {
+            return Ok(HeldConnection {
+                conn: Some(self.pool.acquire().await?),
+                hold: None,
+            });
+        };
+        let permit = holds.acquire().await.expect("never closed");
+        let parked = self.parked.lock().expect("never poisoned").pop();
+        let conn = match parked {
+            Some((conn, since)) if since.elapsed() < PING_AFTER_IDLE => conn,
+            Some((mut conn, _)) => match conn.ping().await {
+                Ok(()) => conn,
+                // Dropped, it goes back to the pool, whose own check closes it.
+                Err(_) => self.pool.acquire().await?,
+            },
+            None => self.pool.acquire().await?,
+        };
+        Ok(HeldConnection {
+            conn: Some(conn),
+            hold: Some((permit, self)),
+        })
+    }
+}
+
+impl<DB: Database> HeldConnection<'_, DB> {
+    /// Parks the connection for the next read; the read on it completed.
+    pub(super) fn keep(mut self) {
+        if let (Some(conn), Some((_permit, home))) = (self.conn.take(), self.hold.take()) {
+            let mut parked = home.parked.lock().expect("never poisoned");
+            parked.push((conn, Instant::now()));
+        }
+    }
+}
+
+impl<DB: Database> Deref for HeldConnection<'_, DB> {
+    type Target = DB::Connection;
+
+    fn deref(&self) -> &Self::Target {
+        self.conn.as_deref().expect("present until kept")
+    }
+}
+
+impl<DB: Database> DerefMut for HeldConnection<'_, DB> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.conn.as_deref_mut().expect("present until kept")
+    }
+}
