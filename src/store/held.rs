@@ -70,6 +70,13 @@ impl<DB: Database> HeldConnections<DB> {
     }
 }
 
+impl<DB: Database> HeldConnections<DB> {
+    /// Connections parked between reads: idle, though the pool counts them as in use.
+    pub(super) fn parked(&self) -> u32 {
+        self.parked.lock().expect("never poisoned").len() as u32
+    }
+}
+
 impl<DB: Database> HeldConnection<'_, DB> {
     /// Parks the connection for the next read; the read on it completed.
     pub(super) fn keep(mut self) {

@@ -713,7 +713,7 @@ macro_rules! session_store {
                 }
 
                 fn pool_stats(&self) -> PoolStats {
-                    self.pools()
+                    let pooled = self.pools()
                         .into_iter()
                         .fold(PoolStats::default(), |stats, pool| {
                             let size = pool.size();
@@ -722,7 +722,12 @@ macro_rules! session_store {
                                 in_use: stats.in_use + size.saturating_sub(idle),
                                 idle: stats.idle + idle,
                             }
-                        })
+                        });
+                    let parked = self.page_readers().parked();
+                    PoolStats {
+                        in_use: pooled.in_use.saturating_sub(parked),
+                        idle: pooled.idle + parked,
+                    }
                 }
             }
 
