@@ -17,9 +17,11 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Database, Pool};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-/// How long a connection may have been idle and still be used without a ping first: one
-/// idle longer may have been dropped by the server or the network.
-pub(super) const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
+/// How long a connection may have been idle and still be used without a ping first. One
+/// in steady use goes unchecked (a database restart costs each such connection one
+/// failed statement); one idle longer, as every connection is after an outage of more
+/// than a moment, is checked and replaced if the server or the network dropped it.
+pub(super) const PING_AFTER_IDLE: Duration = Duration::from_millis(500);
 
 pub(super) struct HeldConnections<DB: Database> {
     pool: Pool<DB>,
@@ -44,7 +46,8 @@ impl<DB: Database> HeldConnections<DB> {
         }
     }
 
-    /// A held connection once one is free (taken from the pool the first time).
+    /// A held connection once one is free (taken from the pool the first time). Waits
+    /// no longer than the pool's acquire timeout, as a connection of the pool's would.
     pub(super) async fn take(&self) -> Result<HeldConnection<'_, DB>, sqlx::Error> {
         let Some(holds) = &self.holds else {
             return Ok(HeldConnection {
@@ -52,21 +55,41 @@ impl<DB: Database> HeldConnections<DB> {
                 hold: None,
             });
         };
-        let permit = holds.acquire().await.expect("never closed");
-        let parked = self.parked.lock().expect("never poisoned").pop();
-        let conn = match parked {
-            Some((conn, since)) if since.elapsed() < PING_AFTER_IDLE => conn,
-            Some((mut conn, _)) => match conn.ping().await {
-                Ok(()) => conn,
-                // Dropped, it goes back to the pool, whose own check closes it.
-                Err(_) => self.pool.acquire().await?,
-            },
-            None => self.pool.acquire().await?,
-        };
+        let wait = self.pool.options().get_acquire_timeout();
+        let permit = tokio::time::timeout(wait, holds.acquire())
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)?
+            .expect("never closed");
+        let conn = tokio::time::timeout(wait, self.ready())
+            .await
+            .map_err(|_| sqlx::Error::PoolTimedOut)??;
         Ok(HeldConnection {
             conn: Some(conn),
             hold: Some((permit, self)),
         })
+    }
+
+    /// A parked connection fit for use, or a new one from the pool.
+    async fn ready(&self) -> Result<PoolConnection<DB>, sqlx::Error> {
+        if self.pool.is_closed() {
+            // Parked connections go back to a closing pool, which waits for them.
+            self.parked.lock().expect("never poisoned").clear();
+            return Err(sqlx::Error::PoolClosed);
+        }
+        let parked = self.parked.lock().expect("never poisoned").pop();
+        match parked {
+            Some((conn, since)) if since.elapsed() < PING_AFTER_IDLE => Ok(conn),
+            Some((mut conn, _)) => {
+                if conn.ping().await.is_ok() {
+                    return Ok(conn);
+                }
+                // Back in the pool before a replacement is asked for, so that it does
+                // not hold the slot the replacement needs; the pool's check closes it.
+                drop(conn);
+                self.pool.acquire().await
+            }
+            None => self.pool.acquire().await,
+        }
     }
 }
 

@@ -40,6 +40,18 @@ impl TestDb {
         }
     }
 
+    /// A store connected to `url` as the service connects (its pool's options), not
+    /// through the test's pool.
+    pub async fn postgres_at(url: &str) -> Self {
+        let store = PgStore::connect(url, 10).await.expect("Postgres answers");
+        let raw = PgPool::connect(url).await.expect("Postgres answers twice");
+        Self {
+            store: Arc::new(store),
+            raw: RawDb::Postgres(raw),
+            _dir: None,
+        }
+    }
+
     pub async fn sqlite() -> Self {
         let dir = TempDir::new().expect("a temp dir");
         let url = format!("sqlite://{}", dir.path().join("test.db").display());

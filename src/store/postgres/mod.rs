@@ -98,9 +98,9 @@ impl PgStore {
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(5))
             // sqlx pings every connection it hands out, a round trip as long as most
-            // statements; only one idle long enough to have been dropped (a server
-            // restart, a network timeout) is worth it. A connection that broke while in
-            // use fails its statement (503) and is closed, not reused.
+            // statements; only one idle for a while is worth it (see PING_AFTER_IDLE).
+            // A connection that broke while in use fails its statement (503) and is
+            // closed, not reused.
             .test_before_acquire(false)
             .before_acquire(|conn, meta| {
                 Box::pin(async move {

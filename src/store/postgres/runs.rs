@@ -4,7 +4,8 @@
 
 use std::sync::LazyLock;
 
-use sqlx::{PgConnection, PgPool};
+use sqlx::pool::PoolConnection;
+use sqlx::{Connection, PgConnection, PgPool, Postgres};
 use uuid::Uuid;
 
 use super::{
@@ -159,19 +160,35 @@ async fn finish(
     events: &[RunEvent],
     now: Timestamp,
 ) -> Result<bool> {
-    let mut conn = pool.acquire().await?;
     let lease = Some(claim.worker);
-    let written = write_run(
-        &mut conn,
-        codec,
-        &claim.tenant,
-        claim.run_pk,
-        record,
-        events,
-        lease,
-        now,
-    );
-    Ok(written.await?.is_some())
+    let write = |mut conn: PoolConnection<Postgres>| async move {
+        let tenant = &claim.tenant;
+        write_run(
+            &mut conn,
+            codec,
+            tenant,
+            claim.run_pk,
+            record,
+            events,
+            lease,
+            now,
+        )
+        .await
+    };
+    // A connection in steady use is not checked before use (see `PgStore::connect`), so
+    // one broken since its last use (a database restart) fails this statement, which
+    // would lose the run's outcome to a re-execution. It is written again once, on a
+    // connection checked first: the lease check lets only one of the two write, should
+    // the first have committed.
+    let written = match write(pool.acquire().await?).await {
+        Err(error) if error.is_transient() => {
+            let mut conn = pool.acquire().await?;
+            conn.ping().await?;
+            write(conn).await?
+        }
+        written => written?,
+    };
+    Ok(written.is_some())
 }
 
 /// Leases a claimable run (see `RunStore::claim_run`). With a tenant limit, claims take

@@ -2,11 +2,13 @@
 //! exactly as it was.
 
 use axum::http::StatusCode;
-use serde_json::json;
+use serde_json::{json, Value};
+
+use std::time::Duration;
 
 use super::RunsApp;
 use crate::fake_llm::Reply;
-use crate::helpers::{on_both_backends, TestDb};
+use crate::helpers::{on_both_backends, scratch_postgres, TestDb};
 
 on_both_backends!(
     llm_failures_fail_the_run_and_keep_the_history,
@@ -160,4 +162,51 @@ async fn truncation_keeps_calls_with_their_outputs() {
         messages.len() < 6,
         "the oldest history was dropped: {messages:?}"
     );
+}
+
+/// Postgres closes every connection while a run waits for the model (a restart under
+/// load): a statement on a connection in steady use may fail (503, retryable), but the
+/// run's outcome is stored once, without the run being executed again.
+#[tokio::test]
+async fn a_run_outlives_its_database_connections() {
+    let scratch = scratch_postgres().await;
+    let db = TestDb::postgres_at(&scratch.url).await;
+    let t = RunsApp::new(db.clone_handle()).await;
+    t.llm.set_default(Reply::Text {
+        deltas: vec!["after".into()],
+        usage: None,
+        delay: Duration::from_millis(600),
+    });
+    let run = t.app.post("/v1/sessions/cut/runs", json!({"input": "hi"}));
+    let cut = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        db.execute(
+            "select pg_terminate_backend(pid) from pg_stat_activity \
+             where datname = current_database() and pid <> pg_backend_pid()",
+        )
+        .await;
+    };
+    let (answer, ()) = tokio::join!(run, cut);
+    assert!(
+        [StatusCode::OK, StatusCode::SERVICE_UNAVAILABLE].contains(&answer.status),
+        "{}",
+        answer.json()
+    );
+    let mut status = Value::Null;
+    for _ in 0..50 {
+        let runs = t.app.get("/v1/sessions/cut/runs").await;
+        if runs.status == StatusCode::OK {
+            status = runs.json()["data"][0]["status"].clone();
+            if status == "completed" {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, "completed");
+    assert_eq!(t.llm.requests().len(), 1);
+    assert_eq!(t.items("cut").await.len(), 2);
+    drop(t);
+    drop(db);
+    scratch.drop().await;
 }
