@@ -75,8 +75,8 @@ async fn insert_run(
 /// that ended also settles its session: its usage is added and, if it completed, its
 /// turn appended (the session's update reserves the items' seqs, the insert numbers
 /// them). With `lease`, nothing is written unless that worker holds the run. One
-/// statement, so one round trip, and atomic without a transaction of its own. Returns
-/// the run's session, or None when the lease was lost.
+/// statement, so one round trip, and atomic without a transaction of its own. False
+/// when the lease was lost.
 #[allow(clippy::too_many_arguments)]
 async fn write_run(
     conn: &mut PgConnection,
@@ -87,7 +87,7 @@ async fn write_run(
     events: &[RunEvent],
     lease: Option<Uuid>,
     now: Timestamp,
-) -> Result<Option<i64>> {
+) -> Result<bool> {
     static WRITE: LazyLock<String> = LazyLock::new(|| {
         format!(
             r"with r as (
@@ -113,7 +113,7 @@ async fn write_run(
                   insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
                   select t.id, $17, s.pk, s.last_seq - $12 + t.n, $10, $18, t.body
                   from s, unnest($19::uuid[], $20::text[]) with ordinality as t (id, body, n))
-              select session_pk from r",
+              select 1 from r",
             touch = touch("$10")
         )
     });
@@ -126,7 +126,7 @@ async fn write_run(
         .iter()
         .map(|i| codec.seal(tenant, Column::ItemBody, i.get()))
         .collect::<Result<Vec<_>>>()?;
-    Ok(sqlx::query_scalar(&WRITE)
+    let written: Option<i32> = sqlx::query_scalar(&WRITE)
         .bind(run_pk)
         .bind(record.run.status.as_str())
         .bind(record.run.finished_at.map(Timestamp))
@@ -148,7 +148,8 @@ async fn write_run(
         .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
         .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
         .fetch_optional(conn)
-        .await?)
+        .await?;
+    Ok(written.is_some())
 }
 
 /// Writes a run its worker finished (see `write_run`) in one statement.
@@ -180,15 +181,14 @@ async fn finish(
     // would lose the run's outcome to a re-execution. It is written again once, on a
     // connection checked first: the lease check lets only one of the two write, should
     // the first have committed.
-    let written = match write(pool.acquire().await?).await {
+    match write(pool.acquire().await?).await {
         Err(error) if error.is_transient() => {
             let mut conn = pool.acquire().await?;
             conn.ping().await?;
-            write(conn).await?
+            write(conn).await
         }
-        written => written?,
-    };
-    Ok(written.is_some())
+        written => written,
+    }
 }
 
 /// Leases a claimable run (see `RunStore::claim_run`). With a tenant limit, claims take

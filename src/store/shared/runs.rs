@@ -4,8 +4,9 @@
 //! in one block.
 
 /// The `RunStore` of `$store`. The backend's runs module provides the statements that
-/// differ by dialect: `insert_run`, `write_run`, `finish`, `claim_next`, `save_events`; its parent provides `FOR_UPDATE`, `SKIP_LOCKED`, `NOW`, `touch`,
-/// `claim_key`, `forget_expired`, `keep_response` and `kept_response`.
+/// differ by dialect: `insert_run`, `write_run`, `finish`, `claim_next`, `save_events`;
+/// its parent provides `FOR_UPDATE`, `SKIP_LOCKED`, `NOW`, `touch`, `claim_key`,
+/// `forget_expired`, `keep_response` and `kept_response`.
 macro_rules! run_store {
     ($store:ident, $conn:ty) => {
         mod run_flows {

@@ -90,8 +90,7 @@ async fn insert_run(
 
 /// Stores the record and its status, releasing any lease, and adds `events`; a run
 /// that ended also settles its session (`settle_session`). With `lease`, nothing is
-/// written unless that worker holds the run. Returns the run's session, or None when the
-/// lease was lost.
+/// written unless that worker holds the run. False when the lease was lost.
 #[allow(clippy::too_many_arguments)]
 async fn write_run(
     conn: &mut SqliteConnection,
@@ -102,7 +101,7 @@ async fn write_run(
     events: &[RunEvent],
     lease: Option<Uuid>,
     now: Timestamp,
-) -> Result<Option<i64>> {
+) -> Result<bool> {
     let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
     let session_pk: Option<i64> = sqlx::query_scalar(
         r"update runs set status = $2, finished_at = $3, body = $4,
@@ -121,13 +120,13 @@ async fn write_run(
     .fetch_optional(&mut *conn)
     .await?;
     let Some(session_pk) = session_pk else {
-        return Ok(None);
+        return Ok(false);
     };
     insert_events(conn, codec, tenant, run_pk, events).await?;
     if record.run.status.is_final() {
         settle_session(conn, codec, tenant, session_pk, record, now).await?;
     }
-    Ok(Some(session_pk))
+    Ok(true)
 }
 
 /// Writes a run its worker finished (see `write_run`) in one transaction.
@@ -151,7 +150,7 @@ async fn finish(
         lease,
         now,
     );
-    if written.await?.is_none() {
+    if !written.await? {
         return Ok(false);
     }
     tx.commit().await?;
