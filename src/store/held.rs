@@ -17,17 +17,14 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Database, Pool};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-/// How long a connection may have been idle and still be used without a ping first. One
-/// in steady use goes unchecked (a database restart costs each such connection one
-/// failed statement); one idle longer, as every connection is after an outage of more
-/// than a moment, is checked and replaced if the server or the network dropped it.
-pub(super) const PING_AFTER_IDLE: Duration = Duration::from_millis(500);
-
 pub(super) struct HeldConnections<DB: Database> {
     pool: Pool<DB>,
     parked: Mutex<Vec<(PoolConnection<DB>, Instant)>>,
     /// One permit per connection held; None when there are none (reads use the pool).
     holds: Option<Semaphore>,
+    /// How long a parked connection may have been idle and be used without a ping, as
+    /// the pool's own check; None where connections cannot be dropped from the other end.
+    ping_after_idle: Option<Duration>,
 }
 
 /// A connection for one read: `keep` it when the read succeeded.
@@ -38,11 +35,12 @@ pub(super) struct HeldConnection<'a, DB: Database> {
 }
 
 impl<DB: Database> HeldConnections<DB> {
-    pub(super) fn new(pool: Pool<DB>, count: usize) -> Self {
+    pub(super) fn new(pool: Pool<DB>, count: usize, ping_after_idle: Option<Duration>) -> Self {
         Self {
             pool,
             parked: Mutex::new(Vec::new()),
             holds: (count > 0).then(|| Semaphore::new(count)),
+            ping_after_idle,
         }
     }
 
@@ -55,12 +53,12 @@ impl<DB: Database> HeldConnections<DB> {
                 hold: None,
             });
         };
+        let taken = async {
+            let permit = holds.acquire().await.expect("never closed");
+            Ok::<_, sqlx::Error>((permit, self.ready().await?))
+        };
         let wait = self.pool.options().get_acquire_timeout();
-        let permit = tokio::time::timeout(wait, holds.acquire())
-            .await
-            .map_err(|_| sqlx::Error::PoolTimedOut)?
-            .expect("never closed");
-        let conn = tokio::time::timeout(wait, self.ready())
+        let (permit, conn) = tokio::time::timeout(wait, taken)
             .await
             .map_err(|_| sqlx::Error::PoolTimedOut)??;
         Ok(HeldConnection {
@@ -77,8 +75,9 @@ impl<DB: Database> HeldConnections<DB> {
             return Err(sqlx::Error::PoolClosed);
         }
         let parked = self.parked.lock().expect("never poisoned").pop();
+        let unchecked = |since: Instant| self.ping_after_idle.is_none_or(|d| since.elapsed() < d);
         match parked {
-            Some((conn, since)) if since.elapsed() < PING_AFTER_IDLE => Ok(conn),
+            Some((conn, since)) if unchecked(since) => Ok(conn),
             Some((mut conn, _)) => {
                 if conn.ping().await.is_ok() {
                     return Ok(conn);
@@ -91,9 +90,7 @@ impl<DB: Database> HeldConnections<DB> {
             None => self.pool.acquire().await,
         }
     }
-}
 
-impl<DB: Database> HeldConnections<DB> {
     /// Connections parked between reads: idle, though the pool counts them as in use.
     pub(super) fn parked(&self) -> u32 {
         self.parked.lock().expect("never poisoned").len() as u32

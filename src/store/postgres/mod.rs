@@ -18,7 +18,7 @@ use sqlx::{ConnectOptions, Connection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::combiner::Combiner;
-use super::held::{HeldConnections, PING_AFTER_IDLE};
+use super::held::HeldConnections;
 use super::payload::PayloadCodec;
 use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
@@ -34,6 +34,12 @@ const FOR_UPDATE: &str = " for update";
 /// Replicas recovering lapsed leases, or sweeping expired sessions, at once each take
 /// other rows.
 const SKIP_LOCKED: &str = " for update skip locked";
+
+/// How long a connection may have been idle and still be used without a ping first. One
+/// in steady use goes unchecked (a database restart costs each such connection one
+/// failed statement); one idle longer, as every connection is after an outage of more
+/// than a moment, is checked and replaced if the server or the network dropped it.
+const PING_AFTER_IDLE: Duration = Duration::from_millis(500);
 
 /// The current time in SQL, which expiry is checked against.
 const NOW: &str = "now()";
@@ -122,7 +128,7 @@ impl PgStore {
         // run workers and the other reads.
         let held = (pool.options().get_max_connections() as usize / 2).min(4);
         Self {
-            page_readers: HeldConnections::new(pool.clone(), held),
+            page_readers: HeldConnections::new(pool.clone(), held, Some(PING_AFTER_IDLE)),
             pool,
             codec: PayloadCodec::default(),
             default_expiry: None,
