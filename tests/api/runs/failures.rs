@@ -4,7 +4,16 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+use agent_sessions::model::{
+    run_items, IfBusy, Metadata, NewRun, Order, PageRequest, RunConfig, RunStatus, SessionId,
+    DEFAULT_TENANT,
+};
+use agent_sessions::store::{PgStore, RunStore, SessionStore, StartNow};
+use sqlx::{Connection, PgConnection};
+use uuid::Uuid;
 
 use super::RunsApp;
 use crate::fake_llm::Reply;
@@ -208,5 +217,84 @@ async fn a_run_outlives_its_database_connections() {
     assert_eq!(t.items("cut").await.len(), 2);
     drop(t);
     drop(db);
+    scratch.drop().await;
+}
+
+/// A worker's final write on a connection the database closed since its last use (a
+/// restart, within the half second the pool leaves connections unchecked) is made again
+/// on a checked connection: the write holds the lease, the run is completed and its turn
+/// stored once.
+#[tokio::test]
+async fn a_final_write_on_a_dropped_connection_is_made_again() {
+    let scratch = scratch_postgres().await;
+    // One connection, so the final write is certain to get the one the server closed.
+    let store = PgStore::connect(&scratch.url, 1).await.unwrap();
+    let mut raw = PgConnection::connect(&scratch.url).await.unwrap();
+    let session = SessionId::parse("id", "dropped".into()).unwrap();
+    let run = NewRun {
+        id: Uuid::now_v7(),
+        input: vec![run_items::user_message("hi")],
+        config: RunConfig {
+            model: "m".into(),
+            instructions: None,
+            temperature: None,
+            max_output_tokens: None,
+            tools: Vec::new(),
+            max_turns: 1,
+            max_input_tokens: None,
+            compaction: None,
+        },
+        metadata: Metadata::new(BTreeMap::new()).unwrap(),
+        idempotency: None,
+    };
+    let start = StartNow {
+        worker: Uuid::now_v7(),
+        lease: Duration::from_secs(30),
+    };
+    let created = store
+        .create_run(DEFAULT_TENANT, &session, run, IfBusy::Reject, Some(start))
+        .await
+        .unwrap();
+    let claim = created.claim.expect("an idle session's run starts");
+    let others = "select count(*) from pg_stat_activity \
+                  where datname = current_database() and pid <> pg_backend_pid()";
+    sqlx::query(&others.replace("count(*)", "pg_terminate_backend(pid)"))
+        .execute(&mut raw)
+        .await
+        .unwrap();
+    while sqlx::query_scalar::<_, i64>(others)
+        .fetch_one(&mut raw)
+        .await
+        .unwrap()
+        > 0
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut record = claim.record.clone();
+    record.run.output.push(run_items::user_message("there"));
+    let last = record.end(
+        RunStatus::Completed,
+        None,
+        claim.last_event_seq,
+        chrono::Utc::now(),
+    );
+    assert!(store.finish_run(&claim, &record, &[last]).await.unwrap());
+    let stored = store
+        .get_run(DEFAULT_TENANT, &session, record.run.id)
+        .await
+        .unwrap();
+    assert_eq!(stored.status, RunStatus::Completed);
+    let newest = PageRequest {
+        limit: 10,
+        order: Order::Asc,
+        cursor: None,
+    };
+    let items = store
+        .list_items(DEFAULT_TENANT, &session, &newest)
+        .await
+        .unwrap();
+    assert_eq!(items.data.len(), 2);
+    raw.close().await.unwrap();
+    drop(store);
     scratch.drop().await;
 }
