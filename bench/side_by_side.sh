@@ -4,7 +4,7 @@
 # sends the same appends and reads to the release binary on that database and on
 # SQLite, at the same concurrency. Prints each throughput and its ratio to pgbench's.
 #
-#   bench/side_by_side.sh [seconds per phase] [connections]
+#   bench/side_by_side.sh [seconds per phase] [connections] [items per session]
 #
 # Needs pgbench and psql (Postgres at POSTGRES_URL, default the local server) and wrk
 # (installed from Debian's packages when missing).
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 connections=${2:-32}
 export SESSIONS=1000
-items=20
+items=${3:-20}
 server=${POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}
 database=agent_sessions_side_by_side
 here=bench/side_by_side

@@ -7,15 +7,22 @@
 //! `count` connections are held, and the reads take turns on them: more connections
 //! than that gave no more reads on two cores (docs/benchmarks.md), and the pool's other
 //! connections stay free for writes, runs and other reads. A read that fails or is
-//! abandoned gives its connection back to the pool, which checks it.
+//! abandoned gives its connection back to the pool, which checks it, unless the
+//! connection was readied for page reads (see [`Prepare`]): that one is closed.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Database, Pool};
 use tokio::sync::{Semaphore, SemaphorePermit};
+
+/// Readies a connection the pool gave for page reads, such as a setting of their own,
+/// which the pool's other work must not inherit.
+pub(super) type Prepare<DB> =
+    for<'c> fn(&'c mut <DB as Database>::Connection) -> BoxFuture<'c, Result<(), sqlx::Error>>;
 
 pub(super) struct HeldConnections<DB: Database> {
     pool: Pool<DB>,
@@ -25,6 +32,7 @@ pub(super) struct HeldConnections<DB: Database> {
     /// How long a parked connection may have been idle and be used without a ping, as
     /// the pool's own check; None where connections cannot be dropped from the other end.
     ping_after_idle: Option<Duration>,
+    prepare: Option<Prepare<DB>>,
 }
 
 /// A connection for one read: `keep` it when the read succeeded.
@@ -35,12 +43,18 @@ pub(super) struct HeldConnection<'a, DB: Database> {
 }
 
 impl<DB: Database> HeldConnections<DB> {
-    pub(super) fn new(pool: Pool<DB>, count: usize, ping_after_idle: Option<Duration>) -> Self {
+    pub(super) fn new(
+        pool: Pool<DB>,
+        count: usize,
+        ping_after_idle: Option<Duration>,
+        prepare: Option<Prepare<DB>>,
+    ) -> Self {
         Self {
             pool,
             parked: Mutex::new(Vec::new()),
             holds: (count > 0).then(|| Semaphore::new(count)),
             ping_after_idle,
+            prepare,
         }
     }
 
@@ -82,13 +96,24 @@ impl<DB: Database> HeldConnections<DB> {
                 if conn.ping().await.is_ok() {
                     return Ok(conn);
                 }
-                // Back in the pool before a replacement is asked for, so that it does
-                // not hold the slot the replacement needs; the pool's check closes it.
+                // Given back (or closed) before a replacement is asked for, so that it
+                // does not hold the slot the replacement needs; the pool's check closes
+                // it.
                 drop(conn);
-                self.pool.acquire().await
+                self.acquire().await
             }
-            None => self.pool.acquire().await,
+            None => self.acquire().await,
         }
+    }
+
+    /// A connection from the pool, readied for page reads.
+    async fn acquire(&self) -> Result<PoolConnection<DB>, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        if let Some(prepare) = self.prepare {
+            conn.close_on_drop();
+            prepare(&mut conn).await?;
+        }
+        Ok(conn)
     }
 
     /// Connections parked between reads: idle, though the pool counts them as in use.

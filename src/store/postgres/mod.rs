@@ -4,17 +4,20 @@
 
 mod appends;
 mod runs;
+#[cfg(test)]
+mod tests;
 
 use std::borrow::Cow;
 use std::str::FromStr;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::types::Json;
-use sqlx::{ConnectOptions, Connection, Postgres, QueryBuilder};
+use sqlx::{ConnectOptions, Connection, Executor, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::combiner::Combiner;
@@ -127,8 +130,14 @@ impl PgStore {
         // Up to 4, and never more than half the pool: the rest serve the writes, the
         // run workers and the other reads.
         let held = (pool.options().get_max_connections() as usize / 2).min(4);
+        let readers = HeldConnections::new(
+            pool.clone(),
+            held,
+            Some(PING_AFTER_IDLE),
+            Some(plan_pages_once),
+        );
         Self {
-            page_readers: HeldConnections::new(pool.clone(), held, Some(PING_AFTER_IDLE)),
+            page_readers: readers,
             pool,
             codec: PayloadCodec::default(),
             default_expiry: None,
@@ -151,6 +160,19 @@ impl PgStore {
     fn pools(&self) -> [&PgPool; 1] {
         [&self.pool]
     }
+}
+
+/// Page reads plan their statements once per connection. Left to choose, Postgres plans
+/// them again on every read once sessions hold more than about ten pages of items on
+/// average: the generic plan of `limit $3`, costed at a tenth of a session's rows, looks
+/// dearer than a plan for the page's size, though both are the same index scan.
+/// Replanning tripled Postgres' CPU per read (docs/benchmarks.md).
+fn plan_pages_once(conn: &mut PgConnection) -> BoxFuture<'_, sqlx::Result<()>> {
+    Box::pin(async move {
+        conn.execute("set plan_cache_mode = force_generic_plan")
+            .await
+            .map(drop)
+    })
 }
 
 /// Inserts an append's items in one statement, whatever their number, so that it is

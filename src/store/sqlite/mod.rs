@@ -133,7 +133,7 @@ impl SqliteStore {
         };
         Ok(Self {
             writer,
-            page_readers: HeldConnections::new(reader.clone(), held, None),
+            page_readers: HeldConnections::new(reader.clone(), held, None, None),
             reader,
             codec: PayloadCodec::default(),
             default_expiry: None,

@@ -1,0 +1,83 @@
+//! What only this backend's own parts can show: the plans of page reads, made on
+//! connections the other work never gets.
+
+use serde_json::value::RawValue;
+use sqlx::PgPool;
+
+use super::PgStore;
+use crate::model::{ItemBody, Order, PageRequest, SessionId};
+use crate::store::SessionStore;
+
+const T: &str = "default";
+
+fn item(text: String) -> ItemBody {
+    ItemBody::new("item", RawValue::from_string(text).unwrap()).unwrap()
+}
+
+fn newest(limit: u32) -> PageRequest {
+    PageRequest {
+        limit,
+        order: Order::Desc,
+        cursor: None,
+    }
+}
+
+/// Sessions of 300 items, pages of 20: left to choose, Postgres would plan every read.
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn page_reads_are_planned_once_per_connection(pool: PgPool) {
+    let store = PgStore::from_pool(pool);
+    let id = SessionId::parse("id", "long".into()).unwrap();
+    for n in 0..3 {
+        let items = (0..100)
+            .map(|i| item(format!(r#"{{"n":{}}}"#, n * 100 + i)))
+            .collect();
+        store.append_items(T, &id, items, None).await.unwrap();
+    }
+    sqlx::query("analyze").execute(&store.pool).await.unwrap();
+    for _ in 0..8 {
+        let page = store.list_items(T, &id, &newest(20)).await.unwrap();
+        assert_eq!(page.data.len(), 20);
+    }
+    // Reads one after another took turns on one kept connection.
+    let mut conn = store.page_readers.take().await.unwrap();
+    let (generic, custom): (i64, i64) = sqlx::query_as(
+        "select generic_plans, custom_plans from pg_prepared_statements \
+         where statement like 'select id, seq, created_at, run_id, body from items%'",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    assert_eq!((generic, custom), (8, 0));
+    conn.keep();
+}
+
+/// A read cut short by the byte budget does not park its connection, and that
+/// connection is closed: none the pool hands out plans as page reads do.
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn connections_readied_for_pages_never_go_back_to_the_pool(pool: PgPool) {
+    let store = PgStore::from_pool(pool.clone());
+    let id = SessionId::parse("id", "large".into()).unwrap();
+    let large = format!(r#"{{"text":"{}"}}"#, "x".repeat(9 * 1024 * 1024));
+    for _ in 0..2 {
+        let items = vec![item(large.clone())];
+        store.append_items(T, &id, items, None).await.unwrap();
+    }
+    let page = newest(10);
+    let reads = (0..2).map(|_| store.list_items(T, &id, &page));
+    for page in futures::future::join_all(reads).await {
+        let page = page.unwrap();
+        assert_eq!((page.data.len(), page.has_more), (1, true));
+    }
+    // Every connection the pool can give, waiting for any still on its way back.
+    let free = pool.options().get_max_connections() - store.page_readers.parked();
+    let mut taken = Vec::new();
+    for _ in 0..free {
+        let mut conn = pool.acquire().await.unwrap();
+        let mode: String = sqlx::query_scalar("show plan_cache_mode")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(mode, "auto");
+        taken.push(conn);
+    }
+}
