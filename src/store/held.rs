@@ -1,14 +1,16 @@
-//! Connections held out of the pool between reads of pages of items, the most frequent
-//! request. sqlx pings every connection taken back into its pool (to flush whatever a
-//! query dropped mid-way left on it): on Postgres a round trip as long as the page read
-//! itself, paid on every read. A connection parked here after a read that finished is
-//! handed to the next read as it is.
+//! Connections held out of the pool between uses by the most frequent work: reads of
+//! pages of items, and the append queue's writer. sqlx pings every connection taken back
+//! into its pool (to flush whatever a query dropped mid-way left on it): on Postgres a
+//! round trip as long as a page read itself, paid on every read and every combined
+//! append. A connection parked here after a use that finished is handed to the next
+//! use as it is.
 //!
-//! `count` connections are held, and the reads take turns on them: more connections
-//! than that gave no more reads on two cores (docs/benchmarks.md), and the pool's other
-//! connections stay free for writes, runs and other reads. A read that fails or is
-//! abandoned gives its connection back to the pool, which checks it, unless the
-//! connection was readied for page reads (see [`Prepare`]): that one is closed.
+//! `count` connections are held, and their users take turns on them: more connections
+//! than that gave no more page reads on two cores (docs/benchmarks.md), the writer is
+//! one task, and the pool's other connections stay free for the other writes, runs and
+//! reads. A use that fails or is abandoned gives its connection back to the pool, which
+//! checks it, unless the connection was readied for its use (see [`Prepare`]): that
+//! one is closed.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Mutex;
@@ -19,15 +21,15 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Database, Pool};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-/// Readies a connection the pool gave for page reads, such as a setting of their own,
-/// which the pool's other work must not inherit.
+/// Readies a connection the pool gave for the use it is held for, such as a setting of
+/// its own, which the pool's other work must not inherit.
 pub(super) type Prepare<DB> =
     for<'c> fn(&'c mut <DB as Database>::Connection) -> BoxFuture<'c, Result<(), sqlx::Error>>;
 
 pub(super) struct HeldConnections<DB: Database> {
     pool: Pool<DB>,
     parked: Mutex<Vec<(PoolConnection<DB>, Instant)>>,
-    /// One permit per connection held; None when there are none (reads use the pool).
+    /// One permit per connection held; None when there are none (its users take the pool's).
     holds: Option<Semaphore>,
     /// How long a parked connection may have been idle and be used without a ping, as
     /// the pool's own check; None where connections cannot be dropped from the other end.
@@ -35,10 +37,10 @@ pub(super) struct HeldConnections<DB: Database> {
     prepare: Option<Prepare<DB>>,
 }
 
-/// A connection for one read: `keep` it when the read succeeded.
+/// A connection for one use: `keep` it when the use succeeded.
 pub(super) struct HeldConnection<'a, DB: Database> {
     conn: Option<PoolConnection<DB>>,
-    /// Where the connection is parked after the read; None for one of the pool's.
+    /// Where the connection is parked after the use; None for one of the pool's.
     hold: Option<(SemaphorePermit<'a>, &'a HeldConnections<DB>)>,
 }
 
@@ -106,7 +108,7 @@ impl<DB: Database> HeldConnections<DB> {
         }
     }
 
-    /// A connection from the pool, readied for page reads.
+    /// A connection from the pool, readied for its use.
     async fn acquire(&self) -> Result<PoolConnection<DB>, sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
         if let Some(prepare) = self.prepare {
@@ -116,14 +118,14 @@ impl<DB: Database> HeldConnections<DB> {
         Ok(conn)
     }
 
-    /// Connections parked between reads: idle, though the pool counts them as in use.
+    /// Connections parked between uses: idle, though the pool counts them as in use.
     pub(super) fn parked(&self) -> u32 {
         self.parked.lock().expect("never poisoned").len() as u32
     }
 }
 
 impl<DB: Database> HeldConnection<'_, DB> {
-    /// Parks the connection for the next read; the read on it completed.
+    /// Parks the connection for the next use; the use of it completed.
     pub(super) fn keep(mut self) {
         if let (Some(conn), Some((_permit, home))) = (self.conn.take(), self.hold.take()) {
             let mut parked = home.parked.lock().expect("never poisoned");

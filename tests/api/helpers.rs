@@ -77,11 +77,18 @@ impl TestDb {
         expiry: Option<agent_sessions::model::ExpiresAfter>,
     ) -> Self {
         let store: Arc<dyn SessionStore> = match &self.raw {
-            RawDb::Postgres(pool) => Arc::new(
-                PgStore::from_pool(pool.clone())
-                    .with_codec(codec)
-                    .with_default_expiry(expiry),
-            ),
+            RawDb::Postgres(pool) => {
+                // A pool of its own, as another process has: stores keep connections
+                // out of their pool between uses.
+                let own = sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(pool.options().get_max_connections())
+                    .connect_lazy_with((*pool.connect_options()).clone());
+                Arc::new(
+                    PgStore::from_pool(own)
+                        .with_codec(codec)
+                        .with_default_expiry(expiry),
+                )
+            }
             RawDb::Sqlite(pool) => {
                 let path = pool.connect_options().get_filename().display().to_string();
                 let store = SqliteStore::connect(&format!("sqlite://{path}"))

@@ -9,7 +9,7 @@ mod tests;
 
 use std::borrow::Cow;
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -75,6 +75,8 @@ pub struct PgStore {
     appends: OnceLock<Combiner>,
     /// Connections kept between reads of pages of items.
     page_readers: HeldConnections<Postgres>,
+    /// The connection the append queue's writer keeps between its transactions.
+    append_writer: Arc<HeldConnections<Postgres>>,
 }
 
 impl PgStore {
@@ -129,7 +131,10 @@ impl PgStore {
     pub fn from_pool(pool: PgPool) -> Self {
         // Up to 4, and never more than half the pool: the rest serve the writes, the
         // run workers and the other reads.
-        let held = (pool.options().get_max_connections() as usize / 2).min(4);
+        let max = pool.options().get_max_connections() as usize;
+        let held = (max / 2).min(4);
+        // One for the append writer where at least two stay for the rest.
+        let writer = usize::from(max >= held + 3);
         let readers = HeldConnections::new(
             pool.clone(),
             held,
@@ -138,6 +143,12 @@ impl PgStore {
         );
         Self {
             page_readers: readers,
+            append_writer: Arc::new(HeldConnections::new(
+                pool.clone(),
+                writer,
+                Some(PING_AFTER_IDLE),
+                None,
+            )),
             pool,
             codec: PayloadCodec::default(),
             default_expiry: None,
@@ -155,6 +166,10 @@ impl PgStore {
 
     fn page_readers(&self) -> &HeldConnections<Postgres> {
         &self.page_readers
+    }
+
+    fn append_writer(&self) -> &Arc<HeldConnections<Postgres>> {
+        &self.append_writer
     }
 
     fn pools(&self) -> [&PgPool; 1] {

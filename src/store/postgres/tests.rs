@@ -69,7 +69,8 @@ async fn connections_readied_for_pages_never_go_back_to_the_pool(pool: PgPool) {
         assert_eq!((page.data.len(), page.has_more), (1, true));
     }
     // Every connection the pool can give, waiting for any still on its way back.
-    let free = pool.options().get_max_connections() - store.page_readers.parked();
+    let kept = store.page_readers.parked() + store.append_writer.parked();
+    let free = pool.options().get_max_connections() - kept;
     let mut taken = Vec::new();
     for _ in 0..free {
         let mut conn = pool.acquire().await.unwrap();
@@ -80,4 +81,31 @@ async fn connections_readied_for_pages_never_go_back_to_the_pool(pool: PgPool) {
         assert_eq!(mode, "auto");
         taken.push(conn);
     }
+}
+
+/// The append queue's writer keeps its connection between transactions, which the pool
+/// counts as idle.
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn appends_keep_their_connection_between_transactions(pool: PgPool) {
+    let store = PgStore::from_pool(pool.clone());
+    let id = SessionId::parse("id", "kept".into()).unwrap();
+    let append = |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None);
+    append(0).await.unwrap();
+    assert_eq!(store.append_writer.parked(), 1);
+    let mut conn = store.append_writer.take().await.unwrap();
+    sqlx::query("set application_name = 'kept writer'")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    conn.keep();
+    append(1).await.unwrap();
+    assert_eq!(store.pool_stats().in_use, 0);
+    // The marked connection made the second append.
+    let last: String = sqlx::query_scalar(
+        "select query from pg_stat_activity where application_name = 'kept writer'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(last, "COMMIT");
 }

@@ -7,7 +7,7 @@
 /// The queries of sessions and items on one connection, and the `SessionStore` of
 /// `$store`. The backend module provides `FOR_UPDATE` (the row lock its transactions
 /// take, if any), `insert_items` and `push_metadata_filter`; `$store` provides
-/// `writer()`, `reader()` and `codec`.
+/// `writer()`, `reader()`, `page_readers()`, `append_writer()` and `codec`.
 macro_rules! session_store {
     ($store:ident, $db:ty, $conn:ty) => {
         mod session_flows {
@@ -350,10 +350,10 @@ macro_rules! session_store {
                 })
             }
 
-            /// What the append queue's writer task writes with: the store's writer pool,
-            /// codec and default retention.
+            /// What the append queue's writer task writes with: the store's writer
+            /// connection, codec and default retention.
             struct Writes {
-                pool: sqlx::Pool<$db>,
+                connection: Arc<HeldConnections<$db>>,
                 codec: PayloadCodec,
                 default_expiry: Option<ExpiresAfter>,
             }
@@ -361,10 +361,12 @@ macro_rules! session_store {
             #[async_trait]
             impl Appender for Writes {
                 async fn append_one(&self, append: &Append) -> Result<Appended> {
-                    let mut tx = self.pool.begin().await?;
+                    let mut conn = self.connection.take().await?;
+                    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
                     let appended =
                         append_in(&mut tx, &self.codec, self.default_expiry, append, Timestamp::now()).await?;
                     tx.commit().await?;
+                    conn.keep();
                     Ok(appended)
                 }
 
@@ -373,12 +375,16 @@ macro_rules! session_store {
                     appends: &[Append],
                 ) -> std::result::Result<Vec<Option<Appended>>, BatchFailed> {
                     let before = |e: StoreError| BatchFailed::BeforeCommit(e);
-                    let mut tx = self.pool.begin().await.map_err(|e| before(e.into()))?;
+                    let mut conn = self.connection.take().await.map_err(|e| before(e.into()))?;
+                    let mut tx = sqlx::Connection::begin(&mut *conn)
+                        .await
+                        .map_err(|e| before(e.into()))?;
                     let appended =
                         append_many(&mut tx, &self.codec, self.default_expiry, appends, Timestamp::now())
                             .await
                             .map_err(before)?;
                     tx.commit().await.map_err(|e| BatchFailed::AtCommit(e.into()))?;
+                    conn.keep();
                     Ok(appended)
                 }
             }
@@ -723,7 +729,7 @@ macro_rules! session_store {
                                 idle: stats.idle + idle,
                             }
                         });
-                    let parked = self.page_readers().parked();
+                    let parked = self.page_readers().parked() + self.append_writer().parked();
                     PoolStats {
                         in_use: pooled.in_use.saturating_sub(parked),
                         idle: pooled.idle + parked,
@@ -736,7 +742,7 @@ macro_rules! session_store {
                 fn appends(&self) -> &Combiner {
                     self.appends.get_or_init(|| {
                         Combiner::start(Writes {
-                            pool: self.writer().clone(),
+                            connection: self.append_writer().clone(),
                             codec: self.codec.clone(),
                             default_expiry: self.default_expiry,
                         })

@@ -7,7 +7,7 @@ mod runs;
 
 use std::borrow::Cow;
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
@@ -70,6 +70,9 @@ pub struct SqliteStore {
     appends: OnceLock<Combiner>,
     /// Connections kept between reads of pages of items.
     page_readers: HeldConnections<Sqlite>,
+    /// None kept for the append queue's writer: the writer pool's one connection serves
+    /// every write.
+    append_writer: Arc<HeldConnections<Sqlite>>,
 }
 
 impl SqliteStore {
@@ -132,8 +135,9 @@ impl SqliteStore {
             READ_CONNECTIONS as usize / 2
         };
         Ok(Self {
-            writer,
             page_readers: HeldConnections::new(reader.clone(), held, None, None),
+            append_writer: Arc::new(HeldConnections::new(writer.clone(), 0, None, None)),
+            writer,
             reader,
             codec: PayloadCodec::default(),
             default_expiry: None,
@@ -151,6 +155,10 @@ impl SqliteStore {
 
     fn page_readers(&self) -> &HeldConnections<Sqlite> {
         &self.page_readers
+    }
+
+    fn append_writer(&self) -> &Arc<HeldConnections<Sqlite>> {
+        &self.append_writer
     }
 
     fn pools(&self) -> [&SqlitePool; 2] {
