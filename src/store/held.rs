@@ -125,9 +125,13 @@ impl<DB: Database> HeldConnections<DB> {
 }
 
 impl<DB: Database> HeldConnection<'_, DB> {
-    /// Parks the connection for the next use; the use of it completed.
+    /// Parks the connection for the next use; the use of it completed. A closing pool
+    /// gets it back instead, as it waits for all of its connections.
     pub(super) fn keep(mut self) {
         if let (Some(conn), Some((_permit, home))) = (self.conn.take(), self.hold.take()) {
+            if home.pool.is_closed() {
+                return;
+            }
             let mut parked = home.parked.lock().expect("never poisoned");
             parked.push((conn, Instant::now()));
         }

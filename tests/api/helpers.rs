@@ -31,6 +31,14 @@ enum RawDb {
     Sqlite(SqlitePool),
 }
 
+/// A new pool on the database of `pool`, as another process has: a store keeps some of
+/// its pool's connections for itself, so two stores must not share one.
+fn pool_of_its_own(pool: &PgPool) -> PgPool {
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(pool.options().get_max_connections())
+        .connect_lazy_with((*pool.connect_options()).clone())
+}
+
 impl TestDb {
     pub fn postgres(pool: PgPool) -> Self {
         Self {
@@ -38,6 +46,11 @@ impl TestDb {
             raw: RawDb::Postgres(pool),
             _dir: None,
         }
+    }
+
+    /// Another replica on the database of `pool`, with a pool of its own.
+    pub fn postgres_replica(pool: &PgPool) -> Self {
+        Self::postgres(pool_of_its_own(pool))
     }
 
     /// A store connected to `url` as the service connects (its pool's options), not
@@ -77,18 +90,11 @@ impl TestDb {
         expiry: Option<agent_sessions::model::ExpiresAfter>,
     ) -> Self {
         let store: Arc<dyn SessionStore> = match &self.raw {
-            RawDb::Postgres(pool) => {
-                // A pool of its own, as another process has: stores keep connections
-                // out of their pool between uses.
-                let own = sqlx::postgres::PgPoolOptions::new()
-                    .max_connections(pool.options().get_max_connections())
-                    .connect_lazy_with((*pool.connect_options()).clone());
-                Arc::new(
-                    PgStore::from_pool(own)
-                        .with_codec(codec)
-                        .with_default_expiry(expiry),
-                )
-            }
+            RawDb::Postgres(pool) => Arc::new(
+                PgStore::from_pool(pool_of_its_own(pool))
+                    .with_codec(codec)
+                    .with_default_expiry(expiry),
+            ),
             RawDb::Sqlite(pool) => {
                 let path = pool.connect_options().get_filename().display().to_string();
                 let store = SqliteStore::connect(&format!("sqlite://{path}"))

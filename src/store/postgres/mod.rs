@@ -127,10 +127,11 @@ impl PgStore {
         Ok(Self::from_pool(pool))
     }
 
-    /// Wraps a pool whose database is migrated already (as `#[sqlx::test]` gives).
+    /// Wraps a pool whose database is migrated already (as `#[sqlx::test]` gives). The
+    /// store keeps some of the pool's connections for itself: one store per pool.
     pub fn from_pool(pool: PgPool) -> Self {
-        // Up to 4, and never more than half the pool: the rest serve the writes, the
-        // run workers and the other reads.
+        // Up to 4, and never more than half the pool: the rest serve the other writes,
+        // the run workers and the other reads.
         let max = pool.options().get_max_connections() as usize;
         let held = (max / 2).min(4);
         // One for the append writer where at least two stay for the rest.

@@ -350,8 +350,8 @@ macro_rules! session_store {
                 })
             }
 
-            /// What the append queue's writer task writes with: the store's writer
-            /// connection, codec and default retention.
+            /// What the append queue's writer task writes with: the connection it keeps
+            /// (or, keeping none, the writer pool's), codec and default retention.
             struct Writes {
                 connection: Arc<HeldConnections<$db>>,
                 codec: PayloadCodec,
@@ -581,7 +581,7 @@ macro_rules! session_store {
                     let mut conn = self.page_readers().take().await?;
                     let (rows, cut_short) = read_item_rows(query.fetch(&mut *conn)).await?;
                     // A page cut short left rows unread on the connection: the pool's
-                    // check on its return flushes them.
+                    // check on its return flushes them, or (Postgres) it is closed.
                     if !cut_short {
                         conn.keep();
                     }

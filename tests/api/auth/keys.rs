@@ -176,7 +176,7 @@ async fn a_revoked_key_stops_working_on_every_replica(pool: sqlx::PgPool) {
     let mut config = test_config();
     with_auth(&mut config);
     config.auth_cache_secs = 1;
-    let first = TestApp::new(TestDb::postgres(pool.clone()), &config);
+    let first = TestApp::new(TestDb::postgres_replica(&pool), &config);
     let second = TestApp::new(TestDb::postgres(pool), &config);
     let (id, key) = new_key(&first, "acme", json!(["read"])).await;
     As {

@@ -93,8 +93,8 @@ async fn a_tenant_with_many_queued_runs_starves_no_other(db: TestDb) {
 /// has two runs executing, and another tenant is not held up by it.
 #[sqlx::test(migrations = "./migrations/postgres")]
 async fn a_tenant_limit_holds_across_replicas(pool: sqlx::PgPool) {
-    let replica = |pool: sqlx::PgPool| async move {
-        let app = RunsApp::configured(TestDb::postgres(pool), |c| {
+    let replica = |db: TestDb| async move {
+        let app = RunsApp::configured(db, |c| {
             with_auth(c);
             c.run_workers = 2;
             c.tenant_max_active_runs = Some(1.try_into().unwrap());
@@ -107,8 +107,8 @@ async fn a_tenant_limit_holds_across_replicas(pool: sqlx::PgPool) {
         });
         app
     };
-    let first = replica(pool.clone()).await;
-    let second = replica(pool.clone()).await;
+    let first = replica(TestDb::postgres_replica(&pool)).await;
+    let second = replica(TestDb::postgres(pool.clone())).await;
     let (_, busy) = new_key(&first.app, "busy", json!(["read", "write"])).await;
     let (_, other) = new_key(&first.app, "other", json!(["read", "write"])).await;
     let busy_first = As {
