@@ -1,5 +1,5 @@
-//! What only this backend's own parts can show: the plans of page reads, made on
-//! connections the other work never gets.
+//! What only this backend's own parts can show: the connections it keeps out of its
+//! pool, for page reads (planned once) and for the append writer.
 
 use serde_json::value::RawValue;
 use sqlx::PgPool;
@@ -108,4 +108,73 @@ async fn appends_keep_their_connection_between_transactions(pool: PgPool) {
     .await
     .unwrap();
     assert_eq!(last, "COMMIT");
+}
+
+/// The server closes the writer's kept connection (a restart): an append alone on it
+/// fails as transient, a combined one is made again one by one on a new connection, and
+/// nothing is lost or doubled.
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn appends_recover_when_the_writers_connection_is_closed(pool: PgPool) {
+    let store = PgStore::from_pool(pool.clone());
+    let id = SessionId::parse("id", "restarted".into()).unwrap();
+    let append = |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None);
+    append(0).await.unwrap();
+    let mut conn = store.append_writer.take().await.unwrap();
+    let pid: i32 = sqlx::query_scalar("select pg_backend_pid()")
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    conn.keep();
+    sqlx::query("select pg_terminate_backend($1)")
+        .bind(pid)
+        .execute(&pool)
+        .await
+        .unwrap();
+    // The backend exits a moment after the call returns; the kept connection stays
+    // unchecked for half a second.
+    while sqlx::query_scalar::<_, bool>(
+        "select exists (select from pg_stat_activity where pid = $1)",
+    )
+    .bind(pid)
+    .fetch_one(&pool)
+    .await
+    .unwrap()
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let mut made = 1;
+    let mut failures = 0;
+    for appended in futures::future::join_all((1..=8).map(append)).await {
+        match appended {
+            Ok(_) => made += 1,
+            Err(error) => {
+                assert!(error.is_transient(), "{error}");
+                failures += 1;
+            }
+        }
+    }
+    // The closed connection was met: by an append alone (which failed), or by a
+    // combined one made again one by one.
+    let fallbacks = store.append_stats().fallbacks;
+    assert_eq!(
+        failures + fallbacks,
+        1,
+        "{failures} failed, {fallbacks} made again"
+    );
+    append(9).await.unwrap();
+    made += 1;
+    let page = PageRequest {
+        limit: 100,
+        order: Order::Asc,
+        cursor: None,
+    };
+    let seqs: Vec<i64> = store
+        .list_items(T, &id, &page)
+        .await
+        .unwrap()
+        .data
+        .iter()
+        .map(|i| i.seq)
+        .collect();
+    assert_eq!(seqs, (1..=made).collect::<Vec<i64>>());
 }
