@@ -36,13 +36,22 @@ pub enum StoreError {
     #[error("DATABASE_URL must start with sqlite:, postgres: or postgresql:")]
     UnsupportedUrl,
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("a stored value is encrypted under key id `{0}`, which ENCRYPTION_KEYS does not hold")]
     EncryptionKeyMissing(String),
+}
+
+/// Every database error of the store passes here, so a lost connection is noted for
+/// the checks of the others (`outage`).
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        super::outage::note(&error);
+        Self::Database(error)
+    }
 }
 
 impl StoreError {

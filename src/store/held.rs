@@ -21,6 +21,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Database, Pool};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use super::outage;
+
 /// Readies a connection the pool gave for the use it is held for, such as a setting of
 /// its own, which the pool's other work must not inherit.
 pub(super) type Prepare<DB> =
@@ -91,7 +93,10 @@ impl<DB: Database> HeldConnections<DB> {
             return Err(sqlx::Error::PoolClosed);
         }
         let parked = self.parked.lock().expect("never poisoned").pop();
-        let unchecked = |since: Instant| self.ping_after_idle.is_none_or(|d| since.elapsed() < d);
+        let unchecked = |since: Instant| {
+            self.ping_after_idle
+                .is_none_or(|window| !outage::needs_check(since.elapsed(), window))
+        };
         match parked {
             Some((conn, since)) if unchecked(since) => Ok(conn),
             Some((mut conn, _)) => {

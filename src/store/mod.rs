@@ -10,6 +10,7 @@ mod encryption;
 mod error;
 mod held;
 mod idempotency;
+mod outage;
 mod payload;
 mod postgres;
 mod rows;

@@ -22,6 +22,7 @@ use uuid::Uuid;
 
 use super::combiner::Combiner;
 use super::held::HeldConnections;
+use super::outage;
 use super::payload::PayloadCodec;
 use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
@@ -39,9 +40,10 @@ const FOR_UPDATE: &str = " for update";
 const SKIP_LOCKED: &str = " for update skip locked";
 
 /// How long a connection may have been idle and still be used without a ping first. One
-/// in steady use goes unchecked (a database restart costs each such connection one
-/// failed statement); one idle longer, as every connection is after an outage of more
-/// than a moment, is checked and replaced if the server or the network dropped it.
+/// in steady use goes unchecked (a database restart costs the first statement on such a
+/// connection, after which those idle since are checked: `store::outage`); one idle
+/// longer, as every connection is after an outage of more than a moment, is checked and
+/// replaced if the server or the network dropped it.
 const PING_AFTER_IDLE: Duration = Duration::from_millis(500);
 
 /// The current time in SQL, which expiry is checked against.
@@ -115,7 +117,7 @@ impl PgStore {
             .test_before_acquire(false)
             .before_acquire(|conn, meta| {
                 Box::pin(async move {
-                    if meta.idle_for >= PING_AFTER_IDLE {
+                    if outage::needs_check(meta.idle_for, PING_AFTER_IDLE) {
                         conn.ping().await?;
                     }
                     Ok(true)
