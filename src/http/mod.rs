@@ -6,6 +6,7 @@ mod auth;
 mod compactions;
 mod console;
 mod error;
+mod event_stream;
 mod examples;
 mod extract;
 mod forks;

@@ -40,16 +40,6 @@ pub struct Compaction {
     pub usage: Usage,
 }
 
-/// A forked session's origin: the session it copied and the newest item it copied
-/// (null when it copied none).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ForkedFrom {
-    pub session_id: String,
-    #[schema(required = true)]
-    pub item_id: Option<Uuid>,
-}
-
 /// Where a fork's copy of the history ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForkPoint {

@@ -12,7 +12,9 @@ mod metadata;
 mod page;
 mod retention;
 mod run;
+mod run_event;
 pub mod run_items;
+mod run_record;
 mod session;
 mod tool;
 mod whole_number;
@@ -23,7 +25,7 @@ pub use agent_config::{
 };
 pub use api_key::{check_scopes, check_tenant, ApiKey, KeyHash, NewKey, Scope, TENANT_PATTERN};
 pub use compaction::{
-    Compaction, ForkPoint, ForkedFrom, NewFork, DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS,
+    Compaction, ForkPoint, NewFork, DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS,
 };
 pub use field::{json_error_message, InvalidField, IDENTIFIER_PATTERN};
 pub use idempotency::IdempotencyKey;
@@ -32,10 +34,15 @@ pub use metadata::{Metadata, MetadataPatch};
 pub use page::{Cursor, Order, Page, PageRequest};
 pub use retention::{Anchor, ExpiresAfter, MAX_EXPIRES_AFTER_SECS};
 pub use run::{
-    CompactionCreated, IfBusy, IncompleteDetails, ItemCreated, MessageDelta, NewRun,
-    RequiredAction, RequiredToolCall, Run, RunConfig, RunError, RunEvent, RunRecord, RunStatus,
+    IfBusy, IncompleteDetails, RequiredAction, RequiredToolCall, Run, RunError, RunStatus,
     ToolOutput,
 };
-pub use session::{AgentId, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT};
+pub use run_event::{
+    CompactionCreated, ItemCreated, MessageDelta, RunEvent, RunEventKind, UnknownEvent,
+};
+pub use run_record::{NewRun, RunConfig, RunRecord};
+pub use session::{
+    AgentId, ForkedFrom, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT,
+};
 pub use tool::{Tool, ToolKind, Webhook, WebhookPolicy};
 pub(crate) use whole_number::{optional as whole_optional, patch as whole_patch};

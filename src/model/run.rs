@@ -8,14 +8,10 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::agent_config::CompactionPolicy;
-use super::compaction::Compaction;
 use super::field::InvalidField;
-use super::idempotency::IdempotencyKey;
 use super::metadata::Metadata;
 use super::run_items;
 use super::session::Usage;
-use super::tool::Tool;
 
 /// `queued → running → (requires_action ⇄ running) → completed | failed | cancelled`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -155,133 +151,6 @@ impl RunError {
             message: message.into(),
         }
     }
-}
-
-/// The configuration a run executes with, resolved from its layers when it was created,
-/// so later changes to an agent never alter a queued run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunConfig {
-    pub model: String,
-    pub instructions: Option<String>,
-    pub temperature: Option<f64>,
-    pub max_output_tokens: Option<u32>,
-    pub tools: Vec<Tool>,
-    pub max_turns: u32,
-    pub max_input_tokens: Option<u64>,
-    /// Set for strategy `compact`; absent in runs stored before compaction existed.
-    #[serde(default)]
-    pub compaction: Option<CompactionPolicy>,
-}
-
-/// A run with what the worker needs to carry it on: its configuration and how many LLM
-/// calls it has made. Stored as one document; status and lease live in columns.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunRecord {
-    pub run: Run,
-    pub config: RunConfig,
-    pub turns: u32,
-}
-
-impl RunRecord {
-    /// Moves the run to `status`, which is final or `requires_action`, and returns the
-    /// event that announces it, numbered after `last_event_seq`.
-    pub fn end(
-        &mut self,
-        status: RunStatus,
-        error: Option<RunError>,
-        last_event_seq: i64,
-        now: DateTime<Utc>,
-    ) -> RunEvent {
-        self.run.status = status;
-        if status.is_final() {
-            self.run.finished_at = Some(now);
-            self.run.required_action = None;
-        }
-        self.run.error = error;
-        RunEvent::for_status(last_event_seq + 1, &self.run)
-    }
-}
-
-/// The `data` of a `message.delta` event: the next piece of the assistant's text.
-#[derive(Serialize, ToSchema)]
-pub struct MessageDelta<'a> {
-    pub delta: &'a str,
-}
-
-/// The `data` of an `item.created` event: an item the run generated, in the shape it
-/// will have in the session.
-#[derive(Serialize, ToSchema)]
-pub struct ItemCreated<'a> {
-    #[schema(value_type = Object)]
-    pub item: &'a RawValue,
-}
-
-/// The `data` of a `compaction.created` event: the compaction the run made before
-/// calling the model.
-#[derive(Serialize, ToSchema)]
-pub struct CompactionCreated<'a> {
-    pub compaction: &'a Compaction,
-}
-
-/// One event of a run's stream. `seq` is the SSE `id`: consecutive from 1 within a run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunEvent {
-    pub seq: i64,
-    pub event: String,
-    pub data: Box<RawValue>,
-}
-
-impl RunEvent {
-    pub const CREATED: &'static str = "run.created";
-    pub const STARTED: &'static str = "run.started";
-    pub const MESSAGE_DELTA: &'static str = "message.delta";
-    pub const ITEM_CREATED: &'static str = "item.created";
-    pub const COMPACTION_CREATED: &'static str = "compaction.created";
-    pub const REQUIRES_ACTION: &'static str = "run.requires_action";
-    pub const COMPLETED: &'static str = "run.completed";
-    pub const FAILED: &'static str = "run.failed";
-    pub const CANCELLED: &'static str = "run.cancelled";
-
-    pub fn new(seq: i64, event: &str, data: &impl Serialize) -> Self {
-        let text = serde_json::to_string(data).expect("event data serializes");
-        Self {
-            seq,
-            event: event.to_owned(),
-            data: RawValue::from_string(text).expect("serialized JSON is valid"),
-        }
-    }
-
-    /// The event that carries the run in `status`.
-    pub fn for_status(seq: i64, run: &Run) -> Self {
-        let name = match run.status {
-            RunStatus::Queued => Self::CREATED,
-            RunStatus::Running => Self::STARTED,
-            RunStatus::RequiresAction => Self::REQUIRES_ACTION,
-            RunStatus::Completed => Self::COMPLETED,
-            RunStatus::Failed => Self::FAILED,
-            RunStatus::Cancelled => Self::CANCELLED,
-        };
-        Self::new(seq, name, run)
-    }
-
-    /// After this event nothing follows until the client acts, or ever.
-    pub fn ends_stream(&self) -> bool {
-        matches!(
-            self.event.as_str(),
-            Self::REQUIRES_ACTION | Self::COMPLETED | Self::FAILED | Self::CANCELLED
-        )
-    }
-}
-
-/// What a new run needs; the store gives it its status and timestamps.
-#[derive(Debug, Clone)]
-pub struct NewRun {
-    pub id: Uuid,
-    pub input: Vec<Box<RawValue>>,
-    pub config: RunConfig,
-    pub metadata: Metadata,
-    /// A retry with this key and the same request gets the first request's run.
-    pub idempotency: Option<IdempotencyKey>,
 }
 
 /// What to do when the session has an active run already.

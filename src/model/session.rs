@@ -3,7 +3,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::compaction::ForkedFrom;
 use super::field::{check_identifier, InvalidField};
 use super::metadata::{Metadata, MetadataPatch};
 use super::retention::ExpiresAfter;
@@ -67,6 +66,16 @@ impl Usage {
         self.total_tokens += other.total_tokens;
         self.llm_calls += other.llm_calls;
     }
+}
+
+/// A forked session's origin: the session it copied and the newest item it copied
+/// (null when it copied none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkedFrom {
+    pub session_id: String,
+    #[schema(required = true)]
+    pub item_id: Option<Uuid>,
 }
 
 /// A conversation: its metadata, its agent and counters over its items and runs.

@@ -8,12 +8,11 @@ use uuid::Uuid;
 
 use super::context::build_messages;
 use super::error::{Result, RunsError};
-use super::turn::Execution;
+use super::execution::Execution;
 use super::{config, ConfigRequest, Engine, Runs};
 use crate::llm::{ChatRequest, LlmError, Message, Progress, Role};
 use crate::model::{
-    AgentConfig, Compaction, CompactionCreated, InvalidField, RunError, RunEvent, SessionId,
-    MAX_KEEP_RECENT_ITEMS,
+    AgentConfig, Compaction, InvalidField, RunError, RunEventKind, SessionId, MAX_KEEP_RECENT_ITEMS,
 };
 use crate::store::{Context, StoreError};
 
@@ -26,9 +25,6 @@ as given. When the text starts with an earlier summary, fold it in. Write only t
 
 /// The first line of the text given to the summariser, before the rendered items.
 pub const CONVERSATION_HEADING: &str = "The conversation to summarise:";
-
-/// How the summary is introduced where a run sends it, as a developer message.
-pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation, which it replaces:";
 
 /// What a client asks of a compaction.
 #[derive(Debug, Default)]
@@ -151,10 +147,7 @@ pub(super) async fn compact_for_run(
         Err(error) => return Err(error),
     }
     exec.record.run.usage.add(&compaction.usage);
-    let created = CompactionCreated {
-        compaction: &compaction,
-    };
-    exec.emit(RunEvent::COMPACTION_CREATED, &created);
+    exec.emit(RunEventKind::CompactionCreated(Box::new(compaction)));
     Ok(RunCompaction::Stored)
 }
 

@@ -5,6 +5,7 @@ mod compact;
 mod config;
 mod context;
 mod error;
+mod execution;
 mod follow;
 mod hub;
 mod start;
@@ -22,13 +23,16 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
-pub use compact::{CompactRequest, CONVERSATION_HEADING, SUMMARY_HEADING, SUMMARY_PROMPT};
+pub use compact::{CompactRequest, CONVERSATION_HEADING, SUMMARY_PROMPT};
 pub use config::ConfigRequest;
+pub use context::SUMMARY_HEADING;
 pub use error::RunsError;
 pub use start::{StartRun, Started};
 
 use crate::llm::LlmClient;
-use crate::model::{Page, PageRequest, Run, RunEvent, SessionId, ToolOutput, WebhookPolicy};
+use crate::model::{
+    Page, PageRequest, Run, RunEvent, RunEventKind, SessionId, ToolOutput, WebhookPolicy,
+};
 use crate::store::{SessionStore, StoreError};
 use error::Result;
 use hub::Hub;
@@ -191,10 +195,9 @@ impl Runs {
             last = Some(event?);
         }
         // The event that ended the stream carries the run as it was committed.
-        match last.filter(RunEvent::ends_stream) {
-            Some(event) => serde_json::from_str(event.data.get())
-                .map_err(|e| StoreError::Corrupt(format!("run event: {e}")).into()),
-            None => self.get(tenant, session_id, run_id).await,
+        match last.filter(RunEvent::ends_stream).map(|e| e.kind) {
+            Some(RunEventKind::Status(run)) => Ok(*run),
+            _ => self.get(tenant, session_id, run_id).await,
         }
     }
 

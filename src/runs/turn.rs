@@ -1,8 +1,6 @@
 //! One execution of a claimed run: the loop of DESIGN.md from the stored history to a
 //! final status or a pause for the client's tool outputs.
 
-use std::sync::Arc;
-
 use futures::future::join_all;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -10,13 +8,13 @@ use tokio::sync::mpsc;
 
 use super::compact::{compact_for_run, RunCompaction};
 use super::context::{build_messages, estimate_tokens};
-use super::hub::LiveRun;
+use super::execution::Execution;
 use super::tools::call_webhook;
 use super::Engine;
-use crate::llm::{ChatRequest, Progress, ToolCall, ToolSpec};
+use crate::llm::{ChatRequest, ToolCall, ToolSpec};
 use crate::model::{
-    run_items, IncompleteDetails, ItemCreated, MessageDelta, Order, PageRequest, RequiredAction,
-    RequiredToolCall, RunConfig, RunError, RunEvent, RunRecord, SessionId, Tool,
+    run_items, IncompleteDetails, Order, PageRequest, RequiredAction, RequiredToolCall, RunConfig,
+    RunError, SessionId, Tool,
 };
 use crate::store::{Claim, StoreError};
 
@@ -25,36 +23,6 @@ pub(super) enum Outcome {
     Completed,
     Failed(RunError),
     RequiresAction(RequiredAction),
-}
-
-/// The run being executed; its events go to the hub, which the worker stores from.
-pub(super) struct Execution {
-    pub record: RunRecord,
-    pub seq: i64,
-    pub live: Arc<LiveRun>,
-}
-
-impl Execution {
-    pub(super) fn emit(&mut self, event: &str, data: &impl serde::Serialize) {
-        self.seq += 1;
-        self.live.publish(RunEvent::new(self.seq, event, data));
-    }
-
-    /// Counts a request to the provider as it is made (so a call that fails or is cut
-    /// off by a cancel counts too) and publishes text as it streams.
-    fn progress(&mut self, progress: Progress) {
-        match progress {
-            Progress::Request => self.record.run.usage.llm_calls += 1,
-            Progress::Delta(delta) => {
-                self.emit(RunEvent::MESSAGE_DELTA, &MessageDelta { delta: &delta })
-            }
-        }
-    }
-
-    fn push_item(&mut self, item: Box<RawValue>) {
-        self.emit(RunEvent::ITEM_CREATED, &ItemCreated { item: &item });
-        self.record.run.output.push(item);
-    }
 }
 
 /// Runs turns until the run completes, fails or waits for the client.

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::execution::Execution;
 use super::hub::LiveRun;
-use super::turn::{drive, Execution, Outcome};
+use super::turn::{drive, Outcome};
 use super::Engine;
-use crate::model::{RunEvent, RunStatus};
+use crate::model::{RunEvent, RunEventKind, RunStatus};
 use crate::store::{Claim, StoreError};
 
 /// One worker: claims and executes runs until shutdown, finishing the run in hand. It
@@ -110,8 +111,8 @@ pub(super) fn execute_claimed(
             seq: claim.last_event_seq,
             live: live.clone(),
         };
-        let run = exec.record.run.clone();
-        exec.emit(RunEvent::STARTED, &run);
+        let run = Box::new(exec.record.run.clone());
+        exec.emit(RunEventKind::Status(run));
         let span = tracing::info_span!("run", run_id = %run_id, attempt = claim.attempts);
         let result =
             tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await;

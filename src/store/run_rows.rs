@@ -101,25 +101,21 @@ pub(super) fn events(
     rows.into_iter()
         .map(|row| {
             let data = codec.open(tenant, Column::RunEventData, row.data)?;
-            Ok(RunEvent {
-                seq: row.seq,
-                event: row.event,
-                data: RawValue::from_string(data)
-                    .map_err(|e| StoreError::Corrupt(format!("run event: {e}")))?,
-            })
+            RunEvent::parse(row.seq, &row.event, &data)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))
         })
         .collect()
 }
 
 /// The stored data of events, sealed.
-pub(super) fn sealed_events<'a>(
+pub(super) fn sealed_events(
     codec: &PayloadCodec,
     tenant: &str,
-    events: &'a [RunEvent],
-) -> Result<Vec<Cow<'a, str>>, StoreError> {
+    events: &[RunEvent],
+) -> Result<Vec<Cow<'static, str>>, StoreError> {
     events
         .iter()
-        .map(|e| codec.seal(tenant, Column::RunEventData, e.data.get()))
+        .map(|e| codec.seal(tenant, Column::RunEventData, e.data_json()))
         .collect()
 }
 

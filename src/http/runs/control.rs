@@ -6,12 +6,13 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::follow::{sse, wait};
+use super::follow::{wait, Native};
 use super::schemas::RunStreamEvent;
 use crate::http::error::{
     ApiError, BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, Result,
     UnsupportedMediaType,
 };
+use crate::http::event_stream::sse;
 use crate::http::extract::{AppJson, RunPath, SessionPath, Tenant};
 use crate::http::list_query::ListQuery;
 use crate::http::AppState;
@@ -156,7 +157,8 @@ pub async fn submit_tool_outputs(
         .await
         .map_err(|e| ApiError::from_runs(e, session_id.as_str(), Some(&run.raw)))?;
     if request.stream.unwrap_or(false) {
-        return Ok(sse(state.runs.events(tenant, &session_id, run.id, after)));
+        let events = state.runs.events(tenant, &session_id, run.id, after);
+        return Ok(sse(events, Native));
     }
     wait(&state, tenant, &session_id, run.id, after).await
 }

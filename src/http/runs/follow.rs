@@ -1,21 +1,18 @@
 //! How a run is answered: waited for, streamed as server-sent events, or accepted.
 
-use std::convert::Infallible;
-
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use futures::{Stream, StreamExt};
 use uuid::Uuid;
 
 use super::schemas::RunStreamEvent;
 use crate::http::error::{ApiError, BadRequest, Internal, NotFound, Result};
+use crate::http::event_stream::{sse, Translator};
 use crate::http::extract::{RunPath, SessionPath, Tenant};
 use crate::http::AppState;
 use crate::model::{Run, RunEvent, SessionId};
-use crate::store::StoreError;
 
 /// How a new run is answered.
 pub(super) enum Mode {
@@ -48,7 +45,7 @@ pub(super) async fn answer(
 ) -> Result<Response> {
     Ok(match mode {
         Mode::Background => accepted(run),
-        Mode::Stream => sse(state.runs.events(tenant, session_id, run.id, 0)),
+        Mode::Stream => sse(state.runs.events(tenant, session_id, run.id, 0), Native),
         Mode::Wait => wait(state, tenant, session_id, run.id, 0).await?,
     })
 }
@@ -90,29 +87,16 @@ fn accepted(run: Run) -> Response {
         .into_response()
 }
 
-/// The events as server-sent events, with keep-alive comments while the run is quiet.
-pub(super) fn sse(
-    events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
-) -> Response {
-    let events = events
-        .take_while(|event| {
-            if let Err(error) = event {
-                tracing::warn!(%error, "a run's event stream broke off");
-            }
-            std::future::ready(event.is_ok())
-        })
-        .filter_map(|event| std::future::ready(event.ok()))
-        .map(|event| {
-            Ok::<_, Infallible>(
-                Event::default()
-                    .event(event.event)
-                    .id(event.seq.to_string())
-                    .data(event.data.get()),
-            )
-        });
-    Sse::new(events)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+/// The native stream: each event as it is, named, numbered by its seq, its data JSON.
+pub(super) struct Native;
+
+impl Translator for Native {
+    fn translate(&mut self, event: &RunEvent) -> Vec<Event> {
+        vec![Event::default()
+            .event(event.name())
+            .id(event.seq.to_string())
+            .data(event.data_json())]
+    }
 }
 
 /// Follow a run's events.
@@ -160,5 +144,8 @@ pub async fn run_events(
         .get(tenant, &session_id, run.id)
         .await
         .map_err(|e| ApiError::from_runs(e, session_id.as_str(), Some(&run.raw)))?;
-    Ok(sse(state.runs.events(tenant, &session_id, run.id, after)))
+    Ok(sse(
+        state.runs.events(tenant, &session_id, run.id, after),
+        Native,
+    ))
 }

@@ -52,7 +52,11 @@ async fn insert_run(
         )
     });
     let body = codec.seal(run.tenant, Column::RunBody, to_json(run.record)?)?;
-    let event_data = codec.seal(run.tenant, Column::RunEventData, run.first_event.data.get())?;
+    let event_data = codec.seal(
+        run.tenant,
+        Column::RunEventData,
+        run.first_event.data_json(),
+    )?;
     let inserted: Option<(i64, bool)> = sqlx::query_as(&INSERT)
         .bind(run.tenant)
         .bind(run.record.run.id)
@@ -63,7 +67,7 @@ async fn insert_run(
         .bind(run.lease_owner())
         .bind(run.lease_expires_at())
         .bind(run.first_event.seq)
-        .bind(&run.first_event.event)
+        .bind(run.first_event.name())
         .bind(run.enqueue())
         .bind(event_data)
         .fetch_optional(conn)
@@ -134,7 +138,7 @@ async fn write_run(
         .bind(events.last().map_or(0, |e| e.seq))
         .bind(lease)
         .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
-        .bind(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>())
+        .bind(events.iter().map(RunEvent::name).collect::<Vec<_>>())
         .bind(data.iter().map(|d| &**d).collect::<Vec<_>>())
         .bind(now)
         .bind(settles)
@@ -280,7 +284,7 @@ async fn save_events(
     .bind(claim.worker)
     .bind(events.last().map_or(0, |e| e.seq))
     .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
-    .bind(events.iter().map(|e| e.event.as_str()).collect::<Vec<_>>())
+    .bind(events.iter().map(RunEvent::name).collect::<Vec<_>>())
     .bind(data.iter().map(|d| &**d).collect::<Vec<_>>())
     .bind(Timestamp::now())
     .fetch_optional(pool)

@@ -39,7 +39,7 @@ async fn insert_events(
     insert.push_values(events.iter().zip(&data), |mut row, (event, data)| {
         row.push_bind(run_pk)
             .push_bind(event.seq)
-            .push_bind(event.event.as_str())
+            .push_bind(event.name())
             .push_bind(&**data)
             .push_bind(now);
     });

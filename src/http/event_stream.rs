@@ -1,0 +1,60 @@
+//! Server-sent events from a run's event stream, for any wire protocol. The engine
+//! publishes one typed stream of events; each protocol at the edge supplies a
+//! [`Translator`] from those events to its own, and this module does the rest the same
+//! way for all: it ends the answer when the engine's stream breaks off and keeps a quiet
+//! connection alive.
+
+use std::convert::Infallible;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+
+use crate::model::RunEvent;
+use crate::store::StoreError;
+
+/// Turns a run's events into one protocol's server-sent events.
+pub trait Translator: Send + 'static {
+    /// The events that stand for one of the run's: none, one or several.
+    fn translate(&mut self, event: &RunEvent) -> Vec<Event>;
+
+    /// The events that close the answer: after the run's stream ended (`broke` false) or
+    /// broke off (`broke` true).
+    fn finish(&mut self, broke: bool) -> Vec<Event> {
+        let _ = broke;
+        Vec::new()
+    }
+}
+
+/// The run's events, translated, as a `text/event-stream` answer with keep-alive
+/// comments while the run is quiet.
+pub fn sse(
+    events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
+    translator: impl Translator,
+) -> Response {
+    Sse::new(translated(events, translator))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The translated events, then the translator's closing ones.
+fn translated(
+    events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
+    translator: impl Translator,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
+    let state = (Box::pin(events), Some(translator));
+    futures::stream::unfold(state, |(mut events, mut translator)| async move {
+        let mut open = translator.take()?;
+        let (out, next) = match events.next().await {
+            Some(Ok(event)) => (open.translate(&event), Some(open)),
+            Some(Err(error)) => {
+                tracing::warn!(%error, "a run's event stream broke off");
+                (open.finish(true), None)
+            }
+            None => (open.finish(false), None),
+        };
+        Some((futures::stream::iter(out), (events, next)))
+    })
+    .flatten()
+    .map(Ok)
+}

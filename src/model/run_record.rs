@@ -1,0 +1,70 @@
+//! What the engine keeps of a run beyond what clients see: the configuration it was
+//! created with and how far it got.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::agent_config::CompactionPolicy;
+use super::idempotency::IdempotencyKey;
+use super::metadata::Metadata;
+use super::run::{Run, RunError, RunStatus};
+use super::run_event::RunEvent;
+use super::tool::Tool;
+
+/// The configuration a run executes with, resolved from its layers when it was created,
+/// so later changes to an agent never alter a queued run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub model: String,
+    pub instructions: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_output_tokens: Option<u32>,
+    pub tools: Vec<Tool>,
+    pub max_turns: u32,
+    pub max_input_tokens: Option<u64>,
+    /// Set for strategy `compact`; absent in runs stored before compaction existed.
+    #[serde(default)]
+    pub compaction: Option<CompactionPolicy>,
+}
+
+/// A run with what the worker needs to carry it on: its configuration and how many LLM
+/// calls it has made. Stored as one document; status and lease live in columns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run: Run,
+    pub config: RunConfig,
+    pub turns: u32,
+}
+
+impl RunRecord {
+    /// Moves the run to `status`, which is final or `requires_action`, and returns the
+    /// event that announces it, numbered after `last_event_seq`.
+    pub fn end(
+        &mut self,
+        status: RunStatus,
+        error: Option<RunError>,
+        last_event_seq: i64,
+        now: DateTime<Utc>,
+    ) -> RunEvent {
+        self.run.status = status;
+        if status.is_final() {
+            self.run.finished_at = Some(now);
+            self.run.required_action = None;
+        }
+        self.run.error = error;
+        RunEvent::for_status(last_event_seq + 1, &self.run)
+    }
+}
+
+/// What a new run needs; the store gives it its status and timestamps.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: Uuid,
+    pub input: Vec<Box<RawValue>>,
+    pub config: RunConfig,
+    pub metadata: Metadata,
+    /// A retry with this key and the same request gets the first request's run.
+    pub idempotency: Option<IdempotencyKey>,
+}
