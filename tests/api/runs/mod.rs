@@ -6,6 +6,7 @@ mod modes;
 mod queue;
 mod retries;
 mod tools;
+mod translator;
 
 use axum::http::StatusCode;
 use serde_json::Value;
