@@ -10,9 +10,10 @@ macro_rules! agent_store {
             use super::*;
             use $crate::model::{Agent, AgentPatch, Page, PageRequest};
             use $crate::store::payload::Column;
-            use $crate::store::rows::{beyond, direction, to_json, AgentRow};
+            use $crate::store::pages::{beyond, direction, explain_empty_agent_page};
+            use $crate::store::rows::{to_json, AgentRow};
             use $crate::store::timestamp::Timestamp;
-            use $crate::store::{explain_empty_agent_page, AgentStore, Result, StoreError};
+            use $crate::store::{AgentStore, Result, StoreError};
 
             #[async_trait]
             impl AgentStore for $store {

@@ -10,7 +10,8 @@ macro_rules! api_key_store {
 
             use super::*;
             use $crate::model::{ApiKey, KeyHash, Page, PageRequest};
-            use $crate::store::rows::{beyond, direction, scopes_text, ApiKeyRow};
+            use $crate::store::pages::{beyond, direction};
+            use $crate::store::rows::{scopes_text, ApiKeyRow};
             use $crate::store::timestamp::Timestamp;
             use $crate::store::{ApiKeyStore, Result, StoreError};
 

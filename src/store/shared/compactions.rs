@@ -17,9 +17,10 @@ macro_rules! compaction_store {
             };
             use $crate::store::compactions::{fork_response, replayed_fork};
             use $crate::store::payload::Column;
+            use $crate::store::pages::{beyond, direction, uuid_cursor};
             use $crate::store::rows::{
-                beyond, direction, expiry_columns, id_prefix, live, stored_expiry, uuid_cursor,
-                CompactionRow, ItemRow, SessionRow, COMPACTION_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS,
+                expiry_columns, id_prefix, live, stored_expiry, CompactionRow, ItemRow, SessionRow,
+                COMPACTION_COLUMNS, ITEM_COLUMNS, SESSION_COLUMNS,
             };
             use $crate::store::run_rows::UNFINISHED;
             use $crate::store::timestamp::Timestamp;

@@ -22,13 +22,14 @@ macro_rules! run_store {
             };
             use $crate::store::idempotency::{replayed_run_id, run_response};
             use $crate::store::payload::PayloadCodec;
-            use $crate::store::rows::{beyond, direction, expiry_columns, live, uuid_cursor};
+            use $crate::store::pages::{beyond, direction, explain_empty_page, uuid_cursor};
+            use $crate::store::rows::{expiry_columns, live};
             use $crate::store::run_rows::{
                 self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
             };
             use $crate::store::timestamp::Timestamp;
             use $crate::store::{
-                explain_empty_run_page, Claim, CreatedRun, Result, RunStore, StartNow, StoreError,
+                Claim, CreatedRun, Result, RunStore, StartNow, StoreError,
             };
 
             /// The run with its bookkeeping, locked for the rest of the transaction where
@@ -250,7 +251,8 @@ macro_rules! run_store {
                     .fetch_all(self.reader())
                     .await?;
                     if rows.is_empty() {
-                        explain_empty_run_page(self, tenant, session_id, cursor).await?;
+                        let cursor_run = cursor.map(|id| self.get_run(tenant, session_id, id));
+                        explain_empty_page(self, tenant, session_id, cursor_run).await?;
                     }
                     let runs = rows
                         .into_iter()

@@ -23,15 +23,18 @@ macro_rules! session_store {
                 Page, PageRequest, Session, SessionId, SessionPatch,
             };
             use $crate::store::payload::{Column, PayloadCodec};
+            use $crate::store::pages::{
+                beyond, direction, explain_empty_page, read_item_rows, uuid_cursor, ItemsPage,
+            };
             use $crate::store::rows::{
-                beyond, direction, expiry_columns, live, ItemsPage, new_items, read_item_rows,
-                stored_expiry, uuid_cursor, ItemRow, SessionRow, ITEM_COLUMNS, SESSION_COLUMNS,
+                expiry_columns, live, new_items, stored_expiry, ItemRow, SessionRow, ITEM_COLUMNS,
+                SESSION_COLUMNS,
             };
             use $crate::store::idempotency::{first_append, first_response, AppendedSeqs, FirstAppend};
             use $crate::store::timestamp::Timestamp;
             use $crate::store::run_rows::UNFINISHED;
             use $crate::store::combiner::{Append, Appender, BatchFailed, Combiner};
-            use $crate::store::{explain_empty_page, AppendStats, Appended, PoolStats, Result, SessionStore, StoreError, Swept};
+            use $crate::store::{AppendStats, Appended, PoolStats, Result, SessionStore, StoreError, Swept};
 
             /// A session as a patch finds it.
             #[derive(sqlx::FromRow)]
@@ -586,7 +589,8 @@ macro_rules! session_store {
                         conn.keep();
                     }
                     if rows.is_empty() {
-                        explain_empty_page(self, tenant, session_id, cursor).await?;
+                        let cursor_item = cursor.map(|id| self.get_item(tenant, session_id, id));
+                        explain_empty_page(self, tenant, session_id, cursor_item).await?;
                     }
                     let items = self.items(tenant, rows)?;
                     Ok(page.finish(items, cut_short, |i| i.id.to_string()))
