@@ -17,7 +17,6 @@ mod postgres;
 mod rows;
 mod run_rows;
 mod runs;
-mod shared;
 mod sqlite;
 mod timestamp;
 

@@ -132,6 +132,17 @@ impl ItemRow {
     }
 }
 
+/// Items from their rows, their payloads opened.
+pub(super) fn open_items(
+    codec: &PayloadCodec,
+    tenant: &str,
+    rows: Vec<ItemRow>,
+) -> Result<Vec<Item>, StoreError> {
+    rows.into_iter()
+        .map(|row| row.into_item(codec, tenant))
+        .collect()
+}
+
 /// The first 24 hex digits of the UUIDv7s of rows that the database copies: a fresh
 /// UUIDv7's millisecond time, version, and 42 of its random bits. Each copy appends its
 /// rank in 8 hex digits (RFC 9562's counter method), so one statement's ids are unique

@@ -7,6 +7,13 @@ mod runs;
 #[cfg(test)]
 mod tests;
 
+/// The flows both backends share, compiled here with this backend's types: they
+/// implement `SessionStore` and the traits it builds on for `PgStore`. SQLite mounts the
+/// same files (`store::shared` says why, and what they take from here).
+#[allow(clippy::duplicate_mod)]
+#[path = "../shared/mod.rs"]
+mod shared;
+
 use std::borrow::Cow;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
@@ -24,13 +31,15 @@ use super::combiner::Combiner;
 use super::held::HeldConnections;
 use super::outage;
 use super::payload::PayloadCodec;
-use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
 use super::Result;
 use crate::model::{ExpiresAfter, Item};
-use appends::append_many;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// The database and the store the shared flows work with.
+type Db = Postgres;
+type Store = PgStore;
 
 /// Transactions lock the rows they change, so that concurrent writers queue.
 const FOR_UPDATE: &str = " for update";
@@ -224,11 +233,9 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Postgres>, key: &str, value
     query.push(" and metadata @> ").push_bind(Json(pair));
 }
 
-session_store!(PgStore, sqlx::Postgres, sqlx::PgConnection);
-agent_store!(PgStore);
-api_key_store!(PgStore);
 /// A row's physical id, what `reencrypt` walks a table by: read as text, bound back as
 /// a `tid`.
+type RowId = String;
 const ROW_ID: &str = "ctid";
 const ROW_READ: &str = "::text";
 const ROW_BIND: &str = "::tid";
@@ -238,6 +245,3 @@ const FIRST_ROW: &str = "(0,0)";
 fn key_id_of(expr: &str) -> String {
     format!("case when substr({expr}, 1, 7) = 'enc:v1:' then split_part({expr}, ':', 3) end")
 }
-
-at_rest_store!(PgStore, String);
-compaction_store!(PgStore, sqlx::PgConnection);
