@@ -91,22 +91,6 @@ pub struct PgStore {
 }
 
 impl PgStore {
-    /// Keeps payloads with `codec` from now on.
-    pub fn with_codec(mut self, codec: PayloadCodec) -> Self {
-        self.codec = codec;
-        self
-    }
-
-    /// Gives sessions created without `expires_after` this retention.
-    pub fn with_default_expiry(mut self, expiry: Option<ExpiresAfter>) -> Self {
-        self.default_expiry = expiry;
-        self
-    }
-
-    pub fn schema_version() -> i64 {
-        MIGRATOR.migrations.last().map_or(0, |m| m.version)
-    }
-
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
         // No statement or idle transaction may hold a connection (and its locks) forever.
         let options = PgConnectOptions::from_str(url)?.options([
@@ -174,14 +158,6 @@ impl PgStore {
 
     fn reader(&self) -> &PgPool {
         &self.pool
-    }
-
-    fn page_readers(&self) -> &HeldConnections<Postgres> {
-        &self.page_readers
-    }
-
-    fn append_writer(&self) -> &Arc<HeldConnections<Postgres>> {
-        &self.append_writer
     }
 
     fn pools(&self) -> [&PgPool; 1] {

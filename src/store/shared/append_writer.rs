@@ -72,7 +72,7 @@ impl Store {
     pub(super) fn appends(&self) -> &Combiner {
         self.appends.get_or_init(|| {
             Combiner::start(Writes {
-                connection: self.append_writer().clone(),
+                connection: self.append_writer.clone(),
                 codec: self.codec.clone(),
                 default_expiry: self.default_expiry,
             })

@@ -80,7 +80,7 @@ pub(super) async fn list(
     if let Some(cursor) = cursor {
         query = query.bind(cursor);
     }
-    let mut conn = store.page_readers().take().await?;
+    let mut conn = store.page_readers.take().await?;
     let (rows, cut_short) = read_item_rows(query.fetch(&mut *conn)).await?;
     // A page cut short left rows unread on the connection: the pool's check on its
     // return flushes them, or (Postgres) it is closed.

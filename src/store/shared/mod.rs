@@ -10,9 +10,9 @@
 //!
 //! `backend` is the backend that mounts it. What the flows take from it is what differs
 //! by dialect:
-//! - `Db` and `Store`: its sqlx database and its store, which has `writer()`, `reader()`,
-//!   `page_readers()`, `append_writer()` and `pools()`, and the fields `codec`,
-//!   `default_expiry` and `appends`;
+//! - `Db` and `Store`: its sqlx database and its store, which has `writer()`, `reader()`
+//!   and `pools()`, and the fields `codec`, `default_expiry`, `appends`, `page_readers`
+//!   and `append_writer`; `MIGRATOR`, its schema;
 //! - `FOR_UPDATE` and `SKIP_LOCKED`, the row locks its transactions and sweeps take, if
 //!   any; `NOW`, its SQL for the current time; `touch`, the SQL that records activity;
 //! - `insert_items` and `appends::append_many`, how it writes one append's items and a
@@ -37,6 +37,7 @@ mod run_store;
 mod runs;
 mod session_store;
 mod sessions;
+mod store;
 
 /// The backend that mounts this folder.
 use super::{self as backend};

@@ -115,7 +115,7 @@ impl SessionStore for Store {
                     idle: stats.idle + idle,
                 }
             });
-        let parked = self.page_readers().parked() + self.append_writer().parked();
+        let parked = self.page_readers.parked() + self.append_writer.parked();
         PoolStats {
             in_use: pooled.in_use.saturating_sub(parked),
             idle: pooled.idle + parked,

@@ -85,22 +85,6 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Keeps payloads with `codec` from now on.
-    pub fn with_codec(mut self, codec: PayloadCodec) -> Self {
-        self.codec = codec;
-        self
-    }
-
-    /// Gives sessions created without `expires_after` this retention.
-    pub fn with_default_expiry(mut self, expiry: Option<ExpiresAfter>) -> Self {
-        self.default_expiry = expiry;
-        self
-    }
-
-    pub fn schema_version() -> i64 {
-        MIGRATOR.migrations.last().map_or(0, |m| m.version)
-    }
-
     /// Opens (creating if needed) the database file of a `sqlite:` URL and migrates it.
     pub async fn connect(url: &str) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(url)?
@@ -160,14 +144,6 @@ impl SqliteStore {
 
     fn reader(&self) -> &SqlitePool {
         &self.reader
-    }
-
-    fn page_readers(&self) -> &HeldConnections<Sqlite> {
-        &self.page_readers
-    }
-
-    fn append_writer(&self) -> &Arc<HeldConnections<Sqlite>> {
-        &self.append_writer
     }
 
     fn pools(&self) -> [&SqlitePool; 2] {
