@@ -4,41 +4,35 @@
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::backend::{Store, NOW};
-use super::sessions::session_pk;
+use super::backend::Store;
+use super::sessions::{read_session_pk, session_pk};
 use super::{forks, Conn};
 use crate::model::{Compaction, NewFork, Page, PageRequest, SessionId};
 use crate::store::pages::{beyond, direction, uuid_cursor};
-use crate::store::payload::Column;
-use crate::store::rows::{live, CompactionRow, ItemRow, COMPACTION_COLUMNS, ITEM_COLUMNS};
+use crate::store::payload::{Column, PayloadCodec};
+use crate::store::rows::{open_items, CompactionRow, ItemRow, COMPACTION_COLUMNS, ITEM_COLUMNS};
 use crate::store::run_rows::UNFINISHED;
 use crate::store::timestamp::Timestamp;
 use crate::store::{CompactionStore, Context, Forked, Result, StoreError};
 
-/// The session's key, for a read: unlike `session_pk`, it takes no row lock, which on
-/// Postgres would make every read write and flush.
-async fn read_session_pk(conn: &mut Conn, tenant: &str, id: &SessionId) -> Result<i64> {
-    sqlx::query_scalar(&format!(
-        "select pk from sessions where tenant_id = $1 and id = $2 and {}",
-        live("sessions", NOW)
-    ))
-    .bind(tenant)
-    .bind(id.as_str())
-    .fetch_optional(conn)
-    .await?
-    .ok_or(StoreError::SessionNotFound)
-}
-
-/// The newest compaction of the session.
-async fn latest(conn: &mut Conn, tenant: &str, session_pk: i64) -> Result<Option<CompactionRow>> {
-    Ok(sqlx::query_as(&format!(
+/// The newest compaction of the session, its summary opened.
+async fn latest(
+    conn: &mut Conn,
+    codec: &PayloadCodec,
+    tenant: &str,
+    session_id: &SessionId,
+    session_pk: i64,
+) -> Result<Option<Compaction>> {
+    let row: Option<CompactionRow> = sqlx::query_as(&format!(
         r"select {COMPACTION_COLUMNS} from compactions
           where tenant_id = $1 and session_pk = $2 order by pk desc limit 1"
     ))
     .bind(tenant)
     .bind(session_pk)
     .fetch_optional(conn)
-    .await?)
+    .await?;
+    row.map(|row| row.into_compaction(codec, tenant, session_id.as_str()))
+        .transpose()
 }
 
 /// Fails with `SessionBusy` while the session has an unfinished run.
@@ -63,10 +57,7 @@ impl CompactionStore for Store {
     ) -> Result<Option<Compaction>> {
         let mut conn = self.reader().acquire().await?;
         let session_pk = read_session_pk(&mut conn, tenant, session_id).await?;
-        latest(&mut conn, tenant, session_pk)
-            .await?
-            .map(|row| row.into_compaction(&self.codec, tenant, session_id.as_str()))
-            .transpose()
+        latest(&mut conn, &self.codec, tenant, session_id, session_pk).await
     }
 
     async fn context(&self, tenant: &str, session_id: &SessionId, idle: bool) -> Result<Context> {
@@ -75,10 +66,7 @@ impl CompactionStore for Store {
         if idle {
             require_idle(&mut conn, tenant, session_pk).await?;
         }
-        let compaction = latest(&mut conn, tenant, session_pk)
-            .await?
-            .map(|row| row.into_compaction(&self.codec, tenant, session_id.as_str()))
-            .transpose()?;
+        let compaction = latest(&mut conn, &self.codec, tenant, session_id, session_pk).await?;
         let after = compaction.as_ref().map_or(0, |c| c.through_seq);
         let rows: Vec<ItemRow> = sqlx::query_as(&format!(
             r"select {ITEM_COLUMNS} from items
@@ -89,10 +77,7 @@ impl CompactionStore for Store {
         .bind(after)
         .fetch_all(&mut *conn)
         .await?;
-        let items = rows
-            .into_iter()
-            .map(|row| row.into_item(&self.codec, tenant))
-            .collect::<Result<Vec<_>>>()?;
+        let items = open_items(&self.codec, tenant, rows)?;
         Ok(Context { compaction, items })
     }
 

@@ -1,11 +1,11 @@
 //! Runs as their clients see them: read one, a page of them or a run's events; cancel a
-//! run or answer its tool calls. And the lookup of a locked run that creating a run
-//! shares.
+//! run or answer its tool calls. And the lookup of a run of a session that the other
+//! flows of runs share.
 
 use uuid::Uuid;
 
 use super::backend::runs::write_run;
-use super::backend::{Store, FOR_UPDATE, NOW};
+use super::backend::{Db, Store, FOR_UPDATE, NOW};
 use super::sessions::session_pk;
 use super::Conn;
 use crate::model::{Page, PageRequest, Run, RunEvent, RunStatus, SessionId, ToolOutput};
@@ -15,18 +15,24 @@ use crate::store::run_rows::{self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMN
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError};
 
-/// The run with its bookkeeping, locked for the rest of the transaction where the
-/// backend locks rows.
-pub(super) async fn find_run(
+/// The run `run_id` of the live session `session_id`, read as `columns` of `runs r`,
+/// taking `lock` (a row lock's SQL, or none) on it. Fails as `missing_run` finds when
+/// there is none.
+async fn select_run<R>(
     conn: &mut Conn,
     tenant: &str,
     session_id: &SessionId,
     run_id: Uuid,
-) -> Result<LockedRunRow> {
+    columns: &str,
+    lock: &str,
+) -> Result<R>
+where
+    R: for<'r> sqlx::FromRow<'r, <Db as sqlx::Database>::Row> + Send + Unpin,
+{
     let row = sqlx::query_as(&format!(
-        r"select {LOCKED_COLUMNS}, {RUN_COLUMNS} from runs r
+        r"select {columns} from runs r
           where r.tenant_id = $1 and r.id = $3
-            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live}){FOR_UPDATE}",
+            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live}){lock}",
         live = live("sessions", NOW)
     ))
     .bind(tenant)
@@ -38,6 +44,18 @@ pub(super) async fn find_run(
         Some(row) => Ok(row),
         None => Err(missing_run(conn, tenant, session_id).await),
     }
+}
+
+/// The run with its bookkeeping, locked for the rest of the transaction where the
+/// backend locks rows.
+pub(super) async fn find_run(
+    conn: &mut Conn,
+    tenant: &str,
+    session_id: &SessionId,
+    run_id: Uuid,
+) -> Result<LockedRunRow> {
+    let columns = format!("{LOCKED_COLUMNS}, {RUN_COLUMNS}");
+    select_run(conn, tenant, session_id, run_id, &columns, FOR_UPDATE).await
 }
 
 /// Why a run lookup found nothing: the session or only the run is missing.
@@ -55,21 +73,8 @@ pub(super) async fn get(
     run_id: Uuid,
 ) -> Result<Run> {
     let mut conn = store.reader().acquire().await?;
-    let row: Option<RunRow> = sqlx::query_as(&format!(
-        r"select {RUN_COLUMNS} from runs r
-          where r.tenant_id = $1 and r.id = $3
-            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live})",
-        live = live("sessions", NOW)
-    ))
-    .bind(tenant)
-    .bind(session_id.as_str())
-    .bind(run_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    match row {
-        Some(row) => Ok(row.into_record(&store.codec, tenant)?.run),
-        None => Err(missing_run(&mut conn, tenant, session_id).await),
-    }
+    let row: RunRow = select_run(&mut conn, tenant, session_id, run_id, RUN_COLUMNS, "").await?;
+    Ok(row.into_record(&store.codec, tenant)?.run)
 }
 
 pub(super) async fn list(
@@ -116,20 +121,8 @@ pub(super) async fn events(
     after: i64,
 ) -> Result<(Vec<RunEvent>, RunStatus)> {
     let mut conn = store.reader().acquire().await?;
-    let run: Option<(i64, String)> = sqlx::query_as(&format!(
-        r"select r.pk, r.status from runs r
-          where r.tenant_id = $1 and r.id = $3
-            and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live})",
-        live = live("sessions", NOW)
-    ))
-    .bind(tenant)
-    .bind(session_id.as_str())
-    .bind(run_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some((run_pk, status)) = run else {
-        return Err(missing_run(&mut conn, tenant, session_id).await);
-    };
+    let (run_pk, status): (i64, String) =
+        select_run(&mut conn, tenant, session_id, run_id, "r.pk, r.status", "").await?;
     // The status is read first: events committed with a final status are then certainly
     // among those read next.
     let status = RunStatus::parse(&status)

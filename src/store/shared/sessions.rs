@@ -15,9 +15,22 @@ use crate::store::run_rows::UNFINISHED;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError, Swept};
 
+/// The session's key, its row locked (where the backend locks rows) for the rest of the
+/// transaction, so that changes to one session queue.
 pub(super) async fn session_pk(conn: &mut Conn, tenant: &str, id: &SessionId) -> Result<i64> {
+    find_pk(conn, tenant, id, FOR_UPDATE).await
+}
+
+/// The session's key, for a read: unlike `session_pk`, it takes no row lock, which on
+/// Postgres would make every read write and flush.
+pub(super) async fn read_session_pk(conn: &mut Conn, tenant: &str, id: &SessionId) -> Result<i64> {
+    find_pk(conn, tenant, id, "").await
+}
+
+/// The key of the live session `id`, taking `lock` (a row lock's SQL, or none) on it.
+async fn find_pk(conn: &mut Conn, tenant: &str, id: &SessionId, lock: &str) -> Result<i64> {
     sqlx::query_scalar(&format!(
-        "select pk from sessions where tenant_id = $1 and id = $2 and {}{FOR_UPDATE}",
+        "select pk from sessions where tenant_id = $1 and id = $2 and {}{lock}",
         live("sessions", NOW)
     ))
     .bind(tenant)
