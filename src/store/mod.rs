@@ -11,12 +11,12 @@ mod error;
 mod held;
 mod idempotency;
 mod outage;
+mod pages;
 mod payload;
 mod postgres;
 mod rows;
 mod run_rows;
 mod runs;
-mod shared;
 mod sqlite;
 mod timestamp;
 
@@ -186,52 +186,5 @@ pub fn schema_version(url: &str) -> Option<i64> {
         Some(PgStore::schema_version())
     } else {
         None
-    }
-}
-
-/// Finds why a page of items came back empty: no such session, or a cursor that names no
-/// item of it. Neither means the page is simply empty. Only empty pages pay for this.
-async fn explain_empty_page(
-    store: &dyn SessionStore,
-    tenant: &str,
-    session_id: &SessionId,
-    cursor: Option<Uuid>,
-) -> Result<()> {
-    match cursor {
-        Some(cursor) => match store.get_item(tenant, session_id, cursor).await {
-            Err(StoreError::ItemNotFound) => Err(StoreError::UnknownCursor),
-            other => other.map(drop),
-        },
-        None => store.get_session(tenant, session_id).await.map(drop),
-    }
-}
-
-/// Finds why a page of runs came back empty: no such session, or a cursor that names no
-/// run of it.
-async fn explain_empty_run_page(
-    store: &dyn SessionStore,
-    tenant: &str,
-    session_id: &SessionId,
-    cursor: Option<Uuid>,
-) -> Result<()> {
-    match cursor {
-        Some(cursor) => match store.get_run(tenant, session_id, cursor).await {
-            Err(StoreError::RunNotFound) => Err(StoreError::UnknownCursor),
-            other => other.map(drop),
-        },
-        None => store.get_session(tenant, session_id).await.map(drop),
-    }
-}
-
-/// Finds why a page of agents after or before `cursor` came back empty: the cursor names
-/// no agent.
-async fn explain_empty_agent_page(
-    store: &dyn SessionStore,
-    tenant: &str,
-    cursor: &str,
-) -> Result<()> {
-    match store.get_agent(tenant, cursor).await {
-        Err(StoreError::AgentNotFound) => Err(StoreError::UnknownCursor),
-        other => other.map(drop),
     }
 }

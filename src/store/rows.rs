@@ -1,9 +1,7 @@
-//! Rows as both backends return them, and the SQL fragments they share.
-
-use std::pin::pin;
+//! Rows as both backends return them, and the SQL fragments of sessions they share.
+//! Reading a page of rows is in `pages`.
 
 use chrono::{DateTime, Utc};
-use futures::{Stream, TryStreamExt};
 use serde_json::value::RawValue;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -13,8 +11,8 @@ use super::run_rows::UNFINISHED;
 use super::timestamp::Timestamp;
 use super::StoreError;
 use crate::model::{
-    Agent, Anchor, ApiKey, Compaction, ExpiresAfter, ForkedFrom, Item, ItemBody, Metadata, Order,
-    PageRequest, Scope, Session, Usage,
+    Agent, Anchor, ApiKey, Compaction, ExpiresAfter, ForkedFrom, Item, ItemBody, Metadata, Scope,
+    Session, Usage,
 };
 
 pub(super) const SESSION_COLUMNS: &str =
@@ -115,7 +113,7 @@ pub(super) struct ItemRow {
     seq: i64,
     created_at: Timestamp,
     run_id: Option<Uuid>,
-    body: String,
+    pub body: String,
 }
 
 impl ItemRow {
@@ -134,74 +132,15 @@ impl ItemRow {
     }
 }
 
-/// The statements that read one page of a session's items, the hot path of every agent
-/// turn: one for each scan order, with and without a cursor, made once per backend so
-/// that a read builds no SQL. An unknown session or cursor yields no rows; the caller
-/// then finds out which.
-pub(super) struct ItemsPage([String; 4]);
-
-impl ItemsPage {
-    /// The statements for a backend whose SQL for the current time is `now`. They bind
-    /// the tenant (`$1`), the session id (`$2`), the limit (`$3`) and, with a cursor, the
-    /// cursor's item id (`$4`).
-    pub fn new(now: &str) -> Self {
-        let statement = |scan: Order, cursor: bool| {
-            let after = if cursor {
-                format!(
-                    " and seq {} (select c.seq from items c join sessions s on s.pk = c.session_pk \
-                     where s.tenant_id = $1 and s.id = $2 and c.id = $4)",
-                    beyond(scan)
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "select {ITEM_COLUMNS} from items where tenant_id = $1 \
-                 and session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {}){after} \
-                 order by seq {} limit $3",
-                live("sessions", now),
-                direction(scan)
-            )
-        };
-        Self([
-            statement(Order::Asc, false),
-            statement(Order::Desc, false),
-            statement(Order::Asc, true),
-            statement(Order::Desc, true),
-        ])
-    }
-
-    pub fn sql(&self, scan: Order, cursor: bool) -> &str {
-        &self.0[usize::from(scan == Order::Desc) + 2 * usize::from(cursor)]
-    }
-}
-
-/// The most item text one page carries, so a page of large items cannot exhaust memory.
-/// A page holds at least one item whatever its size.
-pub(super) const PAGE_BYTES: usize = 16 * 1024 * 1024;
-
-/// Reads a page's rows as they arrive, stopping before the row that would take the page
-/// over [`PAGE_BYTES`]. Returns the rows and whether the budget cut the page short.
-pub(super) async fn read_item_rows(
-    rows: impl Stream<Item = Result<ItemRow, sqlx::Error>>,
-) -> Result<(Vec<ItemRow>, bool), StoreError> {
-    let mut rows = pin!(rows);
-    let mut read = Vec::new();
-    let mut bytes = 0;
-    while let Some(row) = rows.try_next().await? {
-        bytes += row.body.len();
-        if !read.is_empty() && bytes > PAGE_BYTES {
-            return Ok((read, true));
-        }
-        read.push(row);
-    }
-    Ok((read, false))
-}
-
-/// A cursor as the id (of an item or a run) it names; text that is no UUID names none.
-pub(super) fn uuid_cursor(page: &PageRequest) -> Option<Uuid> {
-    page.cursor_id()
-        .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()))
+/// Items from their rows, their payloads opened.
+pub(super) fn open_items(
+    codec: &PayloadCodec,
+    tenant: &str,
+    rows: Vec<ItemRow>,
+) -> Result<Vec<Item>, StoreError> {
+    rows.into_iter()
+        .map(|row| row.into_item(codec, tenant))
+        .collect()
 }
 
 /// The first 24 hex digits of the UUIDv7s of rows that the database copies: a fresh
@@ -212,22 +151,6 @@ pub(super) fn id_prefix() -> String {
     let mut hex = Uuid::now_v7().simple().to_string();
     hex.truncate(24);
     hex
-}
-
-/// `order by` direction for a scan.
-pub(super) fn direction(order: Order) -> &'static str {
-    match order {
-        Order::Asc => "asc",
-        Order::Desc => "desc",
-    }
-}
-
-/// The comparison that selects the rows after a cursor, in scan order.
-pub(super) fn beyond(order: Order) -> &'static str {
-    match order {
-        Order::Asc => ">",
-        Order::Desc => "<",
-    }
 }
 
 /// The items of an append whose seqs end at `last_seq`, ready to be inserted.

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::session_flows::reserve_seqs;
+use super::shared::appends::reserve_seqs;
 use super::{touch, NOW};
 use crate::model::{ExpiresAfter, IdempotencyKey, Item};
 use crate::store::combiner::Append;

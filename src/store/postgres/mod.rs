@@ -7,6 +7,13 @@ mod runs;
 #[cfg(test)]
 mod tests;
 
+/// The flows both backends share, compiled here with this backend's types: they
+/// implement `SessionStore` and the traits it builds on for `PgStore`. SQLite mounts the
+/// same files (`store::shared` says why, and what they take from here).
+#[allow(clippy::duplicate_mod)]
+#[path = "../shared/mod.rs"]
+mod shared;
+
 use std::borrow::Cow;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
@@ -24,13 +31,15 @@ use super::combiner::Combiner;
 use super::held::HeldConnections;
 use super::outage;
 use super::payload::PayloadCodec;
-use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
 use super::Result;
 use crate::model::{ExpiresAfter, Item};
-use appends::append_many;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// The database and the store the shared flows work with.
+type Db = Postgres;
+type Store = PgStore;
 
 /// Transactions lock the rows they change, so that concurrent writers queue.
 const FOR_UPDATE: &str = " for update";
@@ -82,22 +91,6 @@ pub struct PgStore {
 }
 
 impl PgStore {
-    /// Keeps payloads with `codec` from now on.
-    pub fn with_codec(mut self, codec: PayloadCodec) -> Self {
-        self.codec = codec;
-        self
-    }
-
-    /// Gives sessions created without `expires_after` this retention.
-    pub fn with_default_expiry(mut self, expiry: Option<ExpiresAfter>) -> Self {
-        self.default_expiry = expiry;
-        self
-    }
-
-    pub fn schema_version() -> i64 {
-        MIGRATOR.migrations.last().map_or(0, |m| m.version)
-    }
-
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
         // No statement or idle transaction may hold a connection (and its locks) forever.
         let options = PgConnectOptions::from_str(url)?.options([
@@ -167,14 +160,6 @@ impl PgStore {
         &self.pool
     }
 
-    fn page_readers(&self) -> &HeldConnections<Postgres> {
-        &self.page_readers
-    }
-
-    fn append_writer(&self) -> &Arc<HeldConnections<Postgres>> {
-        &self.append_writer
-    }
-
     fn pools(&self) -> [&PgPool; 1] {
         [&self.pool]
     }
@@ -224,11 +209,9 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Postgres>, key: &str, value
     query.push(" and metadata @> ").push_bind(Json(pair));
 }
 
-session_store!(PgStore, sqlx::Postgres, sqlx::PgConnection);
-agent_store!(PgStore);
-api_key_store!(PgStore);
 /// A row's physical id, what `reencrypt` walks a table by: read as text, bound back as
 /// a `tid`.
+type RowId = String;
 const ROW_ID: &str = "ctid";
 const ROW_READ: &str = "::text";
 const ROW_BIND: &str = "::tid";
@@ -238,6 +221,3 @@ const FIRST_ROW: &str = "(0,0)";
 fn key_id_of(expr: &str) -> String {
     format!("case when substr({expr}, 1, 7) = 'enc:v1:' then split_part({expr}, ':', 3) end")
 }
-
-at_rest_store!(PgStore, String);
-compaction_store!(PgStore, sqlx::PgConnection);

@@ -8,10 +8,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Connection, PgConnection, PgPool, Postgres};
 use uuid::Uuid;
 
-use super::{
-    claim_key, forget_expired, keep_response, kept_response, session_pk, touch, PgStore,
-    FOR_UPDATE, NOW, SKIP_LOCKED,
-};
+use super::touch;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
@@ -19,14 +16,13 @@ use crate::store::run_rows::{
     self, sealed_events, InsertedRun, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT,
     LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
 };
-use crate::store::shared::run_store;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result};
 
 /// Inserts a new run and its first event in one round trip, unless the session is busy
 /// and the run would not queue (see [`NewRunRow`]). Under the session's row lock, taken
 /// by an earlier statement, this statement's snapshot holds every committed run.
-async fn insert_run(
+pub(super) async fn insert_run(
     conn: &mut PgConnection,
     codec: &PayloadCodec,
     run: NewRunRow<'_>,
@@ -82,7 +78,7 @@ async fn insert_run(
 /// statement, so one round trip, and atomic without a transaction of its own. False
 /// when the lease was lost.
 #[allow(clippy::too_many_arguments)]
-async fn write_run(
+pub(super) async fn write_run(
     conn: &mut PgConnection,
     codec: &PayloadCodec,
     tenant: &str,
@@ -157,7 +153,7 @@ async fn write_run(
 }
 
 /// Writes a run its worker finished (see `write_run`) in one statement.
-async fn finish(
+pub(super) async fn finish(
     pool: &PgPool,
     codec: &PayloadCodec,
     claim: &Claim,
@@ -198,7 +194,7 @@ async fn finish(
 /// Leases a claimable run (see `RunStore::claim_run`). With a tenant limit, claims take
 /// turns on an advisory lock: two replicas counting a tenant's executing runs at once
 /// could both see room for one more.
-async fn claim_next(
+pub(super) async fn claim_next(
     pool: &PgPool,
     worker: Uuid,
     lease_expires_at: Timestamp,
@@ -261,7 +257,7 @@ const CLAIM_LOCK: i64 = 0x6167_656e_7473;
 
 /// Records events of a run in progress in one statement: the update checks the lease,
 /// the insert follows only if it held. False when the lease was lost.
-async fn save_events(
+pub(super) async fn save_events(
     pool: &PgPool,
     codec: &PayloadCodec,
     claim: &Claim,
@@ -291,5 +287,3 @@ async fn save_events(
     .await?;
     Ok(held.is_some())
 }
-
-run_store!(PgStore, sqlx::PgConnection);

@@ -1,22 +1,47 @@
 //! What the two backends share: the flows of the store, written once.
 //!
-//! Postgres and SQLite run the same statements (SQLite accepts `$1` parameters too)
-//! with different sqlx types, so a generic function would need a bound for every type
-//! it binds, and query results have no common trait. These macros stamp the shared
-//! flows out for each backend instead; a backend module supplies only what differs by
-//! dialect (row locks, multi-row inserts, JSON containment, the run queue's claim, new
-//! ids and snapshots in SQL).
+//! Postgres and SQLite run the same statements (SQLite accepts `$1` parameters too) with
+//! different sqlx types, so a function generic over the database would need a bound for
+//! every type it binds or reads, repeated on every function (Rust does not carry a
+//! trait's `where` clauses to its users). Instead each backend mounts this folder as a
+//! module of its own (`#[path]` in `postgres/mod.rs` and `sqlite/mod.rs`): the code here
+//! is compiled once for each, with that backend's types, as plain Rust that the compiler,
+//! rustfmt and an editor all read.
+//!
+//! `backend` is the backend that mounts it. What the flows take from it is what differs
+//! by dialect:
+//! - `Db` and `Store`: its sqlx database and its store, which has `writer()`, `reader()`
+//!   and `pools()`, and the fields `codec`, `default_expiry`, `appends`, `page_readers`
+//!   and `append_writer`; `MIGRATOR`, its schema;
+//! - `FOR_UPDATE` and `SKIP_LOCKED`, the row locks its transactions and sweeps take, if
+//!   any; `NOW`, its SQL for the current time; `touch`, the SQL that records activity;
+//! - `insert_items` and `appends::append_many`, how it writes one append's items and a
+//!   combined batch of appends; `push_metadata_filter`, JSON containment;
+//! - `new_id` and `SNAPSHOT`, ids made in SQL and a fork's one snapshot;
+//! - `runs::{insert_run, write_run, finish, claim_next, save_events}`, the statements of
+//!   runs that differ, the queue's claim among them;
+//! - `RowId`, `ROW_ID`, `ROW_READ`, `ROW_BIND`, `FIRST_ROW` and `key_id_of`, the physical
+//!   row order `reencrypt` walks and the key id of a stored value.
 
 mod agents;
 mod api_keys;
+mod append_writer;
+pub(super) mod appends;
 mod at_rest;
 mod compactions;
+mod forks;
+mod idempotency_keys;
+mod items;
+mod run_creation;
+mod run_store;
 mod runs;
+mod session_store;
 mod sessions;
+mod store;
 
-pub(crate) use agents::agent_store;
-pub(crate) use api_keys::api_key_store;
-pub(crate) use at_rest::at_rest_store;
-pub(crate) use compactions::compaction_store;
-pub(crate) use runs::run_store;
-pub(crate) use sessions::session_store;
+/// The backend that mounts this folder.
+use super::{self as backend};
+
+/// A connection of the backend: the steps that a flow composes within one transaction
+/// take one.
+type Conn = <backend::Db as sqlx::Database>::Connection;

@@ -3,7 +3,15 @@
 //! locks; reads use a pool of their own and see committed data (WAL mode). The flows are
 //! shared with Postgres (`store::shared`); this module holds what only SQLite does.
 
+mod appends;
 mod runs;
+
+/// The flows both backends share, compiled here with this backend's types: they
+/// implement `SessionStore` and the traits it builds on for `SqliteStore`. Postgres
+/// mounts the same files (`store::shared` says why, and what they take from here).
+#[allow(clippy::duplicate_mod)]
+#[path = "../shared/mod.rs"]
+mod shared;
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -17,17 +25,18 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite};
 
-use super::combiner::{Append, Combiner};
+use super::combiner::Combiner;
 use super::held::HeldConnections;
 use super::payload::PayloadCodec;
-use super::shared::{agent_store, api_key_store, at_rest_store, compaction_store, session_store};
 use super::timestamp::Timestamp;
-use super::Appended;
 use super::Result;
 use crate::model::{ExpiresAfter, Item};
-use session_flows::append_in;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// The database and the store the shared flows work with.
+type Db = Sqlite;
+type Store = SqliteStore;
 
 const READ_CONNECTIONS: u32 = 4;
 
@@ -76,22 +85,6 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Keeps payloads with `codec` from now on.
-    pub fn with_codec(mut self, codec: PayloadCodec) -> Self {
-        self.codec = codec;
-        self
-    }
-
-    /// Gives sessions created without `expires_after` this retention.
-    pub fn with_default_expiry(mut self, expiry: Option<ExpiresAfter>) -> Self {
-        self.default_expiry = expiry;
-        self
-    }
-
-    pub fn schema_version() -> i64 {
-        MIGRATOR.migrations.last().map_or(0, |m| m.version)
-    }
-
     /// Opens (creating if needed) the database file of a `sqlite:` URL and migrates it.
     pub async fn connect(url: &str) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(url)?
@@ -153,14 +146,6 @@ impl SqliteStore {
         &self.reader
     }
 
-    fn page_readers(&self) -> &HeldConnections<Sqlite> {
-        &self.page_readers
-    }
-
-    fn append_writer(&self) -> &Arc<HeldConnections<Sqlite>> {
-        &self.append_writer
-    }
-
     fn pools(&self) -> [&SqlitePool; 2] {
         [&self.writer, &self.reader]
     }
@@ -190,25 +175,6 @@ async fn insert_items(
     Ok(())
 }
 
-/// Makes the appends in one transaction, one after another: the single writer takes no
-/// locks and its statements cost no round trips, so combining saves the commits (and
-/// their syncs to disk) and nothing else needs to.
-async fn append_many(
-    conn: &mut SqliteConnection,
-    codec: &PayloadCodec,
-    default_expiry: Option<ExpiresAfter>,
-    appends: &[Append],
-    now: Timestamp,
-) -> Result<Vec<Option<Appended>>> {
-    let mut appended = Vec::with_capacity(appends.len());
-    for append in appends {
-        appended.push(Some(
-            append_in(conn, codec, default_expiry, append, now).await?,
-        ));
-    }
-    Ok(appended)
-}
-
 /// Keeps the sessions whose metadata has `key` set to `value`.
 fn push_metadata_filter(query: &mut QueryBuilder<'_, Sqlite>, key: &str, value: &str) {
     query.push(" and exists (select 1 from json_each(sessions.metadata) where key = ");
@@ -219,10 +185,8 @@ fn push_metadata_filter(query: &mut QueryBuilder<'_, Sqlite>, key: &str, value: 
         .push(")");
 }
 
-session_store!(SqliteStore, sqlx::Sqlite, sqlx::SqliteConnection);
-agent_store!(SqliteStore);
-api_key_store!(SqliteStore);
 /// A row's physical id, what `reencrypt` walks a table by.
+type RowId = i64;
 const ROW_ID: &str = "rowid";
 const ROW_READ: &str = "";
 const ROW_BIND: &str = "";
@@ -235,6 +199,3 @@ fn key_id_of(expr: &str) -> String {
          then substr({expr}, 8, instr(substr({expr}, 8), ':') - 1) end"
     )
 }
-
-at_rest_store!(SqliteStore, i64);
-compaction_store!(SqliteStore, sqlx::SqliteConnection);

@@ -6,17 +6,13 @@ use std::sync::LazyLock;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 use uuid::Uuid;
 
-use super::{
-    claim_key, forget_expired, keep_response, kept_response, session_pk, touch, SqliteStore,
-    FOR_UPDATE, NOW, SKIP_LOCKED,
-};
+use super::touch;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
     self, sealed_events, InsertedRun, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT, UNFINISHED,
 };
-use crate::store::shared::run_store;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result};
 
@@ -49,7 +45,7 @@ async fn insert_events(
 
 /// Inserts a new run and its first event, unless the session is busy and the run would
 /// not queue (see [`NewRunRow`]).
-async fn insert_run(
+pub(super) async fn insert_run(
     conn: &mut SqliteConnection,
     codec: &PayloadCodec,
     run: NewRunRow<'_>,
@@ -92,7 +88,7 @@ async fn insert_run(
 /// that ended also settles its session (`settle_session`). With `lease`, nothing is
 /// written unless that worker holds the run. False when the lease was lost.
 #[allow(clippy::too_many_arguments)]
-async fn write_run(
+pub(super) async fn write_run(
     conn: &mut SqliteConnection,
     codec: &PayloadCodec,
     tenant: &str,
@@ -130,7 +126,7 @@ async fn write_run(
 }
 
 /// Writes a run its worker finished (see `write_run`) in one transaction.
-async fn finish(
+pub(super) async fn finish(
     pool: &SqlitePool,
     codec: &PayloadCodec,
     claim: &Claim,
@@ -209,7 +205,7 @@ async fn settle_session(
 }
 
 /// Leases the oldest claimable run whose session has no other run executing.
-async fn claim_next(
+pub(super) async fn claim_next(
     pool: &SqlitePool,
     worker: Uuid,
     lease_expires_at: Timestamp,
@@ -244,7 +240,7 @@ async fn claim_next(
 }
 
 /// Records events of a run in progress; false when the lease was lost.
-async fn save_events(
+pub(super) async fn save_events(
     pool: &SqlitePool,
     codec: &PayloadCodec,
     claim: &Claim,
@@ -270,5 +266,3 @@ async fn save_events(
     tx.commit().await?;
     Ok(true)
 }
-
-run_store!(SqliteStore, sqlx::SqliteConnection);

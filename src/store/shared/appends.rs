@@ -1,0 +1,138 @@
+//! One append within a transaction: the steps that both backends make for it, and that
+//! a combined append on Postgres (`postgres/appends.rs`) makes for a session it finds
+//! absent.
+
+use super::backend::{insert_items, touch, NOW};
+use super::idempotency_keys::{claim_key, keep_response};
+use super::sessions::forget_expired;
+use super::Conn;
+use crate::model::{ExpiresAfter, Item, SessionId};
+use crate::store::combiner::Append;
+use crate::store::idempotency::{first_append, AppendedSeqs, FirstAppend};
+use crate::store::payload::{Column, PayloadCodec};
+use crate::store::rows::{
+    expiry_columns, live, new_items, open_items, to_json, ItemRow, ITEM_COLUMNS,
+};
+use crate::store::timestamp::Timestamp;
+use crate::store::{Appended, Result};
+
+/// Gives out `count` seqs of the session, creating it (with retention `expiry`) if
+/// absent, and returns its key and the last seq given. The update takes the row lock
+/// (Postgres) that orders concurrent appends.
+pub(crate) async fn reserve_seqs(
+    conn: &mut Conn,
+    tenant: &str,
+    id: &SessionId,
+    count: i64,
+    now: Timestamp,
+    expiry: Option<ExpiresAfter>,
+) -> Result<(i64, i64)> {
+    // The append's hot path: its statement is made once.
+    static BUMP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4, {}
+              where tenant_id = $1 and id = $2 and {}
+              returning pk, last_seq",
+            touch("$4"),
+            live("sessions", NOW)
+        )
+    });
+    let (anchor, seconds, expires_at) = expiry_columns(expiry, now, now);
+    loop {
+        let bumped = sqlx::query_as(&BUMP)
+            .bind(tenant)
+            .bind(id.as_str())
+            .bind(count)
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if let Some(reserved) = bumped {
+            return Ok(reserved);
+        }
+        // A concurrent insert of the same session makes this one wait, then do nothing;
+        // the next update then finds the row.
+        let created = sqlx::query_as(
+            r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, item_count, last_seq,
+                                    expires_anchor, expires_seconds, expires_at)
+              values ($1, $2, $4, $4, $4, $3, $3, $5, $6, $7)
+              on conflict (tenant_id, id) do nothing
+              returning pk, last_seq",
+        )
+        .bind(tenant)
+        .bind(id.as_str())
+        .bind(count)
+        .bind(now)
+        .bind(anchor)
+        .bind(seconds)
+        .bind(expires_at)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(reserved) = created {
+            return Ok(reserved);
+        }
+        // The id is taken by a session that expired: it goes now.
+        forget_expired(conn, tenant, id).await?;
+    }
+}
+
+/// The items of an earlier append that still exist.
+async fn appended_items(
+    conn: &mut Conn,
+    codec: &PayloadCodec,
+    tenant: &str,
+    seqs: AppendedSeqs,
+) -> Result<Vec<Item>> {
+    let rows: Vec<ItemRow> = sqlx::query_as(&format!(
+        r"select {ITEM_COLUMNS} from items
+          where tenant_id = $1 and session_pk = $2 and seq between $3 and $4 order by seq"
+    ))
+    .bind(tenant)
+    .bind(seqs.session_pk)
+    .bind(seqs.first_seq)
+    .bind(seqs.last_seq)
+    .fetch_all(conn)
+    .await?;
+    open_items(codec, tenant, rows)
+}
+
+/// Makes one append within the transaction on `conn`: claims its key, gives out its seqs
+/// (creating the session with retention `default_expiry` if absent), writes its items
+/// and keeps the key's response.
+pub(crate) async fn append_in(
+    conn: &mut Conn,
+    codec: &PayloadCodec,
+    default_expiry: Option<ExpiresAfter>,
+    append: &Append,
+    now: Timestamp,
+) -> Result<Appended> {
+    let tenant = append.tenant.as_str();
+    if let Some(key) = &append.idempotency {
+        if let Some((first, _)) = claim_key(conn, codec, tenant, key, now).await? {
+            let items = match first_append(key, &first)? {
+                FirstAppend::Items(items) => items,
+                FirstAppend::Seqs(seqs) => appended_items(conn, codec, tenant, seqs).await?,
+            };
+            return Ok(Appended {
+                items,
+                replayed: true,
+            });
+        }
+    }
+    let count = append.bodies.len() as i64;
+    let (session_pk, last_seq) =
+        reserve_seqs(conn, tenant, &append.session_id, count, now, default_expiry).await?;
+    let items = new_items(&append.bodies, last_seq, now.0);
+    let sealed = items
+        .iter()
+        .map(|i| codec.seal(tenant, Column::ItemBody, i.item.get()))
+        .collect::<Result<Vec<_>>>()?;
+    insert_items(conn, tenant, session_pk, &items, &sealed, now).await?;
+    if let Some(key) = &append.idempotency {
+        let response = to_json(&AppendedSeqs::of(session_pk, &items))?;
+        keep_response(conn, codec, tenant, key, &response).await?;
+    }
+    Ok(Appended {
+        items,
+        replayed: false,
+    })
+}

@@ -1,0 +1,200 @@
+//! Forks: a new session made of copies of another's items up to a point, and of the
+//! compactions within them, written by the database in one transaction.
+
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::backend::{new_id, Store, NOW, SNAPSHOT};
+use super::idempotency_keys::{claim_key, keep_response};
+use super::sessions::forget_expired;
+use super::Conn;
+use crate::model::{ForkPoint, Metadata, NewFork, SessionId};
+use crate::store::compactions::{fork_response, replayed_fork};
+use crate::store::rows::{
+    expiry_columns, id_prefix, live, stored_expiry, SessionRow, SESSION_COLUMNS,
+};
+use crate::store::timestamp::Timestamp;
+use crate::store::{Forked, Result, SessionStore, StoreError};
+
+/// The seq of the newest item a fork copies.
+async fn fork_through(
+    conn: &mut Conn,
+    tenant: &str,
+    source_pk: i64,
+    point: ForkPoint,
+) -> Result<i64> {
+    match point {
+        ForkPoint::All => Ok(i64::MAX),
+        ForkPoint::ThroughItem(item) => sqlx::query_scalar(
+            "select seq from items where tenant_id = $1 and session_pk = $2 and id = $3",
+        )
+        .bind(tenant)
+        .bind(source_pk)
+        .bind(item)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::ItemNotFound),
+        ForkPoint::BeforeRun(run) => {
+            let found: Option<i64> = sqlx::query_scalar(
+                "select pk from runs where tenant_id = $1 and session_pk = $2 and id = $3",
+            )
+            .bind(tenant)
+            .bind(source_pk)
+            .bind(run)
+            .fetch_optional(&mut *conn)
+            .await?;
+            found.ok_or(StoreError::RunNotFound)?;
+            // A turn is appended whole, so its first item marks where it began.
+            let first: Option<i64> = sqlx::query_scalar(
+                "select min(seq) from items where tenant_id = $1 and session_pk = $2 and run_id = $3",
+            )
+            .bind(tenant)
+            .bind(source_pk)
+            .bind(run)
+            .fetch_one(conn)
+            .await?;
+            Ok(first.map_or(i64::MAX, |seq| seq - 1))
+        }
+    }
+}
+
+pub(super) async fn fork(
+    store: &Store,
+    tenant: &str,
+    source: &SessionId,
+    fork: NewFork,
+) -> Result<Forked> {
+    let now = Timestamp::now();
+    let mut tx = store.writer().begin().await?;
+    if let Some(snapshot) = SNAPSHOT {
+        sqlx::query(snapshot).execute(&mut *tx).await?;
+    }
+    if let Some(key) = &fork.idempotency {
+        if let Some((first, _)) = claim_key(&mut tx, &store.codec, tenant, key, now).await? {
+            drop(tx);
+            let id = SessionId::parse("id", replayed_fork(&first)?)?;
+            let session = store.get_session(tenant, &id).await?;
+            return Ok(Forked {
+                session,
+                replayed: true,
+            });
+        }
+    }
+    type Source = (
+        i64,
+        Json<Metadata>,
+        Option<String>,
+        Option<String>,
+        Option<i64>,
+    );
+    let found: Option<Source> = sqlx::query_as(&format!(
+        r"select pk, metadata, agent_id, expires_anchor, expires_seconds
+          from sessions where tenant_id = $1 and id = $2 and {}",
+        live("sessions", NOW)
+    ))
+    .bind(tenant)
+    .bind(source.as_str())
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (source_pk, Json(metadata), agent_id, anchor, seconds) =
+        found.ok_or(StoreError::SessionNotFound)?;
+    // The fork keeps its source's retention, counted from now.
+    let (anchor, seconds, expires_at) =
+        expiry_columns(stored_expiry(anchor.as_deref(), seconds), now, now);
+    // An expired session under the fork's id frees it.
+    forget_expired(&mut tx, tenant, &fork.id).await?;
+    let through = fork_through(&mut tx, tenant, source_pk, fork.point).await?;
+    let (copied, newest): (i64, Option<i64>) = sqlx::query_as(
+        "select count(*), max(seq) from items where tenant_id = $1 and session_pk = $2 and seq <= $3",
+    )
+    .bind(tenant)
+    .bind(source_pk)
+    .bind(through)
+    .fetch_one(&mut *tx)
+    .await?;
+    let newest_id: Option<Uuid> = match newest {
+        Some(seq) => {
+            sqlx::query_scalar(
+                "select id from items where tenant_id = $1 and session_pk = $2 and seq = $3",
+            )
+            .bind(tenant)
+            .bind(source_pk)
+            .bind(seq)
+            .fetch_optional(&mut *tx)
+            .await?
+        }
+        None => None,
+    };
+    let created: Option<SessionRow> = sqlx::query_as(&format!(
+        r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, metadata, agent_id,
+              item_count, last_seq, forked_from_session_id, forked_from_item_id,
+              expires_anchor, expires_seconds, expires_at)
+          values ($1, $2, $3, $3, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11)
+          on conflict (tenant_id, id) do nothing
+          returning pk, {SESSION_COLUMNS}"
+    ))
+    .bind(tenant)
+    .bind(fork.id.as_str())
+    .bind(now)
+    .bind(Json(fork.metadata.as_ref().unwrap_or(&metadata)))
+    .bind(agent_id)
+    .bind(copied)
+    .bind(source.as_str())
+    .bind(newest_id)
+    .bind(anchor)
+    .bind(seconds)
+    .bind(expires_at)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let created = created.ok_or(StoreError::SessionExists)?;
+    let fork_pk = created
+        .pk
+        .ok_or_else(|| StoreError::Corrupt("a new session without pk".into()))?;
+    // Copies are made by the database: no row passes through the service.
+    sqlx::query(&format!(
+        r"insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
+          select {}, tenant_id, $3, n, created_at, null, body
+          from (select row_number() over (order by seq) as n, tenant_id, created_at, body
+                from items where tenant_id = $1 and session_pk = $2 and seq <= $4) as copied",
+        new_id("$5", "n")
+    ))
+    .bind(tenant)
+    .bind(source_pk)
+    .bind(fork_pk)
+    .bind(through)
+    .bind(id_prefix())
+    .execute(&mut *tx)
+    .await?;
+    // A copied compaction ends at the copy of its item: the item's rank
+    // among the source's items is its seq in the fork.
+    sqlx::query(&format!(
+        r"insert into compactions (tenant_id, id, session_pk, created_at, run_id,
+              through_item_id, through_seq, items_compacted, model,
+              input_tokens, output_tokens, total_tokens, llm_calls, summary)
+          select c.tenant_id, {}, $3, c.created_at, null, n.id, n.seq,
+              c.items_compacted, c.model, c.input_tokens, c.output_tokens,
+              c.total_tokens, c.llm_calls, c.summary
+          from compactions c join items n on n.tenant_id = $1 and n.session_pk = $3
+              and n.seq = (select count(*) from items o where o.tenant_id = $1
+                             and o.session_pk = $2 and o.seq <= c.through_seq)
+          where c.tenant_id = $1 and c.session_pk = $2 and c.through_seq <= $4
+          order by c.pk",
+        new_id("$5", "row_number() over (order by c.pk)")
+    ))
+    .bind(tenant)
+    .bind(source_pk)
+    .bind(fork_pk)
+    .bind(through)
+    .bind(id_prefix())
+    .execute(&mut *tx)
+    .await?;
+    if let Some(key) = &fork.idempotency {
+        let response = fork_response(fork.id.as_str());
+        keep_response(&mut tx, &store.codec, tenant, key, &response).await?;
+    }
+    tx.commit().await?;
+    Ok(Forked {
+        session: created.into(),
+        replayed: false,
+    })
+}

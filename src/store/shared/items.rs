@@ -1,0 +1,185 @@
+//! A session's items: read a page of them or one, delete one, pop the newest, clear
+//! them all. A change takes the session's row lock first, and removes with the items
+//! what was made from them: their compactions and the finished runs that copied them.
+
+use uuid::Uuid;
+
+use super::backend::{Store, NOW};
+use super::sessions::session_pk;
+use super::Conn;
+use crate::model::{Item, Page, PageRequest, SessionId};
+use crate::store::pages::{explain_empty_page, read_item_rows, uuid_cursor, ItemsPage};
+use crate::store::rows::{live, open_items, ItemRow, ITEM_COLUMNS};
+use crate::store::run_rows::UNFINISHED;
+use crate::store::timestamp::Timestamp;
+use crate::store::{Result, StoreError};
+
+/// Moves the session's item count by `change` and marks it updated.
+async fn count_items(conn: &mut Conn, tenant: &str, session_pk: i64, change: i64) -> Result<()> {
+    sqlx::query(
+        r"update sessions set item_count = item_count + $3, updated_at = $4
+          where tenant_id = $1 and pk = $2",
+    )
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(change)
+    .bind(Timestamp::now())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Deletes the compactions that summarise the item at `seq` (every one from 0): a
+/// summary must not outlive what it was made from.
+async fn drop_compactions(conn: &mut Conn, tenant: &str, session_pk: i64, seq: i64) -> Result<()> {
+    sqlx::query(
+        "delete from compactions where tenant_id = $1 and session_pk = $2 and through_seq >= $3",
+    )
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(seq)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Deletes the finished run `run_id`, or every finished run of the session when none is
+/// named, with its events: a run keeps a copy of the items it was given and made, which
+/// must not outlive them.
+async fn drop_runs(
+    conn: &mut Conn,
+    tenant: &str,
+    session_pk: i64,
+    run_id: Option<Uuid>,
+) -> Result<()> {
+    sqlx::query(&format!(
+        r"delete from runs where tenant_id = $1 and session_pk = $2
+          and ($3 is null or id = $3) and status not in {UNFINISHED}"
+    ))
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(run_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn list(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    page: &PageRequest,
+) -> Result<Page<Item>> {
+    static ITEMS_PAGE: std::sync::LazyLock<ItemsPage> =
+        std::sync::LazyLock::new(|| ItemsPage::new(NOW));
+    let cursor = uuid_cursor(page);
+    let mut query = sqlx::query_as(ITEMS_PAGE.sql(page.scan_order(), cursor.is_some()))
+        .bind(tenant)
+        .bind(session_id.as_str())
+        .bind(page.fetch_limit());
+    if let Some(cursor) = cursor {
+        query = query.bind(cursor);
+    }
+    let mut conn = store.page_readers.take().await?;
+    let (rows, cut_short) = read_item_rows(query.fetch(&mut *conn)).await?;
+    // A page cut short left rows unread on the connection: the pool's check on its
+    // return flushes them, or (Postgres) it is closed.
+    if !cut_short {
+        conn.keep();
+    }
+    if rows.is_empty() {
+        let cursor_item = cursor.map(|id| get(store, tenant, session_id, id));
+        explain_empty_page(store, tenant, session_id, cursor_item).await?;
+    }
+    let items = open_items(&store.codec, tenant, rows)?;
+    Ok(page.finish(items, cut_short, |i| i.id.to_string()))
+}
+
+pub(super) async fn get(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    item_id: Uuid,
+) -> Result<Item> {
+    let row: Option<ItemRow> = sqlx::query_as(&format!(
+        r"select i.id, i.seq, i.created_at, i.run_id, i.body
+          from items i join sessions s on s.pk = i.session_pk
+          where s.tenant_id = $1 and s.id = $2 and i.tenant_id = $1 and i.id = $3 and {}",
+        live("s", NOW)
+    ))
+    .bind(tenant)
+    .bind(session_id.as_str())
+    .bind(item_id)
+    .fetch_optional(store.reader())
+    .await?;
+    match row {
+        Some(row) => row.into_item(&store.codec, tenant),
+        None => {
+            session_pk(&mut *store.reader().acquire().await?, tenant, session_id).await?;
+            Err(StoreError::ItemNotFound)
+        }
+    }
+}
+
+pub(super) async fn delete(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    item_id: Uuid,
+) -> Result<()> {
+    let mut tx = store.writer().begin().await?;
+    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+    let deleted: Option<(i64, Option<Uuid>)> = sqlx::query_as(
+        "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq, run_id",
+    )
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(item_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (seq, run_id) = deleted.ok_or(StoreError::ItemNotFound)?;
+    drop_compactions(&mut tx, tenant, session_pk, seq).await?;
+    drop_runs(&mut tx, tenant, session_pk, run_id).await?;
+    count_items(&mut tx, tenant, session_pk, -1).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub(super) async fn pop_last(store: &Store, tenant: &str, session_id: &SessionId) -> Result<Item> {
+    let mut tx = store.writer().begin().await?;
+    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+    let row: Option<ItemRow> = sqlx::query_as(&format!(
+        r"delete from items where tenant_id = $1 and session_pk = $2 and id = (
+              select id from items where tenant_id = $1 and session_pk = $2
+              order by seq desc limit 1
+          )
+          returning {ITEM_COLUMNS}"
+    ))
+    .bind(tenant)
+    .bind(session_pk)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let row = row.ok_or(StoreError::SessionEmpty)?;
+    let item = row.into_item(&store.codec, tenant)?;
+    drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
+    drop_runs(&mut tx, tenant, session_pk, item.run_id).await?;
+    count_items(&mut tx, tenant, session_pk, -1).await?;
+    tx.commit().await?;
+    Ok(item)
+}
+
+pub(super) async fn clear(store: &Store, tenant: &str, session_id: &SessionId) -> Result<()> {
+    let mut tx = store.writer().begin().await?;
+    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+    let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
+        .bind(tenant)
+        .bind(session_pk)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    drop_compactions(&mut tx, tenant, session_pk, 0).await?;
+    drop_runs(&mut tx, tenant, session_pk, None).await?;
+    count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
+    tx.commit().await?;
+    Ok(())
+}

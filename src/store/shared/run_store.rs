@@ -1,0 +1,173 @@
+//! The `RunStore` of the backend. What a client asks of runs hands over to
+//! `run_creation` and `runs`; what a worker does under its lease is here, each write
+//! conditional on the lease (`store/runs.rs` states the contract).
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::backend::runs::{claim_next, finish, save_events, write_run};
+use super::backend::{Store, SKIP_LOCKED};
+use super::idempotency_keys::kept_response;
+use super::{run_creation, runs};
+use crate::model::{
+    IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
+    SessionId, ToolOutput,
+};
+use crate::store::idempotency::replayed_run_id;
+use crate::store::run_rows::{self, LockedRunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED};
+use crate::store::timestamp::Timestamp;
+use crate::store::{Claim, CreatedRun, Result, RunStore, StartNow};
+
+#[async_trait]
+impl RunStore for Store {
+    async fn create_run(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run: NewRun,
+        if_busy: IfBusy,
+        start: Option<StartNow>,
+    ) -> Result<CreatedRun> {
+        run_creation::create(self, tenant, session_id, run, if_busy, start).await
+    }
+
+    async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
+        runs::get(self, tenant, session_id, run_id).await
+    }
+
+    async fn replayed_run_id(&self, tenant: &str, key: &IdempotencyKey) -> Result<Option<Uuid>> {
+        kept_response(self.reader(), &self.codec, tenant, key)
+            .await?
+            .map(|response| replayed_run_id(&response))
+            .transpose()
+    }
+
+    async fn list_runs(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        page: &PageRequest,
+    ) -> Result<Page<Run>> {
+        runs::list(self, tenant, session_id, page).await
+    }
+
+    async fn run_events(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        after: i64,
+    ) -> Result<(Vec<RunEvent>, RunStatus)> {
+        runs::events(self, tenant, session_id, run_id, after).await
+    }
+
+    async fn cancel_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
+        runs::cancel(self, tenant, session_id, run_id).await
+    }
+
+    async fn submit_tool_outputs(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        outputs: &[ToolOutput],
+    ) -> Result<(Run, i64)> {
+        runs::submit_tool_outputs(self, tenant, session_id, run_id, outputs).await
+    }
+
+    async fn claim_run(
+        &self,
+        worker: Uuid,
+        lease: Duration,
+        tenant_limit: Option<NonZeroU32>,
+    ) -> Result<Option<Claim>> {
+        let now = Timestamp::now();
+        let limit = tenant_limit.map(|n| i64::from(n.get()));
+        let row = claim_next(self.writer(), worker, Timestamp(now.0 + lease), now, limit).await?;
+        row.map(|row| row.into_claim(&self.codec, worker))
+            .transpose()
+    }
+
+    async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool> {
+        let renewed = sqlx::query(
+            r"update runs set lease_expires_at = $3
+              where pk = $1 and lease_owner = $2 and status = 'running'",
+        )
+        .bind(claim.run_pk)
+        .bind(claim.worker)
+        .bind(Timestamp(crate::store::now() + lease))
+        .execute(self.writer())
+        .await?;
+        Ok(renewed.rows_affected() == 1)
+    }
+
+    async fn save_run_events(&self, claim: &Claim, events: &[RunEvent]) -> Result<bool> {
+        save_events(self.writer(), &self.codec, claim, events).await
+    }
+
+    async fn finish_run(
+        &self,
+        claim: &Claim,
+        record: &RunRecord,
+        events: &[RunEvent],
+    ) -> Result<bool> {
+        finish(
+            self.writer(),
+            &self.codec,
+            claim,
+            record,
+            events,
+            Timestamp::now(),
+        )
+        .await
+    }
+
+    async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)> {
+        let now = Timestamp::now();
+        let mut tx = self.writer().begin().await?;
+        // `status in …` is spelled as in runs_active_idx, which SQLite uses only then.
+        let expired: Vec<LockedRunRow> = sqlx::query_as(&format!(
+            r"select {LOCKED_COLUMNS}, {RUN_COLUMNS} from runs r
+              where r.status in {UNFINISHED} and r.status = 'running'
+                and r.lease_owner is not null and r.lease_expires_at < $1{SKIP_LOCKED}"
+        ))
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
+        let (mut requeued, mut failed) = (0, 0);
+        for row in expired {
+            if row.attempts < i64::from(max_attempts) {
+                sqlx::query(
+                    r"update runs set status = 'queued', lease_owner = null, lease_expires_at = null
+                      where pk = $1",
+                )
+                .bind(row.pk)
+                .execute(&mut *tx)
+                .await?;
+                requeued += 1;
+            } else {
+                let (pk, seq) = (row.pk, row.last_event_seq);
+                let tenant = row.tenant_id.clone();
+                let mut record = row.run.into_record(&self.codec, &tenant)?;
+                let event = run_rows::lost(&mut record, seq, now.0);
+                write_run(
+                    &mut tx,
+                    &self.codec,
+                    &tenant,
+                    pk,
+                    &record,
+                    &[event],
+                    None,
+                    now,
+                )
+                .await?;
+                failed += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok((requeued, failed))
+    }
+}

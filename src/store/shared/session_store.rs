@@ -1,0 +1,124 @@
+//! The `SessionStore` of the backend: each method hands over to the module that owns
+//! what it does (`sessions`, `items`, `append_writer`, `idempotency_keys`).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::backend::Store;
+use super::{idempotency_keys, items, sessions};
+use crate::model::{
+    IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
+};
+use crate::store::combiner::{Append, Combiner};
+use crate::store::{AppendStats, Appended, PoolStats, Result, SessionStore, Swept};
+
+#[async_trait]
+impl SessionStore for Store {
+    async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session> {
+        sessions::create(self, tenant, session).await
+    }
+
+    async fn get_session(&self, tenant: &str, id: &SessionId) -> Result<Session> {
+        sessions::get(self, tenant, id).await
+    }
+
+    async fn list_sessions(
+        &self,
+        tenant: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<Session>> {
+        sessions::list(self, tenant, metadata, page).await
+    }
+
+    async fn update_session(
+        &self,
+        tenant: &str,
+        id: &SessionId,
+        patch: SessionPatch,
+    ) -> Result<Session> {
+        sessions::update(self, tenant, id, patch).await
+    }
+
+    async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()> {
+        sessions::delete(self, tenant, id).await
+    }
+
+    async fn append_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        bodies: Vec<ItemBody>,
+        idempotency: Option<IdempotencyKey>,
+    ) -> Result<Appended> {
+        let append = Append {
+            tenant: tenant.to_owned(),
+            session_id: session_id.clone(),
+            bodies,
+            idempotency,
+        };
+        self.appends().append(append).await
+    }
+
+    async fn list_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        page: &PageRequest,
+    ) -> Result<Page<Item>> {
+        items::list(self, tenant, session_id, page).await
+    }
+
+    async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item> {
+        items::get(self, tenant, session_id, item_id).await
+    }
+
+    async fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<()> {
+        items::delete(self, tenant, session_id, item_id).await
+    }
+
+    async fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Result<Item> {
+        items::pop_last(self, tenant, session_id).await
+    }
+
+    async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()> {
+        items::clear(self, tenant, session_id).await
+    }
+
+    async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {
+        idempotency_keys::purge(self, cutoff).await
+    }
+
+    async fn sweep_expired(&self, batch: i64) -> Result<Swept> {
+        sessions::sweep_expired(self, batch).await
+    }
+
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("select 1").execute(self.reader()).await?;
+        Ok(())
+    }
+
+    fn append_stats(&self) -> AppendStats {
+        self.appends.get().map(Combiner::stats).unwrap_or_default()
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        let pooled = self
+            .pools()
+            .into_iter()
+            .fold(PoolStats::default(), |stats, pool| {
+                let size = pool.size();
+                let idle = pool.num_idle() as u32;
+                PoolStats {
+                    in_use: stats.in_use + size.saturating_sub(idle),
+                    idle: stats.idle + idle,
+                }
+            });
+        let parked = self.page_readers.parked() + self.append_writer.parked();
+        PoolStats {
+            in_use: pooled.in_use.saturating_sub(parked),
+            idle: pooled.idle + parked,
+        }
+    }
+}
