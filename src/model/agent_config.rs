@@ -90,34 +90,17 @@ impl AgentConfig {
                 );
             }
         }
-        if let Some(tokens) = self.max_output_tokens {
-            if !(1..=MAX_TOKENS).contains(&tokens) {
-                return Err(InvalidField::new(
-                    field("max_output_tokens"),
-                    format!("must be between 1 and {MAX_TOKENS}"),
-                )
-                .into());
-            }
-        }
-        if let Some(turns) = self.max_turns {
-            if !(1..=MAX_TURNS_LIMIT).contains(&turns) {
-                return Err(InvalidField::new(
-                    field("max_turns"),
-                    format!("must be between 1 and {MAX_TURNS_LIMIT}"),
-                )
-                .into());
-            }
-        }
+        let max_tokens = u64::from(MAX_TOKENS);
+        let output_tokens = self.max_output_tokens.map(u64::from);
+        within(&field("max_output_tokens"), output_tokens, max_tokens)?;
+        let turns = self.max_turns.map(u64::from);
+        within(&field("max_turns"), turns, u64::from(MAX_TURNS_LIMIT))?;
         if let Some(context) = &self.context {
-            if let Some(tokens) = context.max_input_tokens {
-                if !(1..=u64::from(MAX_TOKENS)).contains(&tokens) {
-                    return Err(InvalidField::new(
-                        field("context.max_input_tokens"),
-                        format!("must be between 1 and {MAX_TOKENS}"),
-                    )
-                    .into());
-                }
-            }
+            within(
+                &field("context.max_input_tokens"),
+                context.max_input_tokens,
+                max_tokens,
+            )?;
             context.validate(&field("context."))?;
         }
         if let Some(tools) = &self.tools {
@@ -255,6 +238,17 @@ pub struct CompactionPolicy {
     pub keep_recent_items: u32,
 }
 
+/// A count that, when given, must be between 1 and `max`.
+fn within(field: &str, value: Option<u64>, max: u64) -> Result<(), InvalidField> {
+    match value {
+        Some(value) if !(1..=max).contains(&value) => Err(InvalidField::new(
+            field,
+            format!("must be between 1 and {max}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,3 +269,4 @@ mod tests {
         assert_eq!(merged.instructions.as_deref(), Some("be brief"));
     }
 }
+

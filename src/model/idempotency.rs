@@ -38,19 +38,24 @@ impl IdempotencyKey {
 
     /// The key of a new run on the session, asked for with the JSON `body`.
     pub fn for_run(key: &str, session_id: &SessionId, body: &str) -> Result<Self, InvalidField> {
-        let mut hasher = Sha256::new();
-        // Marked apart from appends, whose keys share the tenant's key space.
-        hasher.update(b"run\0");
-        hasher.update(session_id.as_str());
-        hasher.update([0]);
-        hasher.update(body);
-        Self::checked(key, hasher)
+        Self::for_request(b"run\0", key, session_id, body)
     }
 
     /// The key of a fork of the session, asked for with the JSON `body`.
     pub fn for_fork(key: &str, session_id: &SessionId, body: &str) -> Result<Self, InvalidField> {
+        Self::for_request(b"fork\0", key, session_id, body)
+    }
+
+    /// The key of a request of `kind` on the session. The kind marks it apart from
+    /// appends and other kinds, whose keys share the tenant's key space.
+    fn for_request(
+        kind: &[u8],
+        key: &str,
+        session_id: &SessionId,
+        body: &str,
+    ) -> Result<Self, InvalidField> {
         let mut hasher = Sha256::new();
-        hasher.update(b"fork\0");
+        hasher.update(kind);
         hasher.update(session_id.as_str());
         hasher.update([0]);
         hasher.update(body);

@@ -119,6 +119,10 @@ impl Runs {
         }
     }
 
+    fn store(&self) -> &dyn SessionStore {
+        &*self.engine.store
+    }
+
     pub fn settings(&self) -> &RunSettings {
         &self.engine.settings
     }
@@ -157,10 +161,8 @@ impl Runs {
 
     /// Re-queues or fails runs whose lease lapsed; returns (re-queued, failed).
     pub async fn recover_expired(&self) -> Result<(u64, u64), StoreError> {
-        self.engine
-            .store
-            .recover_expired_runs(self.engine.settings.max_attempts)
-            .await
+        let max_attempts = self.engine.settings.max_attempts;
+        self.store().recover_expired_runs(max_attempts).await
     }
 
     /// The run's events after `after`, live while it executes; the stream ends after a
@@ -214,19 +216,11 @@ impl Runs {
                 return Ok(run);
             }
         }
-        Ok(self
-            .engine
-            .store
-            .cancel_run(tenant, session_id, run_id)
-            .await?)
+        Ok(self.store().cancel_run(tenant, session_id, run_id).await?)
     }
 
     pub async fn get(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
-        Ok(self
-            .engine
-            .store
-            .get_run(tenant, session_id, run_id)
-            .await?)
+        Ok(self.store().get_run(tenant, session_id, run_id).await?)
     }
 
     /// The session's runs, newest first unless the page asks otherwise.
@@ -236,11 +230,7 @@ impl Runs {
         session_id: &SessionId,
         page: &PageRequest,
     ) -> Result<Page<Run>> {
-        Ok(self
-            .engine
-            .store
-            .list_runs(tenant, session_id, page)
-            .await?)
+        Ok(self.store().list_runs(tenant, session_id, page).await?)
     }
 
     /// Answers a `requires_action` run's tool calls and hands it to the workers. Returns
@@ -253,8 +243,7 @@ impl Runs {
         outputs: &[ToolOutput],
     ) -> Result<i64> {
         let (_, after) = self
-            .engine
-            .store
+            .store()
             .submit_tool_outputs(tenant, session_id, run_id, outputs)
             .await?;
         self.wake();

@@ -63,25 +63,19 @@ pub(super) async fn call_webhook(
     for (name, value) in &webhook.headers {
         request = request.header(name, value);
     }
+    let late = || {
+        let (name, ms) = (&tool.name, webhook.timeout_ms);
+        format!("error: tool `{name}` did not answer within {ms} ms")
+    };
     let response = match request.send().await {
         Ok(response) => response,
-        Err(error) if error.is_timeout() => {
-            return format!(
-                "error: tool `{}` did not answer within {} ms",
-                tool.name, webhook.timeout_ms
-            )
-        }
+        Err(error) if error.is_timeout() => return late(),
         Err(_) => return format!("error: tool `{}` could not be reached", tool.name),
     };
     let status = response.status();
     let body = match read_limited(response, MAX_OUTPUT_BYTES).await {
         Ok(body) => body,
-        Err(error) if error.is_timeout() => {
-            return format!(
-                "error: tool `{}` did not answer within {} ms",
-                tool.name, webhook.timeout_ms
-            )
-        }
+        Err(error) if error.is_timeout() => return late(),
         Err(_) => return format!("error: the answer of tool `{}` broke off", tool.name),
     };
     if status.is_success() {
