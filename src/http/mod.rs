@@ -37,10 +37,10 @@ use tracing::Span;
 use uuid::Uuid;
 
 pub use error::{ApiError, Problem};
-pub use metrics::Metrics;
 
 use crate::auth::Auth;
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::runs::Runs;
 use crate::store::SessionStore;
 use error::InternalCause;
