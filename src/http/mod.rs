@@ -1,6 +1,7 @@
 //! The router and the middleware every request passes through.
 
 mod agents;
+mod answer;
 pub mod api_keys;
 mod auth;
 mod compactions;

@@ -1,5 +1,5 @@
 //! How the errors of the layers below become the API's: the detail names the session,
-//! item or run the request was about where the request knows it.
+//! item, run or agent the request was about where the request knows it.
 
 use super::ApiError;
 use crate::model::{ConfigError, InvalidField};
@@ -30,6 +30,16 @@ impl ApiError {
                 "session `{session_id}` has an unfinished run `{active}`; wait for it, cancel it or pass if_busy: \"enqueue\""
             )),
             (other, _) => other.into(),
+        }
+    }
+
+    /// Maps a store error of a request about one agent, so the detail can name it.
+    pub fn from_agent_store(error: StoreError, agent_id: &str) -> Self {
+        match error {
+            StoreError::AgentNotFound => {
+                Self::AgentNotFound(format!("no agent with id `{agent_id}`"))
+            }
+            other => other.into(),
         }
     }
 

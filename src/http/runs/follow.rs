@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::schemas::RunStreamEvent;
 use crate::http::error::{ApiError, BadRequest, Internal, NotFound, Result};
-use crate::http::extract::{RunPath, SessionPath, Tenant};
+use crate::http::extract::TenantRun;
 use crate::http::AppState;
 use crate::model::{Run, RunEvent, SessionId};
 use crate::store::StoreError;
@@ -125,8 +125,7 @@ pub(super) fn sse(
     path = "/v1/sessions/{session_id}/runs/{run_id}/events",
     tag = "runs",
     params(
-        ("session_id" = String, Path, description = "The session id"),
-        ("run_id" = String, Path, description = "The run id"),
+        TenantRun,
         ("Last-Event-ID" = Option<String>, Header, description = "Replay the events after this one (an event's `id`)"),
     ),
     responses(
@@ -138,9 +137,7 @@ pub(super) fn sse(
 )]
 pub async fn run_events(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(session_id): SessionPath,
-    run: RunPath,
+    run: TenantRun,
     headers: HeaderMap,
 ) -> Result<Response> {
     let after = match headers.get("last-event-id") {
@@ -157,8 +154,13 @@ pub async fn run_events(
     };
     state
         .runs
-        .get(tenant, &session_id, run.id)
+        .get(&run.tenant, &run.session, run.id)
         .await
-        .map_err(|e| ApiError::from_runs(e, session_id.as_str(), Some(&run.raw)))?;
-    Ok(sse(state.runs.events(tenant, &session_id, run.id, after)))
+        .map_err(|e| run.runs_error(e))?;
+    Ok(sse(state.runs.events(
+        &run.tenant,
+        &run.session,
+        run.id,
+        after,
+    )))
 }
