@@ -15,8 +15,9 @@ use anyhow::Context as _;
 
 use crate::auth::Auth;
 use crate::config::{describe_database, Config, StartupError, DEFAULT_LLM_URL};
-use crate::http::{self, AppState, Metrics};
+use crate::http::{self, AppState};
 use crate::llm::{LlmClient, OpenAiClient};
+use crate::metrics::Metrics;
 use crate::runs::Runs;
 use crate::store::{self, SessionStore};
 use crate::upkeep::{self, KeyCensus};

@@ -11,6 +11,8 @@ pub mod config;
 pub mod http;
 /// The LLM client the run worker calls: a trait and its OpenAI-compatible implementation.
 pub mod llm;
+/// The metrics registry, below both the HTTP layer and the upkeep tasks that record into it.
+pub mod metrics;
 /// The domain types shared by the store and the API, with their validation rules.
 pub mod model;
 /// `agent-sessions reencrypt`: stored values rewritten under the newest key.

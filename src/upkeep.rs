@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::http::Metrics;
+use crate::metrics::Metrics;
 use crate::model::IdempotencyKey;
 use crate::store::SessionStore;
 

@@ -3,22 +3,22 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::{header, HeaderName, StatusCode};
+use axum::response::NoContent;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::answer::Created;
 use super::error::{ApiError, Result};
 use super::error::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
-use super::extract::{present, AgentPath, AppJson, Tenant};
+use super::extract::{present, AppJson, Tenant, TenantAgent};
 use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{
     whole_optional, whole_patch, Agent, AgentConfig, AgentPatch, ContextConfig, Metadata,
     MetadataPatch, Order, Page, Tool,
 };
-use crate::store::StoreError;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -114,14 +114,7 @@ pub(super) async fn find_agent(state: &AppState, tenant: &str, id: &str) -> Resu
         .store
         .get_agent(tenant, id)
         .await
-        .map_err(|error| agent_error(error, id))
-}
-
-fn agent_error(error: StoreError, id: &str) -> ApiError {
-    match error {
-        StoreError::AgentNotFound => ApiError::AgentNotFound(format!("no agent with id `{id}`")),
-        other => other.into(),
-    }
+        .map_err(|error| ApiError::from_agent_store(error, id))
 }
 
 /// Create an agent.
@@ -143,17 +136,15 @@ async fn create_agent(
     State(state): State<AppState>,
     Tenant(ref tenant): Tenant,
     AppJson(request): AppJson<CreateAgentRequest>,
-) -> Result<(StatusCode, [(HeaderName, String); 1], Json<Agent>)> {
+) -> Result<Created<Agent>> {
     let (config, metadata) = request.into_parts();
     config.validate("", &state.runs.settings().webhooks)?;
     let metadata = Metadata::new(metadata.unwrap_or_default())?;
     let agent = Agent::new(config, metadata, crate::store::now());
     state.store.create_agent(tenant, &agent).await?;
-    let location = format!("/v1/agents/{}", agent.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(agent.redacted()),
+    Ok(Created::at(
+        format!("/v1/agents/{}", agent.id),
+        agent.redacted(),
     ))
 }
 
@@ -187,19 +178,19 @@ async fn list_agents(
     get,
     path = "/v1/agents/{agent_id}",
     tag = "agents",
-    params(("agent_id" = String, Path, description = "The agent id")),
+    params(TenantAgent),
     responses(
         (status = 200, description = "The agent", body = Agent),
         (status = 404, response = NotFound),
         (status = 500, response = Internal),
     )
 )]
-async fn get_agent(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    AgentPath(id): AgentPath,
-) -> Result<Json<Agent>> {
-    Ok(Json(find_agent(&state, tenant, &id).await?.redacted()))
+async fn get_agent(State(state): State<AppState>, agent: TenantAgent) -> Result<Json<Agent>> {
+    Ok(Json(
+        find_agent(&state, &agent.tenant, &agent.id)
+            .await?
+            .redacted(),
+    ))
 }
 
 /// Change an agent.
@@ -207,7 +198,7 @@ async fn get_agent(
     patch,
     path = "/v1/agents/{agent_id}",
     tag = "agents",
-    params(("agent_id" = String, Path, description = "The agent id")),
+    params(TenantAgent),
     request_body = UpdateAgentRequest,
     responses(
         (status = 200, description = "The updated agent", body = Agent),
@@ -220,8 +211,7 @@ async fn get_agent(
 )]
 async fn update_agent(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    AgentPath(id): AgentPath,
+    agent: TenantAgent,
     AppJson(request): AppJson<UpdateAgentRequest>,
 ) -> Result<Json<Agent>> {
     let patch = AgentPatch {
@@ -241,12 +231,12 @@ async fn update_agent(
     patch
         .as_config()
         .validate("", &state.runs.settings().webhooks)?;
-    let agent = state
+    state
         .store
-        .update_agent(tenant, &id, patch)
+        .update_agent(&agent.tenant, &agent.id, patch)
         .await
-        .map_err(|e| agent_error(e, &id))?;
-    Ok(Json(agent.redacted()))
+        .map(|updated| Json(updated.redacted()))
+        .map_err(|e| agent.store_error(e))
 }
 
 /// Delete an agent. Sessions that name it keep the name; their runs then answer 404
@@ -255,22 +245,18 @@ async fn update_agent(
     delete,
     path = "/v1/agents/{agent_id}",
     tag = "agents",
-    params(("agent_id" = String, Path, description = "The agent id")),
+    params(TenantAgent),
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, response = NotFound),
         (status = 500, response = Internal),
     )
 )]
-async fn delete_agent(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    AgentPath(id): AgentPath,
-) -> Result<StatusCode> {
+async fn delete_agent(State(state): State<AppState>, agent: TenantAgent) -> Result<NoContent> {
     state
         .store
-        .delete_agent(tenant, &id)
+        .delete_agent(&agent.tenant, &agent.id)
         .await
-        .map_err(|e| agent_error(e, &id))?;
-    Ok(StatusCode::NO_CONTENT)
+        .map_err(|e| agent.store_error(e))?;
+    Ok(NoContent)
 }

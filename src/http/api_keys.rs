@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use axum::http::request::Parts;
-use axum::http::{header, HeaderName, StatusCode};
+use axum::response::NoContent;
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::answer::Created;
 use super::error::{ApiError, Result};
 use super::error::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
 use super::extract::AppJson;
@@ -104,7 +105,7 @@ pub async fn issue_key(
 async fn create_api_key(
     State(state): State<AppState>,
     AppJson(request): AppJson<CreateApiKeyRequest>,
-) -> Result<(StatusCode, [(HeaderName, String); 1], Json<CreatedApiKey>)> {
+) -> Result<Created<CreatedApiKey>> {
     let (api_key, key) = issue_key(
         &*state.store,
         request.tenant,
@@ -114,11 +115,7 @@ async fn create_api_key(
     )
     .await?;
     let location = format!("/v1/api_keys/{}", api_key.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(CreatedApiKey { api_key, key }),
-    ))
+    Ok(Created::at(location, CreatedApiKey { api_key, key }))
 }
 
 /// `?tenant=` of the key listing.
@@ -184,13 +181,13 @@ async fn list_api_keys(
 async fn delete_api_key(
     State(state): State<AppState>,
     axum::extract::Path(raw): axum::extract::Path<String>,
-) -> Result<StatusCode> {
+) -> Result<NoContent> {
     let not_found = || ApiError::ApiKeyNotFound(format!("no API key with id `{raw}`"));
     let id = Uuid::parse_str(&raw).map_err(|_| not_found())?;
     match state.store.delete_api_key(id).await {
         Ok(()) => {
             state.auth.forget(id);
-            Ok(StatusCode::NO_CONTENT)
+            Ok(NoContent)
         }
         Err(StoreError::ApiKeyNotFound) => Err(not_found()),
         Err(other) => Err(other.into()),

@@ -2,18 +2,18 @@
 //! session's older items, the summaries made, and what a run sends of the session.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Result};
+use super::answer::Created;
+use super::error::Result;
 use super::error::{
     BadRequest, Conflict, Internal, LlmFailed, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
-use super::extract::{AppJson, SessionPath, Tenant};
+use super::extract::{AppJson, TenantSession};
 use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{Compaction, Order, Page, DEFAULT_KEEP_RECENT_ITEMS};
@@ -76,7 +76,7 @@ pub struct ContextResponse {
     post,
     path = "/v1/sessions/{session_id}/compact",
     tag = "compactions",
-    params(("session_id" = String, Path, description = "The session id")),
+    params(TenantSession),
     request_body = CompactRequestBody,
     responses(
         (status = 201, description = "The new compaction", body = Compaction),
@@ -93,10 +93,9 @@ pub struct ContextResponse {
 )]
 async fn compact(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
+    session: TenantSession,
     AppJson(request): AppJson<CompactRequestBody>,
-) -> Result<(StatusCode, Json<Compaction>)> {
+) -> Result<Created<Compaction>> {
     let request = CompactRequest {
         keep_recent_items: request
             .keep_recent_items
@@ -104,12 +103,12 @@ async fn compact(
         model: request.model,
         instructions: request.instructions,
     };
-    let compaction = state
+    state
         .runs
-        .compact(tenant, &id, request)
+        .compact(&session.tenant, &session.id, request)
         .await
-        .map_err(|e| ApiError::from_runs(e, id.as_str(), None))?;
-    Ok((StatusCode::CREATED, Json(compaction)))
+        .map(Created::new)
+        .map_err(|e| session.runs_error(e))
 }
 
 /// List a session's compactions, newest first.
@@ -117,7 +116,7 @@ async fn compact(
     get,
     path = "/v1/sessions/{session_id}/compactions",
     tag = "compactions",
-    params(("session_id" = String, Path, description = "The session id"), ListQuery),
+    params(TenantSession, ListQuery),
     responses(
         (status = 200, description = "A page of compactions", body = Page<Compaction>),
         (status = 400, response = BadRequest),
@@ -127,16 +126,15 @@ async fn compact(
 )]
 async fn list_compactions(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
+    session: TenantSession,
     query: ListQuery,
 ) -> Result<Json<Page<Compaction>>> {
-    let page = state
+    state
         .store
-        .list_compactions(tenant, &id, &query.page(Order::Desc))
+        .list_compactions(&session.tenant, &session.id, &query.page(Order::Desc))
         .await
-        .map_err(|e| query.store_error(e, Some(id.as_str())))?;
-    Ok(Json(page))
+        .map(Json)
+        .map_err(|e| query.store_error(e, Some(session.id.as_str())))
 }
 
 /// What a run sends of the session: the latest summary, then every item after it (every
@@ -145,7 +143,7 @@ async fn list_compactions(
     get,
     path = "/v1/sessions/{session_id}/context",
     tag = "compactions",
-    params(("session_id" = String, Path, description = "The session id")),
+    params(TenantSession),
     responses(
         (status = 200, description = "The session's context", body = ContextResponse),
         (status = 400, response = BadRequest),
@@ -155,14 +153,13 @@ async fn list_compactions(
 )]
 async fn get_context(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
+    session: TenantSession,
 ) -> Result<Json<ContextResponse>> {
     let context = state
         .store
-        .context(tenant, &id, false)
+        .context(&session.tenant, &session.id, false)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
+        .map_err(|e| session.store_error(e))?;
     let summary = context.compaction.as_ref().map(|c| {
         let item = serde_json::json!({"type": "compaction", "summary": c.summary});
         RawValue::from_string(item.to_string()).expect("serialized JSON is valid")

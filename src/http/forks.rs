@@ -4,18 +4,18 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::Router;
 use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::answer::Created;
 use super::error::{ApiError, Result};
 use super::error::{
     BadRequest, Conflict, Internal, KeyReused, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
-use super::extract::{idempotency_key, AppJsonText, SessionPath, Tenant, IDEMPOTENT_REPLAYED};
+use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
 use crate::model::{ForkPoint, IdempotencyKey, Metadata, NewFork, Session, SessionId};
 use crate::store::StoreError;
@@ -75,22 +75,16 @@ pub struct ForkSessionRequest {
 )]
 async fn fork_session(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(source): SessionPath,
-    headers: HeaderMap,
-    AppJsonText(request, body): AppJsonText<ForkSessionRequest>,
-) -> Result<(StatusCode, HeaderMap, Json<Session>)> {
+    source: TenantSession,
+    idempotency: IdempotencyHeader,
+    AppJsonText(request, text): AppJsonText<ForkSessionRequest>,
+) -> Result<Created<Session>> {
     let point = ForkPoint::from_request(request.through_item_id, request.before_run_id)?;
     let id = match request.id {
         Some(id) => SessionId::parse("id", id)?,
         None => SessionId::generate(),
     };
-    let idempotency = idempotency_key(&headers)?
-        .map(|key| {
-            let body = std::str::from_utf8(&body).unwrap_or_default();
-            IdempotencyKey::for_fork(key, &source, body)
-        })
-        .transpose()?;
+    let idempotency = idempotency.key(|key| IdempotencyKey::for_fork(key, &source.id, &text))?;
     let fork = NewFork {
         metadata: request.metadata.map(Metadata::new).transpose()?,
         id: id.clone(),
@@ -99,7 +93,7 @@ async fn fork_session(
     };
     let forked = state
         .store
-        .fork_session(tenant, &source, fork)
+        .fork_session(&source.tenant, &source.id, fork)
         .await
         .map_err(|error| match (error, point) {
             (StoreError::SessionExists, _) => ApiError::SessionExists(format!(
@@ -107,23 +101,13 @@ async fn fork_session(
                 id.as_str()
             )),
             (error, ForkPoint::ThroughItem(item)) => {
-                ApiError::from_store(error, source.as_str(), Some(&item.to_string()))
+                ApiError::from_store(error, source.id.as_str(), Some(&item.to_string()))
             }
             (error, ForkPoint::BeforeRun(run)) => {
-                ApiError::from_store(error, source.as_str(), Some(&run.to_string()))
+                ApiError::from_store(error, source.id.as_str(), Some(&run.to_string()))
             }
-            (error, ForkPoint::All) => ApiError::from_store(error, source.as_str(), None),
+            (error, ForkPoint::All) => source.store_error(error),
         })?;
-    let mut response_headers = HeaderMap::new();
     let location = format!("/v1/sessions/{}", forked.session.id);
-    if let Ok(location) = HeaderValue::from_str(&location) {
-        response_headers.insert(header::LOCATION, location);
-    }
-    if forked.replayed {
-        response_headers.insert(
-            IDEMPOTENT_REPLAYED.clone(),
-            HeaderValue::from_static("true"),
-        );
-    }
-    Ok((StatusCode::CREATED, response_headers, Json(forked.session)))
+    Ok(Created::at(location, forked.session).replayed(forked.replayed))
 }

@@ -2,20 +2,19 @@
 //! protocol uses it (`get_items`, `add_items`, `pop_item`, `clear_session`).
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::NoContent;
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use super::error::{ApiError, Result};
+use super::answer::Created;
+use super::error::Result;
 use super::error::{
     BadRequest, Internal, KeyReused, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
-use super::extract::{
-    idempotency_key, AppJson, ItemPath, SessionPath, Tenant, IDEMPOTENT_REPLAYED,
-};
+use super::extract::{AppJson, IdempotencyHeader, TenantItem, TenantSession};
 use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{IdempotencyKey, Item, ItemBody, Order, Page};
@@ -56,7 +55,7 @@ pub struct AppendItemsResponse {
     get,
     path = "/v1/sessions/{session_id}/items",
     tag = "items",
-    params(("session_id" = String, Path, description = "The session id"), ListQuery),
+    params(TenantSession, ListQuery),
     responses(
         (status = 200, description = "A page of items", body = Page<Item>),
         (status = 400, response = BadRequest),
@@ -66,16 +65,15 @@ pub struct AppendItemsResponse {
 )]
 async fn list_items(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
+    session: TenantSession,
     query: ListQuery,
 ) -> Result<Json<Page<Item>>> {
-    let page = state
+    state
         .store
-        .list_items(tenant, &id, &query.page(Order::Asc))
+        .list_items(&session.tenant, &session.id, &query.page(Order::Asc))
         .await
-        .map_err(|e| query.store_error(e, Some(id.as_str())))?;
-    Ok(Json(page))
+        .map(Json)
+        .map_err(|e| query.store_error(e, Some(session.id.as_str())))
 }
 
 /// Append items to a session, creating the session if it does not exist.
@@ -103,34 +101,19 @@ async fn list_items(
 )]
 async fn append_items(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
-    headers: HeaderMap,
+    session: TenantSession,
+    idempotency: IdempotencyHeader,
     AppJson(request): AppJson<AppendItemsRequest>,
-) -> Result<(StatusCode, HeaderMap, Json<AppendItemsResponse>)> {
+) -> Result<Created<AppendItemsResponse>> {
     let bodies = ItemBody::batch("items", request.items)?;
-    let idempotency = idempotency_key(&headers)?
-        .map(|key| IdempotencyKey::new(key, &id, &bodies))
-        .transpose()?;
+    let idempotency = idempotency.key(|key| IdempotencyKey::new(key, &session.id, &bodies))?;
     let appended = state
         .store
-        .append_items(tenant, &id, bodies, idempotency)
+        .append_items(&session.tenant, &session.id, bodies, idempotency)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    let mut response_headers = HeaderMap::new();
-    if appended.replayed {
-        response_headers.insert(
-            IDEMPOTENT_REPLAYED.clone(),
-            HeaderValue::from_static("true"),
-        );
-    }
-    Ok((
-        StatusCode::CREATED,
-        response_headers,
-        Json(AppendItemsResponse {
-            data: appended.items,
-        }),
-    ))
+        .map_err(|e| session.store_error(e))?;
+    let data = appended.items;
+    Ok(Created::new(AppendItemsResponse { data }).replayed(appended.replayed))
 }
 
 /// Get one item.
@@ -138,10 +121,7 @@ async fn append_items(
     get,
     path = "/v1/sessions/{session_id}/items/{item_id}",
     tag = "items",
-    params(
-        ("session_id" = String, Path, description = "The session id"),
-        ("item_id" = String, Path, description = "The item id"),
-    ),
+    params(TenantItem),
     responses(
         (status = 200, description = "The item", body = Item),
         (status = 400, response = BadRequest),
@@ -149,18 +129,13 @@ async fn append_items(
         (status = 500, response = Internal),
     )
 )]
-async fn get_item(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
-    item: ItemPath,
-) -> Result<Json<Item>> {
-    let found = state
+async fn get_item(State(state): State<AppState>, item: TenantItem) -> Result<Json<Item>> {
+    state
         .store
-        .get_item(tenant, &id, item.id)
+        .get_item(&item.tenant, &item.session, item.id)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), Some(&item.raw)))?;
-    Ok(Json(found))
+        .map(Json)
+        .map_err(|e| item.store_error(e))
 }
 
 /// Delete one item.
@@ -168,10 +143,7 @@ async fn get_item(
     delete,
     path = "/v1/sessions/{session_id}/items/{item_id}",
     tag = "items",
-    params(
-        ("session_id" = String, Path, description = "The session id"),
-        ("item_id" = String, Path, description = "The item id"),
-    ),
+    params(TenantItem),
     responses(
         (status = 204, description = "Deleted"),
         (status = 400, response = BadRequest),
@@ -179,18 +151,13 @@ async fn get_item(
         (status = 500, response = Internal),
     )
 )]
-async fn delete_item(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
-    item: ItemPath,
-) -> Result<StatusCode> {
+async fn delete_item(State(state): State<AppState>, item: TenantItem) -> Result<NoContent> {
     state
         .store
-        .delete_item(tenant, &id, item.id)
+        .delete_item(&item.tenant, &item.session, item.id)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), Some(&item.raw)))?;
-    Ok(StatusCode::NO_CONTENT)
+        .map_err(|e| item.store_error(e))?;
+    Ok(NoContent)
 }
 
 /// Remove and return the newest item (the SDKs' `pop_item`).
@@ -198,7 +165,7 @@ async fn delete_item(
     delete,
     path = "/v1/sessions/{session_id}/items/last",
     tag = "items",
-    params(("session_id" = String, Path, description = "The session id")),
+    params(TenantSession),
     responses(
         (status = 200, description = "The removed item", body = Item),
         (status = 400, response = BadRequest),
@@ -208,15 +175,14 @@ async fn delete_item(
 )]
 async fn pop_last_item(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
+    session: TenantSession,
 ) -> Result<Json<Item>> {
-    let item = state
+    state
         .store
-        .pop_last_item(tenant, &id)
+        .pop_last_item(&session.tenant, &session.id)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    Ok(Json(item))
+        .map(Json)
+        .map_err(|e| session.store_error(e))
 }
 
 /// Remove every item and keep the session (the SDKs' `clear_session`).
@@ -224,7 +190,7 @@ async fn pop_last_item(
     delete,
     path = "/v1/sessions/{session_id}/items",
     tag = "items",
-    params(("session_id" = String, Path, description = "The session id")),
+    params(TenantSession),
     responses(
         (status = 204, description = "Cleared"),
         (status = 400, response = BadRequest),
@@ -232,15 +198,11 @@ async fn pop_last_item(
         (status = 500, response = Internal),
     )
 )]
-async fn clear_items(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
-) -> Result<StatusCode> {
+async fn clear_items(State(state): State<AppState>, session: TenantSession) -> Result<NoContent> {
     state
         .store
-        .clear_items(tenant, &id)
+        .clear_items(&session.tenant, &session.id)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    Ok(StatusCode::NO_CONTENT)
+        .map_err(|e| session.store_error(e))?;
+    Ok(NoContent)
 }

@@ -1,6 +1,7 @@
 //! The router and the middleware every request passes through.
 
 mod agents;
+mod answer;
 pub mod api_keys;
 mod auth;
 mod compactions;
@@ -38,10 +39,10 @@ use tracing::Span;
 use uuid::Uuid;
 
 pub use error::{ApiError, Problem};
-pub use metrics::Metrics;
 
 use crate::auth::Auth;
 use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::runs::Runs;
 use crate::store::SessionStore;
 use error::InternalCause;

@@ -3,18 +3,19 @@
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::{header, HeaderName, StatusCode};
+use axum::response::NoContent;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::agents::find_agent;
+use super::answer::Created;
 use super::error::{ApiError, Result};
 use super::error::{
     BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType,
 };
-use super::extract::{present, AppJson, SessionPath, Tenant};
+use super::extract::{present, AppJson, Tenant, TenantSession};
 use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{
@@ -139,7 +140,7 @@ async fn create_session(
     State(state): State<AppState>,
     Tenant(ref tenant): Tenant,
     AppJson(request): AppJson<CreateSessionRequest>,
-) -> Result<(StatusCode, [(HeaderName, String); 1], Json<Session>)> {
+) -> Result<Created<Session>> {
     let session = request.into_new_session()?;
     if let Some(agent_id) = &session.agent_id {
         find_agent(&state, tenant, agent_id.as_str()).await?;
@@ -150,12 +151,7 @@ async fn create_session(
         .create_session(tenant, session)
         .await
         .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    let location = format!("/v1/sessions/{}", created.id);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(created),
-    ))
+    Ok(Created::at(format!("/v1/sessions/{}", created.id), created))
 }
 
 /// List sessions, newest first.
@@ -192,7 +188,7 @@ async fn list_sessions(
     get,
     path = "/v1/sessions/{session_id}",
     tag = "sessions",
-    params(("session_id" = String, Path, description = "The session id")),
+    params(TenantSession),
     responses(
         (status = 200, description = "The session", body = Session),
         (status = 400, response = BadRequest),
@@ -202,15 +198,14 @@ async fn list_sessions(
 )]
 async fn get_session(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
+    session: TenantSession,
 ) -> Result<Json<Session>> {
-    let session = state
+    state
         .store
-        .get_session(tenant, &id)
+        .get_session(&session.tenant, &session.id)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    Ok(Json(session))
+        .map(Json)
+        .map_err(|e| session.store_error(e))
 }
 
 /// Change a session's metadata (a JSON merge patch) or agent.
@@ -218,7 +213,7 @@ async fn get_session(
     patch,
     path = "/v1/sessions/{session_id}",
     tag = "sessions",
-    params(("session_id" = String, Path, description = "The session id")),
+    params(TenantSession),
     request_body = UpdateSessionRequest,
     responses(
         (status = 200, description = "The updated session", body = Session),
@@ -231,20 +226,19 @@ async fn get_session(
 )]
 async fn update_session(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
+    session: TenantSession,
     AppJson(request): AppJson<UpdateSessionRequest>,
 ) -> Result<Json<Session>> {
     let patch = request.into_patch()?;
     if let Some(Some(agent_id)) = &patch.agent_id {
-        find_agent(&state, tenant, agent_id.as_str()).await?;
+        find_agent(&state, &session.tenant, agent_id.as_str()).await?;
     }
-    let session = state
+    state
         .store
-        .update_session(tenant, &id, patch)
+        .update_session(&session.tenant, &session.id, patch)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    Ok(Json(session))
+        .map(Json)
+        .map_err(|e| session.store_error(e))
 }
 
 /// Delete a session with all its items.
@@ -252,7 +246,7 @@ async fn update_session(
     delete,
     path = "/v1/sessions/{session_id}",
     tag = "sessions",
-    params(("session_id" = String, Path, description = "The session id")),
+    params(TenantSession),
     responses(
         (status = 204, description = "Deleted"),
         (status = 400, response = BadRequest),
@@ -262,13 +256,12 @@ async fn update_session(
 )]
 async fn delete_session(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(id): SessionPath,
-) -> Result<StatusCode> {
+    session: TenantSession,
+) -> Result<NoContent> {
     state
         .store
-        .delete_session(tenant, &id)
+        .delete_session(&session.tenant, &session.id)
         .await
-        .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    Ok(StatusCode::NO_CONTENT)
+        .map_err(|e| session.store_error(e))?;
+    Ok(NoContent)
 }

@@ -269,4 +269,3 @@ mod tests {
         assert_eq!(merged.instructions.as_deref(), Some("be brief"));
     }
 }
-

@@ -285,7 +285,7 @@ pub struct TestApp {
     pub router: Router,
     pub runs: Runs,
     /// What the background upkeep writes to, for tests that run a pass of it.
-    pub metrics: Arc<agent_sessions::http::Metrics>,
+    pub metrics: Arc<agent_sessions::metrics::Metrics>,
     pub key_census: Arc<agent_sessions::upkeep::KeyCensus>,
     pub store: Arc<dyn SessionStore>,
     _workers: Workers,

@@ -9,11 +9,10 @@ use utoipa::ToSchema;
 use super::follow::{wait, Native};
 use super::schemas::RunStreamEvent;
 use crate::http::error::{
-    ApiError, BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, Result,
-    UnsupportedMediaType,
+    BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, Result, UnsupportedMediaType,
 };
 use crate::http::event_stream::sse;
-use crate::http::extract::{AppJson, RunPath, SessionPath, Tenant};
+use crate::http::extract::{AppJson, TenantRun, TenantSession};
 use crate::http::list_query::ListQuery;
 use crate::http::AppState;
 use crate::model::{Order, Page, Run, ToolOutput};
@@ -34,7 +33,7 @@ pub struct ToolOutputsRequest {
     get,
     path = "/v1/sessions/{session_id}/runs",
     tag = "runs",
-    params(("session_id" = String, Path, description = "The session id"), ListQuery),
+    params(TenantSession, ListQuery),
     responses(
         (status = 200, description = "A page of runs", body = Page<Run>),
         (status = 400, response = BadRequest),
@@ -44,19 +43,18 @@ pub struct ToolOutputsRequest {
 )]
 pub async fn list_runs(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(session_id): SessionPath,
+    session: TenantSession,
     query: ListQuery,
 ) -> Result<Json<Page<Run>>> {
-    let page = state
+    state
         .runs
-        .list(tenant, &session_id, &query.page(Order::Desc))
+        .list(&session.tenant, &session.id, &query.page(Order::Desc))
         .await
+        .map(Json)
         .map_err(|e| match e {
-            RunsError::Store(e) => query.store_error(e, Some(session_id.as_str())),
-            other => ApiError::from_runs(other, session_id.as_str(), None),
-        })?;
-    Ok(Json(page))
+            RunsError::Store(e) => query.store_error(e, Some(session.id.as_str())),
+            other => session.runs_error(other),
+        })
 }
 
 /// Get a run.
@@ -64,10 +62,7 @@ pub async fn list_runs(
     get,
     path = "/v1/sessions/{session_id}/runs/{run_id}",
     tag = "runs",
-    params(
-        ("session_id" = String, Path, description = "The session id"),
-        ("run_id" = String, Path, description = "The run id"),
-    ),
+    params(TenantRun),
     responses(
         (status = 200, description = "The run", body = Run),
         (status = 400, response = BadRequest),
@@ -75,18 +70,13 @@ pub async fn list_runs(
         (status = 500, response = Internal),
     )
 )]
-pub async fn get_run(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(session_id): SessionPath,
-    run: RunPath,
-) -> Result<Json<Run>> {
-    let found = state
+pub async fn get_run(State(state): State<AppState>, run: TenantRun) -> Result<Json<Run>> {
+    state
         .runs
-        .get(tenant, &session_id, run.id)
+        .get(&run.tenant, &run.session, run.id)
         .await
-        .map_err(|e| ApiError::from_runs(e, session_id.as_str(), Some(&run.raw)))?;
-    Ok(Json(found))
+        .map(Json)
+        .map_err(|e| run.runs_error(e))
 }
 
 /// Cancel a run that has not finished. Its history stays exactly as it was.
@@ -94,10 +84,7 @@ pub async fn get_run(
     post,
     path = "/v1/sessions/{session_id}/runs/{run_id}/cancel",
     tag = "runs",
-    params(
-        ("session_id" = String, Path, description = "The session id"),
-        ("run_id" = String, Path, description = "The run id"),
-    ),
+    params(TenantRun),
     responses(
         (status = 200, description = "The cancelled run", body = Run),
         (status = 400, response = BadRequest),
@@ -106,18 +93,13 @@ pub async fn get_run(
         (status = 500, response = Internal),
     )
 )]
-pub async fn cancel_run(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(session_id): SessionPath,
-    run: RunPath,
-) -> Result<Json<Run>> {
-    let cancelled = state
+pub async fn cancel_run(State(state): State<AppState>, run: TenantRun) -> Result<Json<Run>> {
+    state
         .runs
-        .cancel(tenant, &session_id, run.id)
+        .cancel(&run.tenant, &run.session, run.id)
         .await
-        .map_err(|e| ApiError::from_runs(e, session_id.as_str(), Some(&run.raw)))?;
-    Ok(Json(cancelled))
+        .map(Json)
+        .map_err(|e| run.runs_error(e))
 }
 
 /// Answer a `requires_action` run's client tool calls; the run goes on.
@@ -125,10 +107,7 @@ pub async fn cancel_run(
     post,
     path = "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
     tag = "runs",
-    params(
-        ("session_id" = String, Path, description = "The session id"),
-        ("run_id" = String, Path, description = "The run id"),
-    ),
+    params(TenantRun),
     request_body = ToolOutputsRequest,
     responses(
         (status = 200, description = "The run once it finishes or needs the client again, or its events with `stream: true`", content(
@@ -146,19 +125,17 @@ pub async fn cancel_run(
 )]
 pub async fn submit_tool_outputs(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(session_id): SessionPath,
-    run: RunPath,
+    run: TenantRun,
     AppJson(request): AppJson<ToolOutputsRequest>,
 ) -> Result<Response> {
     let after = state
         .runs
-        .submit_tool_outputs(tenant, &session_id, run.id, &request.outputs)
+        .submit_tool_outputs(&run.tenant, &run.session, run.id, &request.outputs)
         .await
-        .map_err(|e| ApiError::from_runs(e, session_id.as_str(), Some(&run.raw)))?;
+        .map_err(|e| run.runs_error(e))?;
     if request.stream.unwrap_or(false) {
-        let events = state.runs.events(tenant, &session_id, run.id, after);
+        let events = state.runs.events(&run.tenant, &run.session, run.id, after);
         return Ok(sse(events, Native));
     }
-    wait(&state, tenant, &session_id, run.id, after).await
+    wait(&state, &run.tenant, &run.session, run.id, after).await
 }

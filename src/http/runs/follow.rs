@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::schemas::RunStreamEvent;
 use crate::http::error::{ApiError, BadRequest, Internal, NotFound, Result};
 use crate::http::event_stream::{sse, Translator};
-use crate::http::extract::{RunPath, SessionPath, Tenant};
+use crate::http::extract::TenantRun;
 use crate::http::AppState;
 use crate::model::{Run, RunEvent, SessionId};
 
@@ -109,8 +109,7 @@ impl Translator for Native {
     path = "/v1/sessions/{session_id}/runs/{run_id}/events",
     tag = "runs",
     params(
-        ("session_id" = String, Path, description = "The session id"),
-        ("run_id" = String, Path, description = "The run id"),
+        TenantRun,
         ("Last-Event-ID" = Option<String>, Header, description = "Replay the events after this one (an event's `id`)"),
     ),
     responses(
@@ -122,9 +121,7 @@ impl Translator for Native {
 )]
 pub async fn run_events(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(session_id): SessionPath,
-    run: RunPath,
+    run: TenantRun,
     headers: HeaderMap,
 ) -> Result<Response> {
     let after = match headers.get("last-event-id") {
@@ -141,11 +138,9 @@ pub async fn run_events(
     };
     state
         .runs
-        .get(tenant, &session_id, run.id)
+        .get(&run.tenant, &run.session, run.id)
         .await
-        .map_err(|e| ApiError::from_runs(e, session_id.as_str(), Some(&run.raw)))?;
-    Ok(sse(
-        state.runs.events(tenant, &session_id, run.id, after),
-        Native,
-    ))
+        .map_err(|e| run.runs_error(e))?;
+    let events = state.runs.events(&run.tenant, &run.session, run.id, after);
+    Ok(sse(events, Native))
 }

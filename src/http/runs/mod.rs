@@ -8,7 +8,6 @@ mod schemas;
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
@@ -16,11 +15,12 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use super::answer::Replayed;
 use super::error::{
-    ApiError, BadRequest, Conflict, Internal, KeyReused, NotFound, PayloadTooLarge, Result,
+    BadRequest, Conflict, Internal, KeyReused, NotFound, PayloadTooLarge, Result,
     UnsupportedMediaType,
 };
-use super::extract::{idempotency_key, AppJsonText, SessionPath, Tenant, IDEMPOTENT_REPLAYED};
+use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
 use crate::model::{AgentConfig, IdempotencyKey, IfBusy, Metadata, Run};
 use crate::runs::{ConfigRequest, StartRun};
@@ -120,21 +120,15 @@ pub struct CreateRunRequest {
 )]
 async fn create_run(
     State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    SessionPath(session_id): SessionPath,
-    headers: HeaderMap,
-    AppJsonText(request, body): AppJsonText<CreateRunRequest>,
-) -> Result<Response> {
+    session: TenantSession,
+    idempotency: IdempotencyHeader,
+    AppJsonText(request, text): AppJsonText<CreateRunRequest>,
+) -> Result<(Replayed, Response)> {
     let mode = Mode::new(
         request.stream.unwrap_or(false),
         request.background.unwrap_or(false),
     )?;
-    let idempotency = idempotency_key(&headers)?
-        .map(|key| {
-            let body = std::str::from_utf8(&body).unwrap_or_default();
-            IdempotencyKey::for_run(key, &session_id, body)
-        })
-        .transpose()?;
+    let idempotency = idempotency.key(|key| IdempotencyKey::for_run(key, &session.id, &text))?;
     let start = StartRun {
         input: request.input,
         config: ConfigRequest {
@@ -148,15 +142,9 @@ async fn create_run(
     };
     let started = state
         .runs
-        .start(tenant, &session_id, start)
+        .start(&session.tenant, &session.id, start)
         .await
-        .map_err(|e| ApiError::from_runs(e, session_id.as_str(), None))?;
-    let mut response = follow::answer(&state, tenant, &session_id, started.run, mode).await?;
-    if started.replayed {
-        response.headers_mut().insert(
-            IDEMPOTENT_REPLAYED.clone(),
-            HeaderValue::from_static("true"),
-        );
-    }
-    Ok(response)
+        .map_err(|e| session.runs_error(e))?;
+    let answer = follow::answer(&state, &session.tenant, &session.id, started.run, mode).await?;
+    Ok((Replayed(started.replayed), answer))
 }

@@ -1,17 +1,19 @@
 //! The error format of the API: RFC 9457 problem details with a stable `code`.
 
+mod mapping;
+mod responses;
+
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use utoipa::openapi::content::ContentBuilder;
-use utoipa::openapi::response::{Response as ResponseDoc, ResponseBuilder};
-use utoipa::openapi::{Ref, RefOr};
-use utoipa::{ToResponse, ToSchema};
+use utoipa::ToSchema;
 
 use crate::llm::LlmErrorCode;
-use crate::model::{ConfigError, InvalidField};
-use crate::runs::RunsError;
 use crate::store::StoreError;
+pub use responses::{
+    BadRequest, Conflict, Forbidden, Internal, KeyReused, LlmFailed, NotFound, PayloadTooLarge,
+    RateLimited, Unauthorized, Unavailable, UnsupportedMediaType,
+};
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
@@ -166,102 +168,6 @@ impl ApiError {
     pub fn invalid(field: &str, message: impl std::fmt::Display) -> Self {
         Self::InvalidRequest(format!("{field}: {message}"))
     }
-
-    /// Maps a store error of a request about one session (and one of its items or runs),
-    /// so the detail can name them.
-    pub fn from_store(error: StoreError, session_id: &str, child_id: Option<&str>) -> Self {
-        match (error, child_id) {
-            (StoreError::SessionNotFound, _) => {
-                Self::SessionNotFound(format!("no session with id `{session_id}`"))
-            }
-            (StoreError::SessionExists, _) => {
-                Self::SessionExists(format!("a session with id `{session_id}` already exists"))
-            }
-            (StoreError::ItemNotFound, Some(item_id)) => Self::ItemNotFound(format!(
-                "no item with id `{item_id}` in session `{session_id}`"
-            )),
-            (StoreError::RunNotFound, Some(run_id)) => Self::RunNotFound(format!(
-                "no run with id `{run_id}` in session `{session_id}`"
-            )),
-            (StoreError::SessionEmpty, _) => {
-                Self::SessionEmpty(format!("session `{session_id}` has no items"))
-            }
-            (StoreError::SessionBusy(active), _) => Self::SessionBusy(format!(
-                "session `{session_id}` has an unfinished run `{active}`; wait for it, cancel it or pass if_busy: \"enqueue\""
-            )),
-            (other, _) => other.into(),
-        }
-    }
-}
-
-impl ApiError {
-    /// Maps a run use case's error about one session (and one of its runs).
-    pub fn from_runs(error: RunsError, session_id: &str, run_id: Option<&str>) -> Self {
-        match error {
-            RunsError::Store(error) => Self::from_store(error, session_id, run_id),
-            RunsError::Config(error) => error.into(),
-            RunsError::AgentNotFound {
-                agent_id,
-                by_session: true,
-            } => Self::AgentNotFound(format!(
-                "session `{session_id}` names agent `{agent_id}`, which does not exist"
-            )),
-            RunsError::AgentNotFound { agent_id, .. } => {
-                Self::AgentNotFound(format!("no agent with id `{agent_id}`"))
-            }
-            RunsError::NothingToCompact { .. } => Self::NothingToCompact(error.to_string()),
-            RunsError::Llm(error) => Self::Llm(error.code, error.message),
-            RunsError::Stopped => Self::Internal(error.to_string()),
-        }
-    }
-}
-
-impl From<ConfigError> for ApiError {
-    fn from(error: ConfigError) -> Self {
-        match error {
-            ConfigError::Invalid(field) => field.into(),
-        }
-    }
-}
-
-impl From<InvalidField> for ApiError {
-    fn from(error: InvalidField) -> Self {
-        Self::InvalidRequest(error.to_string())
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(error: StoreError) -> Self {
-        match error {
-            StoreError::SessionNotFound => Self::SessionNotFound("session not found".into()),
-            StoreError::SessionExists => Self::SessionExists("the session already exists".into()),
-            StoreError::ItemNotFound => Self::ItemNotFound("item not found".into()),
-            StoreError::SessionEmpty => Self::SessionEmpty("the session has no items".into()),
-            StoreError::UnknownCursor => {
-                Self::InvalidRequest("after/before: the cursor names no row of this listing".into())
-            }
-            StoreError::IdempotencyKeyReused => Self::IdempotencyKeyReused,
-            StoreError::HistoryChanged => Self::HistoryChanged(
-                "the session's history changed while it was being compacted; try again".into(),
-            ),
-            StoreError::AgentNotFound => Self::AgentNotFound("agent not found".into()),
-            StoreError::RunNotFound => Self::RunNotFound("run not found".into()),
-            StoreError::ApiKeyNotFound => Self::ApiKeyNotFound("API key not found".into()),
-            StoreError::SessionBusy(active) => {
-                Self::SessionBusy(format!("the session has an unfinished run `{active}`"))
-            }
-            StoreError::RunFinished(status) => {
-                Self::RunFinished(format!("the run has finished as `{status}`"))
-            }
-            StoreError::RunNotWaiting(status) => Self::RunNotWaiting(format!(
-                "the run is `{status}`, not waiting for tool outputs"
-            )),
-            StoreError::Invalid(field) => field.into(),
-            StoreError::EncryptionKeyMissing(_) => Self::EncryptionKeyMissing(error.to_string()),
-            error if error.is_transient() => Self::DatabaseUnavailable(error),
-            other => Self::Internal(other.to_string()),
-        }
-    }
 }
 
 /// An RFC 9457 problem document.
@@ -335,46 +241,4 @@ impl IntoResponse for ApiError {
         }
         response
     }
-}
-
-/// Declares the problem+json responses that operations refer to by name.
-macro_rules! problem_responses {
-    ($($name:ident => $description:literal,)*) => {$(
-        #[doc = $description]
-        pub struct $name;
-
-        impl<'s> ToResponse<'s> for $name {
-            fn response() -> (&'s str, RefOr<ResponseDoc>) {
-                (stringify!($name), problem_response($description))
-            }
-        }
-    )*};
-}
-
-problem_responses! {
-    BadRequest => "`invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise",
-    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either",
-    Unauthorized => "`unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one",
-    Forbidden => "`forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`",
-    RateLimited => "`rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows",
-    Conflict => "`session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted",
-    KeyReused => "`idempotency_key_reused`: the key came with a different request before",
-    LlmFailed => "`llm_rate_limited` (429), `llm_timeout` (504), `llm_unavailable`, `llm_bad_response` or `llm_auth_failed` (502), `llm_bad_request` or `context_too_long` (400): the summarising LLM call failed and nothing was stored",
-    PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
-    UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",
-    Unavailable => "`database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit",
-    Internal => "`internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold",
-}
-
-fn problem_response(description: &str) -> RefOr<ResponseDoc> {
-    ResponseBuilder::new()
-        .description(description)
-        .content(
-            "application/problem+json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name("Problem")))
-                .build(),
-        )
-        .build()
-        .into()
 }

@@ -1,7 +1,12 @@
-use std::fmt;
-use std::time::Duration;
+//! Every option of the service, each a flag and an environment variable.
+
+mod redaction;
+mod settings;
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+pub use redaction::describe_database;
+pub use settings::StartupError;
 
 /// Where runs go unless `LLM_BASE_URL` says otherwise.
 pub const DEFAULT_LLM_URL: &str = "https://api.openai.com/v1";
@@ -199,166 +204,12 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn llm_settings(&self) -> crate::llm::LlmSettings {
-        crate::llm::LlmSettings {
-            base_url: self.llm_base_url.clone(),
-            api_key: self.llm_api_key.clone().filter(|key| !key.is_empty()),
-            connect_timeout: Duration::from_secs(10),
-            request_timeout: Duration::from_secs(self.llm_timeout_secs),
-            idle_timeout: Duration::from_secs(self.llm_idle_timeout_secs),
-            max_retries: self.llm_max_retries,
-            retry_base_delay: Duration::from_millis(500),
-            retry_max_delay: Duration::from_secs(30),
-        }
-    }
-
-    pub fn run_settings(&self) -> crate::runs::RunSettings {
-        crate::runs::RunSettings {
-            workers: self.run_workers,
-            lease: Duration::from_secs(self.run_lease_secs),
-            max_attempts: self.run_max_attempts,
-            webhooks: crate::model::WebhookPolicy::new(&self.tool_webhook_allowed_hosts),
-            default_model: self.llm_model.clone().filter(|m| !m.is_empty()),
-            tenant_max_active_runs: self.tenant_max_active_runs,
-            ..crate::runs::RunSettings::default()
-        }
-    }
-
-    /// Authentication as configured; an admin key that is too short is refused.
-    pub fn auth_settings(&self) -> Result<crate::auth::AuthSettings, StartupError> {
-        let admin_key = self.admin_api_key.clone().filter(|key| !key.is_empty());
-        if admin_key
-            .as_ref()
-            .is_some_and(|key| key.chars().count() < 32)
-        {
-            return Err(StartupError::ShortAdminKey);
-        }
-        Ok(crate::auth::AuthSettings {
-            admin_key,
-            cache_ttl: Duration::from_secs(self.auth_cache_secs),
-            rate_limit_per_key: self.rate_limit_per_key,
-        })
-    }
-}
-
-impl Config {
-    /// How stored payloads are kept: encrypted under `ENCRYPTION_KEYS`, or plain.
-    pub fn payload_codec(&self) -> Result<crate::store::PayloadCodec, StartupError> {
-        let keys = crate::store::Keyring::parse(self.encryption_keys.as_deref().unwrap_or(""))?;
-        Ok(crate::store::PayloadCodec::new(keys))
-    }
-
-    /// The retention of sessions created without `expires_after`.
-    pub fn default_expiry(&self) -> Option<crate::model::ExpiresAfter> {
-        self.session_expires_after_secs
-            .map(crate::model::ExpiresAfter::inactivity)
-    }
-}
-
-/// A configuration the service refuses to start with.
-#[derive(Debug, thiserror::Error)]
-pub enum StartupError {
-    #[error("ADMIN_API_KEY must be at least 32 characters long")]
-    ShortAdminKey,
-    #[error(
-        "refusing to listen on {0} without authentication: set ADMIN_API_KEY to turn \
-         authentication on, or pass --allow-unauthenticated (ALLOW_UNAUTHENTICATED=true) to \
-         serve every caller as one tenant"
-    )]
-    Unauthenticated(std::net::SocketAddr),
-    #[error(transparent)]
-    EncryptionKeys(#[from] crate::store::KeyringError),
-}
-
-impl Config {
     /// The database to use: `DATABASE_URL`, or the SQLite file of the embedded default.
     pub fn database_url(&self) -> &str {
         self.database_url
             .as_deref()
             .unwrap_or("sqlite://agent-sessions.db")
     }
-}
-
-/// Hides the database password, which must never reach a log.
-impl fmt::Debug for Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Config")
-            .field("listen_addr", &self.listen_addr)
-            .field("database", &redact_password(self.database_url()))
-            .field("database_max_connections", &self.database_max_connections)
-            .field("log_format", &self.log_format)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field("request_timeout_secs", &self.request_timeout_secs)
-            .field("cors_allowed_origins", &self.cors_allowed_origins)
-            .field("llm_base_url", &self.llm_base_url)
-            .field("llm_api_key", &self.llm_api_key.as_ref().map(|_| "***"))
-            .field("llm_model", &self.llm_model)
-            .field("llm_max_retries", &self.llm_max_retries)
-            .field("llm_idle_timeout_secs", &self.llm_idle_timeout_secs)
-            .field("llm_timeout_secs", &self.llm_timeout_secs)
-            .field("run_workers", &self.run_workers)
-            .field("run_lease_secs", &self.run_lease_secs)
-            .field("run_max_attempts", &self.run_max_attempts)
-            .field("run_wait_secs", &self.run_wait_secs)
-            .field(
-                "tool_webhook_allowed_hosts",
-                &self.tool_webhook_allowed_hosts,
-            )
-            .field("admin_api_key", &self.admin_api_key.as_ref().map(|_| "***"))
-            .field("allow_unauthenticated", &self.allow_unauthenticated)
-            .field("auth_cache_secs", &self.auth_cache_secs)
-            .field("rate_limit_per_key", &self.rate_limit_per_key)
-            .field("tenant_max_active_runs", &self.tenant_max_active_runs)
-            .field(
-                "session_expires_after_secs",
-                &self.session_expires_after_secs,
-            )
-            .field("sweep_interval_secs", &self.sweep_interval_secs)
-            .field("key_census_interval_secs", &self.key_census_interval_secs)
-            .field(
-                "encryption_keys",
-                &self.encryption_keys.as_ref().map(|_| "***"),
-            )
-            .finish()
-    }
-}
-
-/// The database of `url` for people: the SQLite file, or the Postgres URL without its
-/// password.
-pub fn describe_database(url: &str) -> String {
-    match url.strip_prefix("sqlite:") {
-        Some(path) => format!("SQLite file {}", path.trim_start_matches("//")),
-        None => redact_password(url),
-    }
-}
-
-/// Hides the password of a URL, given before the host or as a `password=` parameter.
-fn redact_password(url: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map_or((url, None), |(b, q)| (b, Some(q)));
-    let mut redacted = match base.split_once("://") {
-        Some((scheme, rest)) => match rest.split_once('@') {
-            Some((userinfo, host)) => {
-                let user = userinfo.split(':').next().unwrap_or_default();
-                format!("{scheme}://{user}:***@{host}")
-            }
-            None => base.to_owned(),
-        },
-        None => base.to_owned(),
-    };
-    if let Some(query) = query {
-        let params: Vec<String> = query
-            .split('&')
-            .map(|param| match param.split_once('=') {
-                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
-                _ => param.to_owned(),
-            })
-            .collect();
-        redacted.push('?');
-        redacted.push_str(&params.join("&"));
-    }
-    redacted
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -370,26 +221,6 @@ pub enum LogFormat {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_never_reach_debug_output() {
-        let cli = Cli::parse_from([
-            "agent-sessions",
-            "--database-url",
-            "postgres://app:s3cret@db:5432/x",
-        ]);
-        let printed = format!("{:?}", cli.config);
-        assert!(!printed.contains("s3cret"), "{printed}");
-        assert!(
-            printed.contains("postgres://app:***@db:5432/x"),
-            "{printed}"
-        );
-        let in_query = redact_password("postgres://db/x?user=app&password=s3cret&sslmode=require");
-        assert_eq!(
-            in_query,
-            "postgres://db/x?user=app&password=***&sslmode=require"
-        );
-    }
 
     #[test]
     fn options_may_follow_the_subcommand() {

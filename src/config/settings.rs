@@ -1,0 +1,76 @@
+//! What the parts of the service are built with, as the options say; the options the
+//! service refuses to start with.
+
+use std::time::Duration;
+
+use super::Config;
+
+impl Config {
+    pub fn llm_settings(&self) -> crate::llm::LlmSettings {
+        crate::llm::LlmSettings {
+            base_url: self.llm_base_url.clone(),
+            api_key: self.llm_api_key.clone().filter(|key| !key.is_empty()),
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(self.llm_timeout_secs),
+            idle_timeout: Duration::from_secs(self.llm_idle_timeout_secs),
+            max_retries: self.llm_max_retries,
+            retry_base_delay: Duration::from_millis(500),
+            retry_max_delay: Duration::from_secs(30),
+        }
+    }
+
+    pub fn run_settings(&self) -> crate::runs::RunSettings {
+        crate::runs::RunSettings {
+            workers: self.run_workers,
+            lease: Duration::from_secs(self.run_lease_secs),
+            max_attempts: self.run_max_attempts,
+            webhooks: crate::model::WebhookPolicy::new(&self.tool_webhook_allowed_hosts),
+            default_model: self.llm_model.clone().filter(|m| !m.is_empty()),
+            tenant_max_active_runs: self.tenant_max_active_runs,
+            ..crate::runs::RunSettings::default()
+        }
+    }
+
+    /// Authentication as configured; an admin key that is too short is refused.
+    pub fn auth_settings(&self) -> Result<crate::auth::AuthSettings, StartupError> {
+        let admin_key = self.admin_api_key.clone().filter(|key| !key.is_empty());
+        if admin_key
+            .as_ref()
+            .is_some_and(|key| key.chars().count() < 32)
+        {
+            return Err(StartupError::ShortAdminKey);
+        }
+        Ok(crate::auth::AuthSettings {
+            admin_key,
+            cache_ttl: Duration::from_secs(self.auth_cache_secs),
+            rate_limit_per_key: self.rate_limit_per_key,
+        })
+    }
+
+    /// How stored payloads are kept: encrypted under `ENCRYPTION_KEYS`, or plain.
+    pub fn payload_codec(&self) -> Result<crate::store::PayloadCodec, StartupError> {
+        let keys = crate::store::Keyring::parse(self.encryption_keys.as_deref().unwrap_or(""))?;
+        Ok(crate::store::PayloadCodec::new(keys))
+    }
+
+    /// The retention of sessions created without `expires_after`.
+    pub fn default_expiry(&self) -> Option<crate::model::ExpiresAfter> {
+        self.session_expires_after_secs
+            .map(crate::model::ExpiresAfter::inactivity)
+    }
+}
+
+/// A configuration the service refuses to start with.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("ADMIN_API_KEY must be at least 32 characters long")]
+    ShortAdminKey,
+    #[error(
+        "refusing to listen on {0} without authentication: set ADMIN_API_KEY to turn \
+         authentication on, or pass --allow-unauthenticated (ALLOW_UNAUTHENTICATED=true) to \
+         serve every caller as one tenant"
+    )]
+    Unauthenticated(std::net::SocketAddr),
+    #[error(transparent)]
+    EncryptionKeys(#[from] crate::store::KeyringError),
+}

@@ -1,0 +1,222 @@
+//! What a request is about: the caller's tenant and the ids of its path, each checked
+//! and named when it is wrong. A handler maps its errors through them, so that the detail
+//! names the session, item, run or agent; each lists its path parameters for the OpenAPI
+//! document.
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::Required;
+use utoipa::IntoParams;
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::http::error::ApiError;
+use crate::model::SessionId;
+use crate::runs::RunsError;
+use crate::store::StoreError;
+
+/// The tenant a request acts for: its API key's, or `default` while auth is off. The
+/// auth middleware puts the caller in the request; a route it does not guard has none.
+pub struct Tenant(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .and_then(Caller::tenant)
+            .map(|tenant| Tenant(tenant.to_owned()))
+            .ok_or_else(|| ApiError::Unauthorized("this route needs an API key".into()))
+    }
+}
+
+/// The session of the `{session_id}` of the path, in the caller's tenant.
+pub struct TenantSession {
+    pub tenant: String,
+    pub id: SessionId,
+}
+
+impl TenantSession {
+    /// A store error of a request about this session.
+    pub fn store_error(&self, error: StoreError) -> ApiError {
+        ApiError::from_store(error, self.id.as_str(), None)
+    }
+
+    /// A run use case's error of a request about this session.
+    pub fn runs_error(&self, error: RunsError) -> ApiError {
+        ApiError::from_runs(error, self.id.as_str(), None)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for TenantSession {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Tenant(tenant) = Tenant::from_request_parts(parts, state).await?;
+        let id = path_param(parts, state, "session_id").await?;
+        let id = SessionId::parse("session_id", id)?;
+        Ok(Self { tenant, id })
+    }
+}
+
+impl IntoParams for TenantSession {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![path_doc("session_id", "The session id")]
+    }
+}
+
+/// The item of the `{session_id}` and `{item_id}` of the path, in the caller's tenant.
+/// Item ids are UUIDs; any other text names no item, and is looked up as the nil UUID
+/// (which no item has) so that an unknown session still answers `session_not_found`
+/// first.
+pub struct TenantItem {
+    pub tenant: String,
+    pub session: SessionId,
+    pub id: Uuid,
+    /// The id as the path gave it, for the errors to name.
+    raw: String,
+}
+
+impl TenantItem {
+    /// A store error of a request about this item.
+    pub fn store_error(&self, error: StoreError) -> ApiError {
+        ApiError::from_store(error, self.session.as_str(), Some(&self.raw))
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for TenantItem {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let (tenant, session, id, raw) = session_row(parts, state, "item_id").await?;
+        Ok(Self {
+            tenant,
+            session,
+            id,
+            raw,
+        })
+    }
+}
+
+impl IntoParams for TenantItem {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![
+            path_doc("session_id", "The session id"),
+            path_doc("item_id", "The item id"),
+        ]
+    }
+}
+
+/// The run of the `{session_id}` and `{run_id}` of the path, in the caller's tenant;
+/// like an item id, text that is no UUID names no run.
+pub struct TenantRun {
+    pub tenant: String,
+    pub session: SessionId,
+    pub id: Uuid,
+    /// The id as the path gave it, for the errors to name.
+    raw: String,
+}
+
+impl TenantRun {
+    /// A run use case's error of a request about this run.
+    pub fn runs_error(&self, error: RunsError) -> ApiError {
+        ApiError::from_runs(error, self.session.as_str(), Some(&self.raw))
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for TenantRun {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let (tenant, session, id, raw) = session_row(parts, state, "run_id").await?;
+        Ok(Self {
+            tenant,
+            session,
+            id,
+            raw,
+        })
+    }
+}
+
+impl IntoParams for TenantRun {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![
+            path_doc("session_id", "The session id"),
+            path_doc("run_id", "The run id"),
+        ]
+    }
+}
+
+/// The agent of the `{agent_id}` of the path, in the caller's tenant.
+pub struct TenantAgent {
+    pub tenant: String,
+    pub id: String,
+}
+
+impl TenantAgent {
+    /// A store error of a request about this agent.
+    pub fn store_error(&self, error: StoreError) -> ApiError {
+        ApiError::from_agent_store(error, &self.id)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for TenantAgent {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Tenant(tenant) = Tenant::from_request_parts(parts, state).await?;
+        let id = path_param(parts, state, "agent_id").await?;
+        Ok(Self { tenant, id })
+    }
+}
+
+impl IntoParams for TenantAgent {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![path_doc("agent_id", "The agent id")]
+    }
+}
+
+/// The caller's tenant, the `{session_id}` of the path, and the row of that session which
+/// the path parameter `name` names by UUID, with its text; text that is no UUID gives the
+/// nil UUID, which names no row.
+async fn session_row<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    name: &str,
+) -> Result<(String, SessionId, Uuid, String), ApiError> {
+    let TenantSession { tenant, id } = TenantSession::from_request_parts(parts, state).await?;
+    let raw = path_param(parts, state, name).await?;
+    let row = Uuid::parse_str(&raw).unwrap_or(Uuid::nil());
+    Ok((tenant, id, row, raw))
+}
+
+async fn path_param<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    name: &str,
+) -> Result<String, ApiError> {
+    let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+        .await
+        .map_err(|rejection| ApiError::invalid(name, rejection.body_text()))?;
+    params
+        .remove(name)
+        .ok_or_else(|| ApiError::Internal(format!("the route has no `{name}` parameter")))
+}
+
+/// A path parameter as the OpenAPI document describes it; `openapi.rs` gives the
+/// session id its pattern.
+fn path_doc(name: &str, description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Path)
+        .required(Required::True)
+        .description(Some(description))
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .build()
+}
