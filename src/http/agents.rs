@@ -10,8 +10,8 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::answer::Created;
-use super::error::{ApiError, Result};
-use super::error::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
+use super::error::{ApiError, JsonBody, Lookup, Result};
+use super::error::{BadRequest, NotFound};
 use super::extract::{present, AppJson, Tenant, TenantAgent};
 use super::list_query::ListQuery;
 use super::AppState;
@@ -118,20 +118,11 @@ pub(super) async fn find_agent(state: &AppState, tenant: &str, id: &str) -> Resu
 }
 
 /// Create an agent.
-#[utoipa::path(
-    post,
-    path = "/v1/agents",
-    tag = "agents",
-    request_body = CreateAgentRequest,
+#[utoipa::path(post, path = "/v1/agents", tag = "agents", request_body = CreateAgentRequest,
     responses(
-        (status = 201, description = "The new agent", body = Agent,
-         headers(("location" = String, description = "The path of the new agent"))),
-        (status = 400, response = BadRequest),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
-    )
-)]
+        (status = 201, description = "The new agent", body = Agent, headers(("location" = String, description = "The path of the new agent"))),
+        JsonBody,
+    ))]
 async fn create_agent(
     State(state): State<AppState>,
     Tenant(ref tenant): Tenant,
@@ -149,17 +140,11 @@ async fn create_agent(
 }
 
 /// List agents, newest first.
-#[utoipa::path(
-    get,
-    path = "/v1/agents",
-    tag = "agents",
-    params(ListQuery),
+#[utoipa::path(get, path = "/v1/agents", tag = "agents", params(ListQuery),
     responses(
         (status = 200, description = "A page of agents", body = Page<Agent>),
         (status = 400, response = BadRequest),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 async fn list_agents(
     State(state): State<AppState>,
     Tenant(ref tenant): Tenant,
@@ -174,17 +159,11 @@ async fn list_agents(
 }
 
 /// Get an agent.
-#[utoipa::path(
-    get,
-    path = "/v1/agents/{agent_id}",
-    tag = "agents",
-    params(TenantAgent),
+#[utoipa::path(get, path = "/v1/agents/{agent_id}", tag = "agents", params(TenantAgent),
     responses(
         (status = 200, description = "The agent", body = Agent),
         (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 async fn get_agent(State(state): State<AppState>, agent: TenantAgent) -> Result<Json<Agent>> {
     Ok(Json(
         find_agent(&state, &agent.tenant, &agent.id)
@@ -194,21 +173,9 @@ async fn get_agent(State(state): State<AppState>, agent: TenantAgent) -> Result<
 }
 
 /// Change an agent.
-#[utoipa::path(
-    patch,
-    path = "/v1/agents/{agent_id}",
-    tag = "agents",
-    params(TenantAgent),
+#[utoipa::path(patch, path = "/v1/agents/{agent_id}", tag = "agents", params(TenantAgent),
     request_body = UpdateAgentRequest,
-    responses(
-        (status = 200, description = "The updated agent", body = Agent),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
-    )
-)]
+    responses((status = 200, description = "The updated agent", body = Agent), Lookup, JsonBody))]
 async fn update_agent(
     State(state): State<AppState>,
     agent: TenantAgent,
@@ -241,17 +208,8 @@ async fn update_agent(
 
 /// Delete an agent. Sessions that name it keep the name; their runs then answer 404
 /// `agent_not_found` until the session names another agent.
-#[utoipa::path(
-    delete,
-    path = "/v1/agents/{agent_id}",
-    tag = "agents",
-    params(TenantAgent),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/agents/{agent_id}", tag = "agents", params(TenantAgent),
+    responses((status = 204, description = "Deleted"), (status = 404, response = NotFound)))]
 async fn delete_agent(State(state): State<AppState>, agent: TenantAgent) -> Result<NoContent> {
     state
         .store

@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::answer::Created;
-use super::error::{ApiError, Result};
-use super::error::{BadRequest, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType};
+use super::error::{ApiError, JsonBody, Result};
+use super::error::{BadRequest, NotFound};
 use super::extract::AppJson;
 use super::list_query::ListQuery;
 use super::AppState;
@@ -88,20 +88,11 @@ pub async fn issue_key(
 }
 
 /// Create an API key for a tenant (admin key only).
-#[utoipa::path(
-    post,
-    path = "/v1/api_keys",
-    tag = "api_keys",
-    request_body = CreateApiKeyRequest,
+#[utoipa::path(post, path = "/v1/api_keys", tag = "api_keys", request_body = CreateApiKeyRequest,
     responses(
-        (status = 201, description = "The new key, with its secret", body = CreatedApiKey,
-         headers(("location" = String, description = "The path of the new key"))),
-        (status = 400, response = BadRequest),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
-    )
-)]
+        (status = 201, description = "The new key, with its secret", body = CreatedApiKey, headers(("location" = String, description = "The path of the new key"))),
+        JsonBody,
+    ))]
 async fn create_api_key(
     State(state): State<AppState>,
     AppJson(request): AppJson<CreateApiKeyRequest>,
@@ -137,21 +128,15 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TenantFilter {
 }
 
 /// List API keys, oldest first; never their secrets (admin key only).
-#[utoipa::path(
-    get,
-    path = "/v1/api_keys",
-    tag = "api_keys",
+#[utoipa::path(get, path = "/v1/api_keys", tag = "api_keys",
     params(
         ListQuery,
-        ("tenant" = Option<String>, Query, description = "Only this tenant's keys",
-         pattern = "^[A-Za-z0-9_.-]{1,64}$"),
+        ("tenant" = Option<String>, Query, description = "Only this tenant's keys", pattern = "^[A-Za-z0-9_.-]{1,64}$"),
     ),
     responses(
         (status = 200, description = "A page of API keys", body = Page<ApiKey>),
         (status = 400, response = BadRequest),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 async fn list_api_keys(
     State(state): State<AppState>,
     TenantFilter(tenant): TenantFilter,
@@ -167,17 +152,9 @@ async fn list_api_keys(
 
 /// Revoke an API key: it stops working at once on this replica, and within
 /// `AUTH_CACHE_SECS` on the others (admin key only).
-#[utoipa::path(
-    delete,
-    path = "/v1/api_keys/{key_id}",
-    tag = "api_keys",
+#[utoipa::path(delete, path = "/v1/api_keys/{key_id}", tag = "api_keys",
     params(("key_id" = String, Path, description = "The key's id")),
-    responses(
-        (status = 204, description = "Revoked"),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+    responses((status = 204, description = "Revoked"), (status = 404, response = NotFound)))]
 async fn delete_api_key(
     State(state): State<AppState>,
     axum::extract::Path(raw): axum::extract::Path<String>,

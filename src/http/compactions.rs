@@ -10,9 +10,7 @@ use utoipa::ToSchema;
 
 use super::answer::Created;
 use super::error::Result;
-use super::error::{
-    BadRequest, Conflict, Internal, LlmFailed, NotFound, PayloadTooLarge, UnsupportedMediaType,
-};
+use super::error::{Conflict, JsonBody, LlmFailed, Lookup};
 use super::extract::{AppJson, TenantSession};
 use super::list_query::ListQuery;
 use super::AppState;
@@ -72,25 +70,17 @@ pub struct ContextResponse {
 ///
 /// The items stay (`…/items` still returns them); runs send the summary and the items
 /// after it instead. An earlier summary is folded into the new one.
-#[utoipa::path(
-    post,
-    path = "/v1/sessions/{session_id}/compact",
-    tag = "compactions",
-    params(TenantSession),
-    request_body = CompactRequestBody,
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/compact", tag = "compactions",
+    params(TenantSession), request_body = CompactRequestBody,
     responses(
         (status = 201, description = "The new compaction", body = Compaction),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        Lookup,
+        JsonBody,
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
         (status = 429, response = LlmFailed),
-        (status = 500, response = Internal),
         (status = 502, response = LlmFailed),
         (status = 504, response = LlmFailed),
-    )
-)]
+    ))]
 async fn compact(
     State(state): State<AppState>,
     session: TenantSession,
@@ -112,18 +102,12 @@ async fn compact(
 }
 
 /// List a session's compactions, newest first.
-#[utoipa::path(
-    get,
-    path = "/v1/sessions/{session_id}/compactions",
-    tag = "compactions",
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/compactions", tag = "compactions",
     params(TenantSession, ListQuery),
     responses(
         (status = 200, description = "A page of compactions", body = Page<Compaction>),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+        Lookup,
+    ))]
 async fn list_compactions(
     State(state): State<AppState>,
     session: TenantSession,
@@ -139,18 +123,12 @@ async fn list_compactions(
 
 /// What a run sends of the session: the latest summary, then every item after it (every
 /// item when the session has no compaction).
-#[utoipa::path(
-    get,
-    path = "/v1/sessions/{session_id}/context",
-    tag = "compactions",
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/context", tag = "compactions",
     params(TenantSession),
     responses(
         (status = 200, description = "The session's context", body = ContextResponse),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+        Lookup,
+    ))]
 async fn get_context(
     State(state): State<AppState>,
     session: TenantSession,

@@ -11,10 +11,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::answer::Created;
-use super::error::{ApiError, Result};
-use super::error::{
-    BadRequest, Conflict, Internal, KeyReused, NotFound, PayloadTooLarge, UnsupportedMediaType,
-};
+use super::error::{ApiError, JsonBody, Lookup, Result};
+use super::error::{Conflict, KeyReused};
 use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
 use crate::model::{ForkPoint, IdempotencyKey, Metadata, NewFork, Session, SessionId};
@@ -49,30 +47,19 @@ pub struct ForkSessionRequest {
 /// The copies have the same JSON in the same order, new ids and `seq` from 1; the fork
 /// keeps the agent and (unless given) the metadata, and starts with no runs and zero
 /// usage. The source is neither waited for nor changed: a turn in flight is not copied.
-#[utoipa::path(
-    post,
-    path = "/v1/sessions/{session_id}/fork",
-    tag = "sessions",
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/fork", tag = "sessions",
     params(
         ("session_id" = String, Path, description = "The session to fork"),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: the same key with the same request answers with the first request's fork; kept for 24 hours"),
     ),
     request_body = ForkSessionRequest,
     responses(
-        (status = 201, description = "The fork", body = Session,
-         headers(
-            ("location" = String, description = "The path of the fork"),
-            ("idempotent-replayed" = String, description = "`true` when this answers a retry"),
-        )),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        (status = 201, description = "The fork", body = Session, headers(("location" = String, description = "The path of the fork"), ("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
+        Lookup,
+        JsonBody,
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
         (status = 422, response = KeyReused),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 async fn fork_session(
     State(state): State<AppState>,
     source: TenantSession,

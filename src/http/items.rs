@@ -11,9 +11,7 @@ use utoipa::ToSchema;
 
 use super::answer::Created;
 use super::error::Result;
-use super::error::{
-    BadRequest, Internal, KeyReused, NotFound, PayloadTooLarge, UnsupportedMediaType,
-};
+use super::error::{JsonBody, KeyReused, Lookup};
 use super::extract::{AppJson, IdempotencyHeader, TenantItem, TenantSession};
 use super::list_query::ListQuery;
 use super::AppState;
@@ -51,18 +49,9 @@ pub struct AppendItemsResponse {
 }
 
 /// List a session's items.
-#[utoipa::path(
-    get,
-    path = "/v1/sessions/{session_id}/items",
-    tag = "items",
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/items", tag = "items",
     params(TenantSession, ListQuery),
-    responses(
-        (status = 200, description = "A page of items", body = Page<Item>),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+    responses((status = 200, description = "A page of items", body = Page<Item>), Lookup))]
 async fn list_items(
     State(state): State<AppState>,
     session: TenantSession,
@@ -80,25 +69,17 @@ async fn list_items(
 ///
 /// The batch is appended atomically and in order. With an `Idempotency-Key`, a retry of
 /// the same request returns the first response and appends nothing.
-#[utoipa::path(
-    post,
-    path = "/v1/sessions/{session_id}/items",
-    tag = "items",
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/items", tag = "items",
     params(
         ("session_id" = String, Path, description = "The session id"),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe; kept for 24 hours"),
     ),
     request_body = AppendItemsRequest,
     responses(
-        (status = 201, description = "The appended items", body = AppendItemsResponse,
-         headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
-        (status = 400, response = BadRequest),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
+        (status = 201, description = "The appended items", body = AppendItemsResponse, headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
+        JsonBody,
         (status = 422, response = KeyReused),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 async fn append_items(
     State(state): State<AppState>,
     session: TenantSession,
@@ -117,18 +98,8 @@ async fn append_items(
 }
 
 /// Get one item.
-#[utoipa::path(
-    get,
-    path = "/v1/sessions/{session_id}/items/{item_id}",
-    tag = "items",
-    params(TenantItem),
-    responses(
-        (status = 200, description = "The item", body = Item),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/items/{item_id}", tag = "items",
+    params(TenantItem), responses((status = 200, description = "The item", body = Item), Lookup))]
 async fn get_item(State(state): State<AppState>, item: TenantItem) -> Result<Json<Item>> {
     state
         .store
@@ -139,18 +110,8 @@ async fn get_item(State(state): State<AppState>, item: TenantItem) -> Result<Jso
 }
 
 /// Delete one item.
-#[utoipa::path(
-    delete,
-    path = "/v1/sessions/{session_id}/items/{item_id}",
-    tag = "items",
-    params(TenantItem),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/sessions/{session_id}/items/{item_id}", tag = "items",
+    params(TenantItem), responses((status = 204, description = "Deleted"), Lookup))]
 async fn delete_item(State(state): State<AppState>, item: TenantItem) -> Result<NoContent> {
     state
         .store
@@ -161,18 +122,9 @@ async fn delete_item(State(state): State<AppState>, item: TenantItem) -> Result<
 }
 
 /// Remove and return the newest item (the SDKs' `pop_item`).
-#[utoipa::path(
-    delete,
-    path = "/v1/sessions/{session_id}/items/last",
-    tag = "items",
+#[utoipa::path(delete, path = "/v1/sessions/{session_id}/items/last", tag = "items",
     params(TenantSession),
-    responses(
-        (status = 200, description = "The removed item", body = Item),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+    responses((status = 200, description = "The removed item", body = Item), Lookup))]
 async fn pop_last_item(
     State(state): State<AppState>,
     session: TenantSession,
@@ -186,18 +138,8 @@ async fn pop_last_item(
 }
 
 /// Remove every item and keep the session (the SDKs' `clear_session`).
-#[utoipa::path(
-    delete,
-    path = "/v1/sessions/{session_id}/items",
-    tag = "items",
-    params(TenantSession),
-    responses(
-        (status = 204, description = "Cleared"),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/sessions/{session_id}/items", tag = "items",
+    params(TenantSession), responses((status = 204, description = "Cleared"), Lookup))]
 async fn clear_items(State(state): State<AppState>, session: TenantSession) -> Result<NoContent> {
     state
         .store

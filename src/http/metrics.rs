@@ -52,13 +52,10 @@ fn method_label(method: &Method) -> String {
 }
 
 /// `GET /metrics`
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    tag = "operations",
-    responses((status = 200, description = "Metrics in the OpenMetrics text format", body = String,
-               content_type = "application/openmetrics-text"))
-)]
+#[utoipa::path(get, path = "/metrics", tag = "operations",
+    responses(
+        (status = 200, description = "Metrics in the OpenMetrics text format", body = String, content_type = "application/openmetrics-text"),
+    ))]
 pub async fn export(State(state): State<AppState>) -> Result<Response, ApiError> {
     let body = state
         .metrics

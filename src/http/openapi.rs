@@ -119,12 +119,13 @@ impl Modify for ContractDetails {
             ];
             for operation in operations.into_iter().flatten() {
                 if path.starts_with("/v1/") {
-                    // Any request can run into the time limit or a lost database, and,
-                    // with authentication on, the key check and the rate limit.
+                    // Any request can run into the time limit, a lost database or a
+                    // fault, and, with authentication on, the key check and the rate limit.
                     for (status, name) in [
                         ("401", "Unauthorized"),
                         ("403", "Forbidden"),
                         ("429", "RateLimited"),
+                        ("500", "Internal"),
                         ("503", "Unavailable"),
                     ] {
                         operation
@@ -255,7 +256,9 @@ pub fn router() -> Router<AppState> {
 
 /// This API's OpenAPI document.
 #[utoipa::path(get, path = "/openapi.yaml", tag = "operations",
-    responses((status = 200, description = "The OpenAPI document", body = Object, content_type = "application/yaml")))]
+    responses(
+        (status = 200, description = "The OpenAPI document", body = Object, content_type = "application/yaml"),
+    ))]
 async fn openapi_yaml() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/yaml")], yaml())
 }

@@ -11,10 +11,8 @@ use utoipa::ToSchema;
 
 use super::agents::find_agent;
 use super::answer::Created;
-use super::error::{ApiError, Result};
-use super::error::{
-    BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, UnsupportedMediaType,
-};
+use super::error::{ApiError, JsonBody, Lookup, Result};
+use super::error::{BadRequest, Conflict};
 use super::extract::{present, AppJson, Tenant, TenantSession};
 use super::list_query::ListQuery;
 use super::AppState;
@@ -120,22 +118,13 @@ impl UpdateSessionRequest {
 }
 
 /// Create a session.
-#[utoipa::path(
-    post,
-    path = "/v1/sessions",
-    tag = "sessions",
-    request_body = CreateSessionRequest,
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSessionRequest,
     responses(
-        (status = 201, description = "The new session", body = Session,
-         headers(("location" = String, description = "The path of the new session"))),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        (status = 201, description = "The new session", body = Session, headers(("location" = String, description = "The path of the new session"))),
+        Lookup,
+        JsonBody,
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 async fn create_session(
     State(state): State<AppState>,
     Tenant(ref tenant): Tenant,
@@ -155,21 +144,15 @@ async fn create_session(
 }
 
 /// List sessions, newest first.
-#[utoipa::path(
-    get,
-    path = "/v1/sessions",
-    tag = "sessions",
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
     params(
         ListQuery,
-        ("metadata" = Option<Metadata>, Query, style = DeepObject, explode,
-         description = "Only sessions whose metadata holds all these pairs: `metadata[user]=alice`"),
+        ("metadata" = Option<Metadata>, Query, style = DeepObject, explode, description = "Only sessions whose metadata holds all these pairs: `metadata[user]=alice`"),
     ),
     responses(
         (status = 200, description = "A page of sessions", body = Page<Session>),
         (status = 400, response = BadRequest),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 async fn list_sessions(
     State(state): State<AppState>,
     Tenant(ref tenant): Tenant,
@@ -184,18 +167,8 @@ async fn list_sessions(
 }
 
 /// Get a session.
-#[utoipa::path(
-    get,
-    path = "/v1/sessions/{session_id}",
-    tag = "sessions",
-    params(TenantSession),
-    responses(
-        (status = 200, description = "The session", body = Session),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+#[utoipa::path(get, path = "/v1/sessions/{session_id}", tag = "sessions", params(TenantSession),
+    responses((status = 200, description = "The session", body = Session), Lookup))]
 async fn get_session(
     State(state): State<AppState>,
     session: TenantSession,
@@ -209,21 +182,13 @@ async fn get_session(
 }
 
 /// Change a session's metadata (a JSON merge patch) or agent.
-#[utoipa::path(
-    patch,
-    path = "/v1/sessions/{session_id}",
-    tag = "sessions",
-    params(TenantSession),
+#[utoipa::path(patch, path = "/v1/sessions/{session_id}", tag = "sessions", params(TenantSession),
     request_body = UpdateSessionRequest,
     responses(
         (status = 200, description = "The updated session", body = Session),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
-    )
-)]
+        Lookup,
+        JsonBody,
+    ))]
 async fn update_session(
     State(state): State<AppState>,
     session: TenantSession,
@@ -242,18 +207,8 @@ async fn update_session(
 }
 
 /// Delete a session with all its items.
-#[utoipa::path(
-    delete,
-    path = "/v1/sessions/{session_id}",
-    tag = "sessions",
-    params(TenantSession),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/sessions/{session_id}", tag = "sessions", params(TenantSession),
+    responses((status = 204, description = "Deleted"), Lookup))]
 async fn delete_session(
     State(state): State<AppState>,
     session: TenantSession,

@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 use crate::llm::LlmErrorCode;
 use crate::store::StoreError;
 pub use responses::{
-    BadRequest, Conflict, Forbidden, Internal, KeyReused, LlmFailed, NotFound, PayloadTooLarge,
-    RateLimited, Unauthorized, Unavailable, UnsupportedMediaType,
+    BadRequest, Conflict, Forbidden, Internal, JsonBody, KeyReused, LlmFailed, Lookup, NotFound,
+    PayloadTooLarge, RateLimited, Unauthorized, Unavailable, UnsupportedMediaType,
 };
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;

@@ -1,9 +1,11 @@
 //! The problem+json responses that the OpenAPI document names, one marker type each.
 
+use std::collections::BTreeMap;
+
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::response::{Response as ResponseDoc, ResponseBuilder};
 use utoipa::openapi::{Ref, RefOr};
-use utoipa::ToResponse;
+use utoipa::{IntoResponses, ToResponse};
 
 /// Declares the problem+json responses that operations refer to by name.
 macro_rules! problem_responses {
@@ -45,4 +47,28 @@ fn problem_response(description: &str) -> RefOr<ResponseDoc> {
         )
         .build()
         .into()
+}
+
+/// Declares sets of the responses above that many operations answer together, so that an
+/// operation lists only what is its own.
+macro_rules! response_sets {
+    ($($(#[$doc:meta])* $set:ident => [$($status:literal => $name:ident),+],)*) => {$(
+        $(#[$doc])*
+        pub struct $set;
+
+        impl IntoResponses for $set {
+            fn responses() -> BTreeMap<String, RefOr<ResponseDoc>> {
+                BTreeMap::from([$(
+                    ($status.to_owned(), Ref::from_response_name(stringify!($name)).into()),
+                )+])
+            }
+        }
+    )*};
+}
+
+response_sets! {
+    /// What an operation on a named object answers when the name is malformed or unknown.
+    Lookup => ["400" => BadRequest, "404" => NotFound],
+    /// What an operation answers to a JSON body it cannot take.
+    JsonBody => ["400" => BadRequest, "413" => PayloadTooLarge, "415" => UnsupportedMediaType],
 }

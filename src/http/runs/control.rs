@@ -8,9 +8,7 @@ use utoipa::ToSchema;
 
 use super::follow::{wait, Native};
 use super::schemas::RunStreamEvent;
-use crate::http::error::{
-    BadRequest, Conflict, Internal, NotFound, PayloadTooLarge, Result, UnsupportedMediaType,
-};
+use crate::http::error::{Conflict, JsonBody, Lookup, Result};
 use crate::http::event_stream::sse;
 use crate::http::extract::{AppJson, TenantRun, TenantSession};
 use crate::http::list_query::ListQuery;
@@ -29,18 +27,9 @@ pub struct ToolOutputsRequest {
 }
 
 /// List a session's runs, newest first.
-#[utoipa::path(
-    get,
-    path = "/v1/sessions/{session_id}/runs",
-    tag = "runs",
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/runs", tag = "runs",
     params(TenantSession, ListQuery),
-    responses(
-        (status = 200, description = "A page of runs", body = Page<Run>),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+    responses((status = 200, description = "A page of runs", body = Page<Run>), Lookup))]
 pub async fn list_runs(
     State(state): State<AppState>,
     session: TenantSession,
@@ -58,18 +47,8 @@ pub async fn list_runs(
 }
 
 /// Get a run.
-#[utoipa::path(
-    get,
-    path = "/v1/sessions/{session_id}/runs/{run_id}",
-    tag = "runs",
-    params(TenantRun),
-    responses(
-        (status = 200, description = "The run", body = Run),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/runs/{run_id}", tag = "runs",
+    params(TenantRun), responses((status = 200, description = "The run", body = Run), Lookup))]
 pub async fn get_run(State(state): State<AppState>, run: TenantRun) -> Result<Json<Run>> {
     state
         .runs
@@ -80,19 +59,13 @@ pub async fn get_run(State(state): State<AppState>, run: TenantRun) -> Result<Js
 }
 
 /// Cancel a run that has not finished. Its history stays exactly as it was.
-#[utoipa::path(
-    post,
-    path = "/v1/sessions/{session_id}/runs/{run_id}/cancel",
-    tag = "runs",
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/runs/{run_id}/cancel", tag = "runs",
     params(TenantRun),
     responses(
         (status = 200, description = "The cancelled run", body = Run),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        Lookup,
         (status = 409, response = Conflict),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 pub async fn cancel_run(State(state): State<AppState>, run: TenantRun) -> Result<Json<Run>> {
     state
         .runs
@@ -103,26 +76,15 @@ pub async fn cancel_run(State(state): State<AppState>, run: TenantRun) -> Result
 }
 
 /// Answer a `requires_action` run's client tool calls; the run goes on.
-#[utoipa::path(
-    post,
-    path = "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
-    tag = "runs",
-    params(TenantRun),
-    request_body = ToolOutputsRequest,
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs", tag = "runs",
+    params(TenantRun), request_body = ToolOutputsRequest,
     responses(
-        (status = 200, description = "The run once it finishes or needs the client again, or its events with `stream: true`", content(
-            (Run = "application/json"),
-            (RunStreamEvent = "text/event-stream"),
-        )),
+        (status = 200, description = "The run once it finishes or needs the client again, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream"))),
         (status = 202, description = "The run, still executing after RUN_WAIT_SECS", body = Run),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        Lookup,
+        JsonBody,
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 pub async fn submit_tool_outputs(
     State(state): State<AppState>,
     run: TenantRun,

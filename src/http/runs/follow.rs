@@ -8,7 +8,7 @@ use axum::Json;
 use uuid::Uuid;
 
 use super::schemas::RunStreamEvent;
-use crate::http::error::{ApiError, BadRequest, Internal, NotFound, Result};
+use crate::http::error::{ApiError, Lookup, Result};
 use crate::http::event_stream::{sse, Translator};
 use crate::http::extract::TenantRun;
 use crate::http::AppState;
@@ -104,21 +104,15 @@ impl Translator for Native {
 /// Replays the events from the start, or after the `Last-Event-ID` header, then follows
 /// them live. The stream ends after `run.completed`, `run.failed`, `run.cancelled` or
 /// `run.requires_action`.
-#[utoipa::path(
-    get,
-    path = "/v1/sessions/{session_id}/runs/{run_id}/events",
-    tag = "runs",
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/runs/{run_id}/events", tag = "runs",
     params(
         TenantRun,
         ("Last-Event-ID" = Option<String>, Header, description = "Replay the events after this one (an event's `id`)"),
     ),
     responses(
         (status = 200, description = "The run's events", content((RunStreamEvent = "text/event-stream"))),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
-        (status = 500, response = Internal),
-    )
-)]
+        Lookup,
+    ))]
 pub async fn run_events(
     State(state): State<AppState>,
     run: TenantRun,

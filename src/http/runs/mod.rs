@@ -16,10 +16,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::answer::Replayed;
-use super::error::{
-    BadRequest, Conflict, Internal, KeyReused, NotFound, PayloadTooLarge, Result,
-    UnsupportedMediaType,
-};
+use super::error::{Conflict, JsonBody, KeyReused, Lookup, Result};
 use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
 use crate::model::{AgentConfig, IdempotencyKey, IfBusy, Metadata, Run};
@@ -90,34 +87,20 @@ pub struct CreateRunRequest {
 /// Waits for the run and answers 200 with it (or 202 when it outlasts `RUN_WAIT_SECS`);
 /// with `stream: true` answers its events as `text/event-stream`; with
 /// `background: true` answers 202 at once.
-#[utoipa::path(
-    post,
-    path = "/v1/sessions/{session_id}/runs",
-    tag = "runs",
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/runs", tag = "runs",
     params(
         ("session_id" = String, Path, description = "The session id; created if absent"),
         ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: the same key with the same request answers with the first request's run instead of starting another; kept for 24 hours"),
     ),
     request_body = CreateRunRequest,
     responses(
-        (status = 200, description = "The finished run, or its events with `stream: true`", content(
-            (Run = "application/json"),
-            (RunStreamEvent = "text/event-stream"),
-        ), headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
-        (status = 202, description = "The queued (or still running) run", body = Run,
-         headers(
-            ("location" = String, description = "The path of the run"),
-            ("idempotent-replayed" = String, description = "`true` when this answers a retry"),
-        )),
-        (status = 400, response = BadRequest),
-        (status = 404, response = NotFound),
+        (status = 200, description = "The finished run, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream")), headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
+        (status = 202, description = "The queued (or still running) run", body = Run, headers(("location" = String, description = "The path of the run"), ("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
+        Lookup,
+        JsonBody,
         (status = 409, response = Conflict),
-        (status = 413, response = PayloadTooLarge),
-        (status = 415, response = UnsupportedMediaType),
         (status = 422, response = KeyReused),
-        (status = 500, response = Internal),
-    )
-)]
+    ))]
 async fn create_run(
     State(state): State<AppState>,
     session: TenantSession,
