@@ -27,26 +27,19 @@ async fn main() {
     let database = BenchDatabase::create(&shape.backend).await;
     let config = server_config();
     let store: Arc<dyn SessionStore> =
-        store::connect(&database.url, config.database_max_connections)
-            .await
-            .unwrap();
+        store::connect(&database.url, config.database_max_connections).await.unwrap();
     let shutdown = CancellationToken::new();
     let mut servers = Vec::new();
     let mut targets = Vec::new();
     for auth in [false, true] {
         let mut config = config.clone();
         config.admin_api_key = auth.then(|| ADMIN_KEY.to_owned());
-        let app = Application::with_store(&config, store.clone())
-            .await
-            .unwrap();
+        let app = Application::with_store(&config, store.clone()).await.unwrap();
         let base = format!("http://{}", app.local_addr().unwrap());
         servers.push(tokio::spawn(app.run(shutdown.clone())));
         let key = match auth {
             true => Some(
-                issue_key(&*store, "bench".into(), "bench".into(), None, None)
-                    .await
-                    .unwrap()
-                    .1,
+                issue_key(&*store, "bench".into(), "bench".into(), None, None).await.unwrap().1,
             ),
             false => None,
         };
@@ -55,11 +48,7 @@ async fn main() {
     let [off, on] = [&targets[0], &targets[1]];
     compare(
         [
-            Target {
-                label: "auth off",
-                base: &off.1,
-                authorization: None,
-            },
+            Target { label: "auth off", base: &off.1, authorization: None },
             Target {
                 label: "auth on ",
                 base: &on.1,

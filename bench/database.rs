@@ -26,18 +26,9 @@ impl BenchDatabase {
             std::env::var("DATABASE_URL").expect("DATABASE_URL names a Postgres server");
         let name = format!("bench_{}", uuid::Uuid::new_v4().simple());
         let admin = PgPool::connect(&admin_url).await.unwrap();
-        sqlx::query(&format!("create database {name}"))
-            .execute(&admin)
-            .await
-            .unwrap();
-        let base = admin_url
-            .rsplit_once('/')
-            .map_or(admin_url.as_str(), |(b, _)| b);
-        Self {
-            url: format!("{base}/{name}"),
-            _dir: dir,
-            scratch: Some((admin, name)),
-        }
+        sqlx::query(&format!("create database {name}")).execute(&admin).await.unwrap();
+        let base = admin_url.rsplit_once('/').map_or(admin_url.as_str(), |(b, _)| b);
+        Self { url: format!("{base}/{name}"), _dir: dir, scratch: Some((admin, name)) }
     }
 
     pub async fn drop(self) {

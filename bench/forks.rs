@@ -31,10 +31,7 @@ const READS: usize = 200;
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let backend = args.first().map_or("sqlite", String::as_str).to_owned();
     let count: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
 
@@ -46,9 +43,7 @@ async fn main() {
     config.llm_model = Some("bench".into());
     let store: Arc<dyn SessionStore> = store::connect(&database.url, 10).await.unwrap();
 
-    let app = Application::with_store(&config, store.clone())
-        .await
-        .unwrap();
+    let app = Application::with_store(&config, store.clone()).await.unwrap();
     let base = format!("http://{}", app.local_addr().unwrap());
     let shutdown = CancellationToken::new();
     tokio::spawn(app.run(shutdown.clone()));
@@ -65,9 +60,7 @@ async fn main() {
             })
             .collect();
         let started = Instant::now();
-        (store.append_items(DEFAULT_TENANT, &session, bodies, None))
-            .await
-            .unwrap();
+        (store.append_items(DEFAULT_TENANT, &session, bodies, None)).await.unwrap();
         appending += started.elapsed();
         if (batch + 1) % 20 == 0 || (batch + 1) * 1000 >= count {
             let started = Instant::now();
@@ -106,12 +99,8 @@ async fn main() {
     );
 
     let context = read(&client, &format!("{base}/v1/sessions/long/context"), 21).await;
-    let tail = read(
-        &client,
-        &format!("{base}/v1/sessions/long/items?order=desc&limit=20"),
-        20,
-    )
-    .await;
+    let tail =
+        read(&client, &format!("{base}/v1/sessions/long/items?order=desc&limit=20"), 20).await;
     let pct = |v: &[Duration], p: f64| ms(v[((v.len() as f64 * p) as usize).min(v.len() - 1)]);
     println!(
         "GET …/context      p50 {:.2} ms  p99 {:.2} ms ({READS} reads)",

@@ -24,10 +24,7 @@ use phases::{report, run_phase};
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let backend = args.first().map_or("sqlite", String::as_str).to_owned();
     let seconds: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10);
     let clients: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(16);
@@ -37,9 +34,8 @@ async fn main() {
     let mut config = Cli::parse_from(["agent-sessions"]).config;
     config.listen_addr = "127.0.0.1:0".into();
     config.database_max_connections = 20;
-    let store: Arc<dyn SessionStore> = store::connect(&url, config.database_max_connections)
-        .await
-        .unwrap();
+    let store: Arc<dyn SessionStore> =
+        store::connect(&url, config.database_max_connections).await.unwrap();
     let app = Application::with_store(&config, store).await.unwrap();
     let base = format!("http://{}", app.local_addr().unwrap());
     let shutdown = CancellationToken::new();

@@ -25,10 +25,7 @@ pub struct Shape {
 
 impl Shape {
     pub fn from_args() -> Self {
-        let args: Vec<String> = std::env::args()
-            .skip(1)
-            .filter(|a| a != "--bench")
-            .collect();
+        let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
         let number =
             |n: usize, default: u64| args.get(n).and_then(|s| s.parse().ok()).unwrap_or(default);
         Self {
@@ -50,12 +47,7 @@ pub fn server_config() -> Config {
 
 /// Runs the rounds and prints each phase and the on/off ratios.
 pub async fn compare(targets: [Target<'_>; 2], shape: &Shape) {
-    let Shape {
-        backend,
-        clients,
-        seconds,
-        rounds,
-    } = shape;
+    let Shape { backend, clients, seconds, rounds } = shape;
     let (clients, seconds, rounds) = (*clients, *seconds, *rounds);
     let http = reqwest::Client::new();
     println!("backend {backend}, {clients} clients, {seconds} s per phase, {rounds} rounds of off and on");
@@ -67,15 +59,14 @@ pub async fn compare(targets: [Target<'_>; 2], shape: &Shape) {
             let target = &targets[mode];
             let (label, base) = (target.label, target.base);
             let authorization = target.authorization.as_deref();
-            let append =
-                run_phase(clients, seconds, |client, n| {
-                    let request = http
+            let append = run_phase(clients, seconds, |client, n| {
+                let request = http
                     .post(format!("{base}/v1/sessions/ab-{mode}-{round}-{client}/items"))
                     .json(&json!({"items": [{"role": "user", "content": format!("message {n}")}]}));
-                    let request = with_key(request, authorization);
-                    async move { assert_eq!(request.send().await.unwrap().status(), 201) }
-                })
-                .await;
+                let request = with_key(request, authorization);
+                async move { assert_eq!(request.send().await.unwrap().status(), 201) }
+            })
+            .await;
             totals[mode][0] += report(&format!("{label}: append 1 item"), &append, seconds);
             let tail = run_phase(clients, seconds, |client, _| {
                 let request = http.get(format!(
@@ -94,10 +85,7 @@ pub async fn compare(targets: [Target<'_>; 2], shape: &Shape) {
     }
     let (off, on) = (targets[0].label.trim(), targets[1].label.trim());
     for (name, op) in [("append", 0), ("tail read", 1)] {
-        println!(
-            "{name:<10} {on} / {off} throughput: {:.3}",
-            totals[1][op] / totals[0][op]
-        );
+        println!("{name:<10} {on} / {off} throughput: {:.3}", totals[1][op] / totals[0][op]);
     }
 }
 

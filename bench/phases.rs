@@ -26,11 +26,7 @@ where
             latencies
         });
     }
-    futures::future::join_all(tasks)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
+    futures::future::join_all(tasks).await.into_iter().flatten().collect()
 }
 
 /// Prints a phase's throughput and latency; returns its requests per second.

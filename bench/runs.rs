@@ -44,10 +44,7 @@ async fn analyze(url: &str) {
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let backend = args.first().map_or("sqlite", String::as_str).to_owned();
     let runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(300);
 
@@ -123,11 +120,7 @@ async fn main() {
         ms(pct(&baseline, 0.5)),
         ms(pct(&baseline, 0.99))
     );
-    println!(
-        "service overhead p50 {:.2} ms  p99 {:.2} ms",
-        overhead(0.5),
-        overhead(0.99)
-    );
+    println!("service overhead p50 {:.2} ms  p99 {:.2} ms", overhead(0.5), overhead(0.99));
     shutdown.cancel();
     database.drop().await;
 }

@@ -114,14 +114,12 @@ impl Application {
         let (metrics, key_census) = (state.metrics.clone(), state.key_census.clone());
         let auth_enabled = state.auth.enabled();
         let router = http::router(state, config)?;
-        let listener = TcpListener::bind(&config.listen_addr)
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot listen on {}; choose another address with --listen or LISTEN_ADDR",
-                    config.listen_addr
-                )
-            })?;
+        let listener = TcpListener::bind(&config.listen_addr).await.with_context(|| {
+            format!(
+                "cannot listen on {}; choose another address with --listen or LISTEN_ADDR",
+                config.listen_addr
+            )
+        })?;
         let addr = listener.local_addr()?;
         if !auth_enabled && !addr.ip().is_loopback() && !config.allow_unauthenticated {
             return Err(StartupError::Unauthenticated(addr).into());
@@ -162,10 +160,7 @@ impl Application {
         let mut server = auto::Builder::new(TokioExecutor::new());
         // Without a timer hyper applies no header timeout: a client could hold a
         // connection forever by sending its headers slowly.
-        server
-            .http1()
-            .timer(TokioTimer::new())
-            .header_read_timeout(self.patience);
+        server.http1().timer(TokioTimer::new()).header_read_timeout(self.patience);
         let connections = GracefulShutdown::new();
         loop {
             let stream = tokio::select! {
@@ -182,9 +177,8 @@ impl Application {
             };
             let _ = stream.set_nodelay(true);
             let service = TowerToHyperService::new(self.router.clone());
-            let connection = server
-                .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                .into_owned();
+            let connection =
+                server.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
             let connection = connections.watch(connection);
             tokio::spawn(async move {
                 if let Err(error) = connection.await {

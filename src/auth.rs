@@ -138,16 +138,15 @@ impl Auth {
         let secret = authorization
             .and_then(|value| std::str::from_utf8(value).ok())
             .and_then(bearer_token)
-            .ok_or(Refused::Unauthenticated(
-                "send an API key as `Authorization: Bearer <key>`",
-            ))?;
+            .ok_or(Refused::Unauthenticated("send an API key as `Authorization: Bearer <key>`"))?;
         let hash = KeyHash::of(secret);
         if hash == admin {
             return Ok(Caller::Admin);
         }
-        let key = self.lookup(&hash).await?.ok_or(Refused::Unauthenticated(
-            "the API key is unknown or revoked",
-        ))?;
+        let key = self
+            .lookup(&hash)
+            .await?
+            .ok_or(Refused::Unauthenticated("the API key is unknown or revoked"))?;
         if key.is_expired(chrono::Utc::now()) {
             return Err(Refused::Unauthenticated("the API key has expired"));
         }
@@ -183,10 +182,7 @@ impl Auth {
         let now = Instant::now();
         {
             let mut touched = lock(&self.touched);
-            if touched
-                .get(&key.id)
-                .is_some_and(|at| now.duration_since(*at) < TOUCH_INTERVAL)
-            {
+            if touched.get(&key.id).is_some_and(|at| now.duration_since(*at) < TOUCH_INTERVAL) {
                 return;
             }
             touched.insert(key.id, now);

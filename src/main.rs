@@ -18,11 +18,7 @@ async fn main() -> anyhow::Result<()> {
             })?;
             tracing::info!("migrations applied");
         }
-        Command::Keys(KeysCommand::Create {
-            tenant,
-            name,
-            scopes,
-        }) => {
+        Command::Keys(KeysCommand::Create { tenant, name, scopes }) => {
             let url = cli.config.database_url();
             let store = store::connect(url, 1)
                 .await

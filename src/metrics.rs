@@ -66,11 +66,7 @@ impl AppendCounters {
             "Transactions that wrote appends; several appends waiting at once share one",
             self.transactions.clone(),
         );
-        registry.register(
-            "appends",
-            "Appends written by those transactions",
-            self.appends.clone(),
-        );
+        registry.register("appends", "Appends written by those transactions", self.appends.clone());
         registry.register(
             "append_fallbacks",
             "Combined append transactions that failed and were made again one append at a time",
@@ -163,9 +159,7 @@ impl Metrics {
         self.stored_values.clear();
         for (key_id, values) in counts {
             self.stored_values
-                .get_or_create(&KeyLabels {
-                    key_id: key_id.clone().unwrap_or_default(),
-                })
+                .get_or_create(&KeyLabels { key_id: key_id.clone().unwrap_or_default() })
                 .set(i64::try_from(*values).unwrap_or(i64::MAX));
         }
     }
@@ -180,10 +174,7 @@ impl Metrics {
             })
             .inc();
         self.latency
-            .get_or_create(&RouteLabels {
-                method: method.to_owned(),
-                route: route.to_owned(),
-            })
+            .get_or_create(&RouteLabels { method: method.to_owned(), route: route.to_owned() })
             .observe(seconds);
     }
 

@@ -12,9 +12,9 @@ pub fn init(format: LogFormat) {
     let registry = tracing_subscriber::registry().with(filter);
     match format {
         // Colour codes only for a terminal: in a file or a log collector they are noise.
-        LogFormat::Pretty => registry
-            .with(fmt::layer().with_ansi(std::io::stdout().is_terminal()))
-            .init(),
+        LogFormat::Pretty => {
+            registry.with(fmt::layer().with_ansi(std::io::stdout().is_terminal())).init()
+        }
         LogFormat::Json => registry
             .with(
                 fmt::layer()

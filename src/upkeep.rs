@@ -68,12 +68,8 @@ impl KeyCensus {
             }
         };
         let configured = store.key_ids();
-        let missing: Vec<String> = counts
-            .keys()
-            .flatten()
-            .filter(|id| !configured.contains(id))
-            .cloned()
-            .collect();
+        let missing: Vec<String> =
+            counts.keys().flatten().filter(|id| !configured.contains(id)).cloned().collect();
         if !missing.is_empty() {
             tracing::error!(
                 missing = ?missing,
@@ -116,9 +112,7 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let sweeper = every(sweep_every, shutdown.clone(), || sweep(&*store, &metrics));
-        let counter = every(census_every, shutdown.clone(), || {
-            census.count(&*store, &metrics)
-        });
+        let counter = every(census_every, shutdown.clone(), || census.count(&*store, &metrics));
         tokio::join!(sweeper, counter);
     })
 }

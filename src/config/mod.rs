@@ -64,12 +64,7 @@ pub enum KeysCommand {
 #[derive(Clone, Parser)]
 pub struct Config {
     /// Address to listen on; port 0 picks a free port.
-    #[arg(
-        long = "listen",
-        env = "LISTEN_ADDR",
-        default_value = "127.0.0.1:8080",
-        global = true
-    )]
+    #[arg(long = "listen", env = "LISTEN_ADDR", default_value = "127.0.0.1:8080", global = true)]
     pub listen_addr: String,
 
     /// `postgres://…` or `sqlite:…`; unset means the SQLite file `./agent-sessions.db`.
@@ -93,12 +88,7 @@ pub struct Config {
     pub request_timeout_secs: u64,
 
     /// Origins allowed to call the API from a browser, comma-separated; `*` allows any.
-    #[arg(
-        long,
-        env = "CORS_ALLOWED_ORIGINS",
-        global = true,
-        value_delimiter = ','
-    )]
+    #[arg(long, env = "CORS_ALLOWED_ORIGINS", global = true, value_delimiter = ',')]
     pub cors_allowed_origins: Vec<String>,
 
     /// The OpenAI-compatible API runs call, up to and including `/v1`.
@@ -149,12 +139,7 @@ pub struct Config {
 
     /// Hosts (`host` or `host:port`) webhook tools may call, comma-separated; empty
     /// refuses every webhook tool.
-    #[arg(
-        long,
-        env = "TOOL_WEBHOOK_ALLOWED_HOSTS",
-        global = true,
-        value_delimiter = ','
-    )]
+    #[arg(long, env = "TOOL_WEBHOOK_ALLOWED_HOSTS", global = true, value_delimiter = ',')]
     pub tool_webhook_allowed_hosts: Vec<String>,
 
     /// Turns authentication on: every `/v1` request then needs an API key, and this key
@@ -206,9 +191,7 @@ pub struct Config {
 impl Config {
     /// The database to use: `DATABASE_URL`, or the SQLite file of the embedded default.
     pub fn database_url(&self) -> &str {
-        self.database_url
-            .as_deref()
-            .unwrap_or("sqlite://agent-sessions.db")
+        self.database_url.as_deref().unwrap_or("sqlite://agent-sessions.db")
     }
 }
 
@@ -232,10 +215,7 @@ mod tests {
             "--max-body-bytes",
             "10",
         ]);
-        assert_eq!(
-            (cli.config.request_timeout_secs, cli.config.max_body_bytes),
-            (5, 10)
-        );
+        assert_eq!((cli.config.request_timeout_secs, cli.config.max_body_bytes), (5, 10));
     }
 
     #[test]

@@ -25,25 +25,16 @@ impl fmt::Debug for Config {
             .field("run_lease_secs", &self.run_lease_secs)
             .field("run_max_attempts", &self.run_max_attempts)
             .field("run_wait_secs", &self.run_wait_secs)
-            .field(
-                "tool_webhook_allowed_hosts",
-                &self.tool_webhook_allowed_hosts,
-            )
+            .field("tool_webhook_allowed_hosts", &self.tool_webhook_allowed_hosts)
             .field("admin_api_key", &self.admin_api_key.as_ref().map(|_| "***"))
             .field("allow_unauthenticated", &self.allow_unauthenticated)
             .field("auth_cache_secs", &self.auth_cache_secs)
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("tenant_max_active_runs", &self.tenant_max_active_runs)
-            .field(
-                "session_expires_after_secs",
-                &self.session_expires_after_secs,
-            )
+            .field("session_expires_after_secs", &self.session_expires_after_secs)
             .field("sweep_interval_secs", &self.sweep_interval_secs)
             .field("key_census_interval_secs", &self.key_census_interval_secs)
-            .field(
-                "encryption_keys",
-                &self.encryption_keys.as_ref().map(|_| "***"),
-            )
+            .field("encryption_keys", &self.encryption_keys.as_ref().map(|_| "***"))
             .finish()
     }
 }
@@ -59,9 +50,7 @@ pub fn describe_database(url: &str) -> String {
 
 /// Hides the password of a URL, given before the host or as a `password=` parameter.
 fn redact_password(url: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let mut redacted = match base.split_once("://") {
         Some((scheme, rest)) => match rest.split_once('@') {
             Some((userinfo, host)) => {
@@ -102,14 +91,8 @@ mod tests {
         ]);
         let printed = format!("{:?}", cli.config);
         assert!(!printed.contains("s3cret"), "{printed}");
-        assert!(
-            printed.contains("postgres://app:***@db:5432/x"),
-            "{printed}"
-        );
+        assert!(printed.contains("postgres://app:***@db:5432/x"), "{printed}");
         let in_query = redact_password("postgres://db/x?user=app&password=s3cret&sslmode=require");
-        assert_eq!(
-            in_query,
-            "postgres://db/x?user=app&password=***&sslmode=require"
-        );
+        assert_eq!(in_query, "postgres://db/x?user=app&password=***&sslmode=require");
     }
 }

@@ -34,10 +34,7 @@ impl Config {
     /// Authentication as configured; an admin key that is too short is refused.
     pub fn auth_settings(&self) -> Result<crate::auth::AuthSettings, StartupError> {
         let admin_key = self.admin_api_key.clone().filter(|key| !key.is_empty());
-        if admin_key
-            .as_ref()
-            .is_some_and(|key| key.chars().count() < 32)
-        {
+        if admin_key.as_ref().is_some_and(|key| key.chars().count() < 32) {
             return Err(StartupError::ShortAdminKey);
         }
         Ok(crate::auth::AuthSettings {
@@ -55,8 +52,7 @@ impl Config {
 
     /// The retention of sessions created without `expires_after`.
     pub fn default_expiry(&self) -> Option<crate::model::ExpiresAfter> {
-        self.session_expires_after_secs
-            .map(crate::model::ExpiresAfter::inactivity)
+        self.session_expires_after_secs.map(crate::model::ExpiresAfter::inactivity)
     }
 }
 

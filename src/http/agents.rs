@@ -23,10 +23,7 @@ use crate::model::{
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/agents", get(list_agents).post(create_agent))
-        .route(
-            "/v1/agents/{agent_id}",
-            get(get_agent).patch(update_agent).delete(delete_agent),
-        )
+        .route("/v1/agents/{agent_id}", get(get_agent).patch(update_agent).delete(delete_agent))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -35,11 +32,7 @@ pub struct CreateAgentRequest {
     #[schema(max_length = 256)]
     name: Option<String>,
     /// Absent: the server default (`LLM_MODEL`).
-    #[schema(
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-    )]
+    #[schema(min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     model: Option<String>,
     /// Sent first, as the system message, on every LLM call.
     instructions: Option<String>,
@@ -110,11 +103,7 @@ pub struct UpdateAgentRequest {
 
 /// The agent named `id`, as a 404 that names it when there is none.
 pub(super) async fn find_agent(state: &AppState, tenant: &str, id: &str) -> Result<Agent> {
-    state
-        .store
-        .get_agent(tenant, id)
-        .await
-        .map_err(|error| ApiError::from_agent_store(error, id))
+    state.store.get_agent(tenant, id).await.map_err(|error| ApiError::from_agent_store(error, id))
 }
 
 /// Create an agent.
@@ -133,10 +122,7 @@ async fn create_agent(
     let metadata = Metadata::new(metadata.unwrap_or_default())?;
     let agent = Agent::new(config, metadata, crate::store::now());
     state.store.create_agent(tenant, &agent).await?;
-    Ok(Created::at(
-        format!("/v1/agents/{}", agent.id),
-        agent.redacted(),
-    ))
+    Ok(Created::at(format!("/v1/agents/{}", agent.id), agent.redacted()))
 }
 
 /// List agents, newest first.
@@ -165,11 +151,7 @@ async fn list_agents(
         (status = 404, response = NotFound),
     ))]
 async fn get_agent(State(state): State<AppState>, agent: TenantAgent) -> Result<Json<Agent>> {
-    Ok(Json(
-        find_agent(&state, &agent.tenant, &agent.id)
-            .await?
-            .redacted(),
-    ))
+    Ok(Json(find_agent(&state, &agent.tenant, &agent.id).await?.redacted()))
 }
 
 /// Change an agent.
@@ -190,14 +172,9 @@ async fn update_agent(
         tools: request.tools,
         max_turns: request.max_turns,
         context: request.context,
-        metadata: request
-            .metadata
-            .map(MetadataPatch::from_request)
-            .transpose()?,
+        metadata: request.metadata.map(MetadataPatch::from_request).transpose()?,
     };
-    patch
-        .as_config()
-        .validate("", &state.runs.settings().webhooks)?;
+    patch.as_config().validate("", &state.runs.settings().webhooks)?;
     state
         .store
         .update_agent(&agent.tenant, &agent.id, patch)
@@ -211,10 +188,6 @@ async fn update_agent(
 #[utoipa::path(delete, path = "/v1/agents/{agent_id}", tag = "agents", params(TenantAgent),
     responses((status = 204, description = "Deleted"), (status = 404, response = NotFound)))]
 async fn delete_agent(State(state): State<AppState>, agent: TenantAgent) -> Result<NoContent> {
-    state
-        .store
-        .delete_agent(&agent.tenant, &agent.id)
-        .await
-        .map_err(|e| agent.store_error(e))?;
+    state.store.delete_agent(&agent.tenant, &agent.id).await.map_err(|e| agent.store_error(e))?;
     Ok(NoContent)
 }

@@ -20,10 +20,9 @@ impl IntoResponseParts for Replayed {
 
     fn into_response_parts(self, mut parts: ResponseParts) -> Result<ResponseParts, Infallible> {
         if self.0 {
-            parts.headers_mut().insert(
-                IDEMPOTENT_REPLAYED.clone(),
-                HeaderValue::from_static("true"),
-            );
+            parts
+                .headers_mut()
+                .insert(IDEMPOTENT_REPLAYED.clone(), HeaderValue::from_static("true"));
         }
         Ok(parts)
     }
@@ -40,19 +39,12 @@ pub struct Created<T> {
 impl<T> Created<T> {
     /// Created where no path of its own reads it back.
     pub fn new(body: T) -> Self {
-        Self {
-            body,
-            location: None,
-            replayed: false,
-        }
+        Self { body, location: None, replayed: false }
     }
 
     /// Created at the path `location`.
     pub fn at(location: String, body: T) -> Self {
-        Self {
-            location: Some(location),
-            ..Self::new(body)
-        }
+        Self { location: Some(location), ..Self::new(body) }
     }
 
     /// Marks an answer to a retry as one (see [`Replayed`]).
@@ -68,12 +60,6 @@ impl<T: Serialize> IntoResponse for Created<T> {
             .location
             .and_then(|path| HeaderValue::try_from(path).ok())
             .map(|path| [(header::LOCATION, path)]);
-        (
-            StatusCode::CREATED,
-            location,
-            Replayed(self.replayed),
-            Json(self.body),
-        )
-            .into_response()
+        (StatusCode::CREATED, location, Replayed(self.replayed), Json(self.body)).into_response()
     }
 }

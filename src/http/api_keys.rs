@@ -97,14 +97,9 @@ async fn create_api_key(
     State(state): State<AppState>,
     AppJson(request): AppJson<CreateApiKeyRequest>,
 ) -> Result<Created<CreatedApiKey>> {
-    let (api_key, key) = issue_key(
-        &*state.store,
-        request.tenant,
-        request.name,
-        request.scopes,
-        request.expires_at,
-    )
-    .await?;
+    let (api_key, key) =
+        issue_key(&*state.store, request.tenant, request.name, request.scopes, request.expires_at)
+            .await?;
     let location = format!("/v1/api_keys/{}", api_key.id);
     Ok(Created::at(location, CreatedApiKey { api_key, key }))
 }

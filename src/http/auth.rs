@@ -18,10 +18,7 @@ pub async fn authorize(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let authorization = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes);
+    let authorization = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
     let caller = match state.auth.authenticate(authorization).await {
         Ok(caller) => caller,
         Err(Refused::Unauthenticated(why)) => {
@@ -63,12 +60,12 @@ fn permit(caller: &Caller, method: &Method, path: &str) -> Result<(), ApiError> 
             "API keys are managed with the admin key; set ADMIN_API_KEY to turn authentication on"
                 .into(),
         )),
-        Caller::Key(_) if keys_route => Err(ApiError::Forbidden(
-            "only the admin key manages API keys".into(),
-        )),
-        _ if !caller.can_write() && !matches!(*method, Method::GET | Method::HEAD) => Err(
-            ApiError::Forbidden("this API key has the `read` scope only".into()),
-        ),
+        Caller::Key(_) if keys_route => {
+            Err(ApiError::Forbidden("only the admin key manages API keys".into()))
+        }
+        _ if !caller.can_write() && !matches!(*method, Method::GET | Method::HEAD) => {
+            Err(ApiError::Forbidden("this API key has the `read` scope only".into()))
+        }
         _ => Ok(()),
     }
 }
@@ -111,29 +108,14 @@ mod tests {
         };
         let (reader, writer) = (key(vec![Scope::Read]), key(vec![Scope::Read, Scope::Write]));
         assert_eq!(code(&reader, Method::GET, "/v1/sessions"), None);
-        assert_eq!(
-            code(&reader, Method::POST, "/v1/sessions"),
-            Some("forbidden")
-        );
-        assert_eq!(
-            code(&reader, Method::DELETE, "/v1/agents/a"),
-            Some("forbidden")
-        );
+        assert_eq!(code(&reader, Method::POST, "/v1/sessions"), Some("forbidden"));
+        assert_eq!(code(&reader, Method::DELETE, "/v1/agents/a"), Some("forbidden"));
         assert_eq!(code(&writer, Method::PATCH, "/v1/sessions/s"), None);
-        assert_eq!(
-            code(&writer, Method::GET, "/v1/api_keys"),
-            Some("forbidden")
-        );
-        assert_eq!(
-            code(&Caller::Admin, Method::GET, "/v1/sessions"),
-            Some("forbidden")
-        );
+        assert_eq!(code(&writer, Method::GET, "/v1/api_keys"), Some("forbidden"));
+        assert_eq!(code(&Caller::Admin, Method::GET, "/v1/sessions"), Some("forbidden"));
         assert_eq!(code(&Caller::Admin, Method::DELETE, "/v1/api_keys/x"), None);
         assert_eq!(code(&Caller::Anonymous, Method::POST, "/v1/sessions"), None);
-        assert_eq!(
-            code(&Caller::Anonymous, Method::GET, "/v1/api_keys"),
-            Some("forbidden")
-        );
+        assert_eq!(code(&Caller::Anonymous, Method::GET, "/v1/api_keys"), Some("forbidden"));
         // A session named like the keys route is a session.
         assert_eq!(code(&writer, Method::GET, "/v1/api_keys_x"), None);
     }

@@ -20,10 +20,7 @@ use crate::runs::CompactRequest;
 /// The reads, which answer at once like any other request.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(
-            "/v1/sessions/{session_id}/compactions",
-            get(list_compactions),
-        )
+        .route("/v1/sessions/{session_id}/compactions", get(list_compactions))
         .route("/v1/sessions/{session_id}/context", get(get_context))
 }
 
@@ -42,11 +39,7 @@ pub struct CompactRequestBody {
     keep_recent_items: Option<u32>,
     /// The model that summarises; the session's agent's (or the server's default) when
     /// absent.
-    #[schema(
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-    )]
+    #[schema(min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     model: Option<String>,
     /// Replaces the built-in summarisation prompt, which keeps facts, decisions, open
     /// tasks, names and numbers.
@@ -87,9 +80,7 @@ async fn compact(
     AppJson(request): AppJson<CompactRequestBody>,
 ) -> Result<Created<Compaction>> {
     let request = CompactRequest {
-        keep_recent_items: request
-            .keep_recent_items
-            .unwrap_or(DEFAULT_KEEP_RECENT_ITEMS),
+        keep_recent_items: request.keep_recent_items.unwrap_or(DEFAULT_KEEP_RECENT_ITEMS),
         model: request.model,
         instructions: request.instructions,
     };
@@ -142,12 +133,6 @@ async fn get_context(
         let item = serde_json::json!({"type": "compaction", "summary": c.summary});
         RawValue::from_string(item.to_string()).expect("serialized JSON is valid")
     });
-    let data = summary
-        .into_iter()
-        .chain(context.items.into_iter().map(|i| i.item))
-        .collect();
-    Ok(Json(ContextResponse {
-        data,
-        compaction: context.compaction,
-    }))
+    let data = summary.into_iter().chain(context.items.into_iter().map(|i| i.item)).collect();
+    Ok(Json(ContextResponse { data, compaction: context.compaction }))
 }

@@ -31,11 +31,7 @@ impl Asset {
         let digest = Sha256::digest(body);
         let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
         let etag = HeaderValue::from_str(&format!("\"{hex}\"")).expect("hex is a valid header");
-        Self {
-            body,
-            content_type,
-            etag,
-        }
+        Self { body, content_type, etag }
     }
 
     /// The file, or 304 when the browser already holds this version. The file names
@@ -44,18 +40,9 @@ impl Asset {
         let headers = [
             (header::ETAG, self.etag.clone()),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-            ),
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            ),
-            (
-                header::REFERRER_POLICY,
-                HeaderValue::from_static("no-referrer"),
-            ),
+            (header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY)),
+            (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+            (header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")),
         ];
         if self.matches(request) {
             return (StatusCode::NOT_MODIFIED, headers).into_response();
@@ -78,37 +65,19 @@ impl Asset {
 }
 
 static INDEX: LazyLock<Asset> = LazyLock::new(|| {
-    Asset::new(
-        include_bytes!("../../console/index.html"),
-        "text/html; charset=utf-8",
-    )
+    Asset::new(include_bytes!("../../console/index.html"), "text/html; charset=utf-8")
 });
 static SCRIPT: LazyLock<Asset> = LazyLock::new(|| {
-    Asset::new(
-        include_bytes!("../../console/app.js"),
-        "text/javascript; charset=utf-8",
-    )
+    Asset::new(include_bytes!("../../console/app.js"), "text/javascript; charset=utf-8")
 });
 static STYLE: LazyLock<Asset> = LazyLock::new(|| {
-    Asset::new(
-        include_bytes!("../../console/app.css"),
-        "text/css; charset=utf-8",
-    )
+    Asset::new(include_bytes!("../../console/app.css"), "text/css; charset=utf-8")
 });
 
 /// `/console` needs no key: the page holds no data, its API calls do.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(
-            "/console",
-            get(|h: HeaderMap| async move { INDEX.serve(&h) }),
-        )
-        .route(
-            "/console/app.js",
-            get(|h: HeaderMap| async move { SCRIPT.serve(&h) }),
-        )
-        .route(
-            "/console/app.css",
-            get(|h: HeaderMap| async move { STYLE.serve(&h) }),
-        )
+        .route("/console", get(|h: HeaderMap| async move { INDEX.serve(&h) }))
+        .route("/console/app.js", get(|h: HeaderMap| async move { SCRIPT.serve(&h) }))
+        .route("/console/app.css", get(|h: HeaderMap| async move { STYLE.serve(&h) }))
 }

@@ -32,9 +32,7 @@ pub fn sse(
     events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
     translator: impl Translator,
 ) -> Response {
-    Sse::new(translated(events, translator))
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    Sse::new(translated(events, translator)).keep_alive(KeepAlive::default()).into_response()
 }
 
 /// The translated events, then the translator's closing ones.

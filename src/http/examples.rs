@@ -69,12 +69,7 @@ pub struct Examples;
 impl Modify for Examples {
     fn modify(&self, openapi: &mut OpenApi) {
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.patch,
-                &mut item.delete,
-            ];
+            let operations = [&mut item.get, &mut item.post, &mut item.patch, &mut item.delete];
             for operation in operations.into_iter().flatten() {
                 let example = operation.operation_id.as_deref().and_then(request_body);
                 if let (Some(example), Some(body)) = (example, operation.request_body.as_mut()) {

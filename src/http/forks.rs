@@ -78,11 +78,8 @@ async fn fork_session(
         point,
         idempotency,
     };
-    let forked = state
-        .store
-        .fork_session(&source.tenant, &source.id, fork)
-        .await
-        .map_err(|error| match (error, point) {
+    let forked = state.store.fork_session(&source.tenant, &source.id, fork).await.map_err(
+        |error| match (error, point) {
             (StoreError::SessionExists, _) => ApiError::SessionExists(format!(
                 "a session with id `{}` already exists",
                 id.as_str()
@@ -94,7 +91,8 @@ async fn fork_session(
                 ApiError::from_store(error, source.id.as_str(), Some(&run.to_string()))
             }
             (error, ForkPoint::All) => source.store_error(error),
-        })?;
+        },
+    )?;
     let location = format!("/v1/sessions/{}", forked.session.id);
     Ok(Created::at(location, forked.session).replayed(forked.replayed))
 }

@@ -23,14 +23,8 @@ pub fn router() -> Router<AppState> {
             "/v1/sessions/{session_id}/items",
             get(list_items).post(append_items).delete(clear_items),
         )
-        .route(
-            "/v1/sessions/{session_id}/items/last",
-            delete(pop_last_item),
-        )
-        .route(
-            "/v1/sessions/{session_id}/items/{item_id}",
-            get(get_item).delete(delete_item),
-        )
+        .route("/v1/sessions/{session_id}/items/last", delete(pop_last_item))
+        .route("/v1/sessions/{session_id}/items/{item_id}", get(get_item).delete(delete_item))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

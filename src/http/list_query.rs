@@ -89,9 +89,8 @@ impl ListQuery {
                 "after" => after = Some(cursor_id("after", value.into_owned())?),
                 "before" => before = Some(cursor_id("before", value.into_owned())?),
                 _ => {
-                    if let Some(key) = name
-                        .strip_prefix("metadata[")
-                        .and_then(|rest| rest.strip_suffix(']'))
+                    if let Some(key) =
+                        name.strip_prefix("metadata[").and_then(|rest| rest.strip_suffix(']'))
                     {
                         metadata.push(metadata_filter(key, value.into_owned())?);
                     }
@@ -106,21 +105,13 @@ impl ListQuery {
         }
         let cursor = match (after, before) {
             (Some(_), Some(_)) => {
-                return Err(ApiError::invalid(
-                    "before",
-                    "cannot be combined with `after`",
-                ))
+                return Err(ApiError::invalid("before", "cannot be combined with `after`"))
             }
             (Some(id), None) => Some(Cursor::After(id)),
             (None, Some(id)) => Some(Cursor::Before(id)),
             (None, None) => None,
         };
-        Ok(Self {
-            limit,
-            order,
-            cursor,
-            metadata,
-        })
+        Ok(Self { limit, order, cursor, metadata })
     }
 }
 

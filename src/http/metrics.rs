@@ -22,12 +22,7 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
     let response = next.run(request).await;
-    metrics.answered(
-        &method,
-        &route,
-        response.status().as_u16(),
-        started.elapsed().as_secs_f64(),
-    );
+    metrics.answered(&method, &route, response.status().as_u16(), started.elapsed().as_secs_f64());
     response
 }
 
@@ -62,10 +57,7 @@ pub async fn export(State(state): State<AppState>) -> Result<Response, ApiError>
         .encode(state.store.pool_stats(), state.store.append_stats())
         .map_err(|e| ApiError::Internal(format!("cannot encode metrics: {e}")))?;
     Ok((
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
         body,
     )
         .into_response())

@@ -79,10 +79,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         .merge(runs::waiting_router())
         .merge(compactions::waiting_router())
         .route_layer(middleware::from_fn(query_params::check))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::authorize,
-        ));
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::authorize));
     let open = Router::new()
         .merge(operations::router())
         .merge(openapi::router())
@@ -104,10 +101,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
                 .on_failure(()),
         )
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(middleware::from_fn_with_state(
-            state.metrics.clone(),
-            metrics::track,
-        ))
+        .layer(middleware::from_fn_with_state(state.metrics.clone(), metrics::track))
         .layer(CatchPanicLayer::custom(|_| {
             ApiError::Internal("the handler panicked".into()).into_response()
         }))
@@ -122,18 +116,13 @@ struct MakeUuidV7;
 
 impl MakeRequestId for MakeUuidV7 {
     fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
-        HeaderValue::from_str(&Uuid::now_v7().to_string())
-            .ok()
-            .map(RequestId::new)
+        HeaderValue::from_str(&Uuid::now_v7().to_string()).ok().map(RequestId::new)
     }
 }
 
 fn request_span(request: &axum::http::Request<axum::body::Body>) -> Span {
-    let request_id = request
-        .headers()
-        .get("x-request-id")
-        .and_then(|id| id.to_str().ok())
-        .unwrap_or_default();
+    let request_id =
+        request.headers().get("x-request-id").and_then(|id| id.to_str().ok()).unwrap_or_default();
     let route = request
         .extensions()
         .get::<MatchedPath>()

@@ -111,12 +111,7 @@ impl Modify for ContractDetails {
                 .build()
         };
         for (path, item) in openapi.paths.paths.iter_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.patch,
-                &mut item.delete,
-            ];
+            let operations = [&mut item.get, &mut item.post, &mut item.patch, &mut item.delete];
             for operation in operations.into_iter().flatten() {
                 if path.starts_with("/v1/") {
                     // Any request can run into the time limit, a lost database or a
@@ -179,10 +174,7 @@ impl Modify for ContractDetails {
                     "required": ["stream", "background"],
                     "properties": {"stream": {"const": true}, "background": {"const": true}},
                 });
-                request
-                    .extensions
-                    .get_or_insert_with(Default::default)
-                    .insert("not".into(), both);
+                request.extensions.get_or_insert_with(Default::default).insert("not".into(), both);
             }
             if let Some(RefOr::T(Schema::Object(request))) =
                 components.schemas.get_mut("ForkSessionRequest")
@@ -195,10 +187,7 @@ impl Modify for ContractDetails {
                         "before_run_id": {"type": "string"},
                     },
                 });
-                request
-                    .extensions
-                    .get_or_insert_with(Default::default)
-                    .insert("not".into(), both);
+                request.extensions.get_or_insert_with(Default::default).insert("not".into(), both);
             }
             for response in components.responses.values_mut() {
                 if let RefOr::T(response) = response {
@@ -229,10 +218,7 @@ fn idempotency_key_schema() -> Schema {
 
 /// The `id:` of a run's event, as `Last-Event-ID` sends it back.
 fn event_id_schema() -> Schema {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .pattern(Some("^[0-9]{1,18}$"))
-        .into()
+    ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[0-9]{1,18}$")).into()
 }
 
 /// The document as YAML, generated once. It goes through `serde_json::Value` so that

@@ -86,10 +86,7 @@ fn check_query(declared: &Declared, query: &str) -> Result<(), ApiError> {
     let mut seen = HashSet::new();
     for (name, _) in form_urlencoded::parse(query.as_bytes()) {
         if !declared.allows(&name) {
-            return Err(ApiError::invalid(
-                &name,
-                "is not a query parameter of this operation",
-            ));
+            return Err(ApiError::invalid(&name, "is not a query parameter of this operation"));
         }
         if !seen.insert(name.clone()) {
             return Err(ApiError::invalid(&name, "may be given only once"));

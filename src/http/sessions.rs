@@ -22,14 +22,10 @@ use crate::model::{
 };
 
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/sessions", get(list_sessions).post(create_session))
-        .route(
-            "/v1/sessions/{session_id}",
-            get(get_session)
-                .patch(update_session)
-                .delete(delete_session),
-        )
+    Router::new().route("/v1/sessions", get(list_sessions).post(create_session)).route(
+        "/v1/sessions/{session_id}",
+        get(get_session).patch(update_session).delete(delete_session),
+    )
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -68,10 +64,7 @@ impl CreateSessionRequest {
                 None => SessionId::generate(),
             },
             metadata: Metadata::new(self.metadata.unwrap_or_default())?,
-            agent_id: self
-                .agent_id
-                .map(|id| AgentId::parse("agent_id", id))
-                .transpose()?,
+            agent_id: self.agent_id.map(|id| AgentId::parse("agent_id", id)).transpose()?,
             expires_after: checked_expiry(self.expires_after)?,
         })
     }
@@ -81,9 +74,7 @@ impl CreateSessionRequest {
 fn checked_expiry(
     requested: Option<Option<ExpiresAfter>>,
 ) -> Result<Option<Option<ExpiresAfter>>, ApiError> {
-    Ok(requested
-        .map(|e| e.map(|e| e.check("expires_after")).transpose())
-        .transpose()?)
+    Ok(requested.map(|e| e.map(|e| e.check("expires_after")).transpose()).transpose()?)
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -55,12 +55,7 @@ pub struct Message {
 
 impl Message {
     pub fn text(role: Role, content: impl Into<String>) -> Self {
-        Self {
-            role,
-            content: Some(content.into()),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        }
+        Self { role, content: Some(content.into()), tool_calls: Vec::new(), tool_call_id: None }
     }
 
     pub fn tool_calls(calls: Vec<ToolCall>) -> Self {
@@ -111,10 +106,7 @@ impl From<ToolCall> for ToolCallMessage {
         Self {
             id: call.call_id,
             kind: "function",
-            function: FunctionCall {
-                name: call.name,
-                arguments: call.arguments,
-            },
+            function: FunctionCall { name: call.name, arguments: call.arguments },
         }
     }
 }
@@ -177,10 +169,7 @@ pub struct LlmError {
 
 impl LlmError {
     pub fn new(code: LlmErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
+        Self { code, message: message.into() }
     }
 }
 

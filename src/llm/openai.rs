@@ -40,15 +40,8 @@ impl OpenAiClient {
             .connect_timeout(settings.connect_timeout)
             .build()
             .context("building the LLM HTTP client")?;
-        let url = format!(
-            "{}/chat/completions",
-            settings.base_url.trim_end_matches('/')
-        );
-        Ok(Self {
-            http,
-            url,
-            settings,
-        })
+        let url = format!("{}/chat/completions", settings.base_url.trim_end_matches('/'));
+        Ok(Self { http, url, settings })
     }
 }
 
@@ -60,10 +53,7 @@ impl LlmClient for OpenAiClient {
         progress: mpsc::UnboundedSender<Progress>,
     ) -> Result<Completion, LlmError> {
         let body = serde_json::to_vec(&RequestBody::new(request)).map_err(|e| {
-            LlmError::new(
-                LlmErrorCode::BadRequest,
-                format!("cannot encode the request: {e}"),
-            )
+            LlmError::new(LlmErrorCode::BadRequest, format!("cannot encode the request: {e}"))
         })?;
         let body = Bytes::from(body);
         let mut retries = 0;
@@ -74,10 +64,9 @@ impl LlmClient for OpenAiClient {
             let failure = match timeout(self.settings.request_timeout, attempt).await {
                 Ok(Ok(completion)) => return Ok(completion),
                 Ok(Err(failure)) => failure,
-                Err(_) => Failure::from(timed_out(
-                    "the whole request",
-                    self.settings.request_timeout,
-                )),
+                Err(_) => {
+                    Failure::from(timed_out("the whole request", self.settings.request_timeout))
+                }
             };
             let error = self.redact(failure.error);
             if acc.delivered || !retryable(error.code) || retries >= self.settings.max_retries {
@@ -85,10 +74,7 @@ impl LlmClient for OpenAiClient {
             }
             // A provider that asks for a longer pause than a retry may wait would only
             // refuse again: honour it by giving up now.
-            if failure
-                .retry_after
-                .is_some_and(|wait| wait > self.settings.retry_max_delay)
-            {
+            if failure.retry_after.is_some_and(|wait| wait > self.settings.retry_max_delay) {
                 return Err(error);
             }
             let delay = failure
@@ -118,11 +104,8 @@ impl OpenAiClient {
         acc: &mut Accumulator,
     ) -> Result<Completion, Failure> {
         let idle = self.settings.idle_timeout;
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header(CONTENT_TYPE, "application/json")
-            .body(body);
+        let mut request =
+            self.http.post(&self.url).header(CONTENT_TYPE, "application/json").body(body);
         if let Some(key) = &self.settings.api_key {
             request = request.bearer_auth(key);
         }
@@ -187,10 +170,7 @@ struct Failure {
 
 impl From<LlmError> for Failure {
     fn from(error: LlmError) -> Self {
-        Self {
-            error,
-            retry_after: None,
-        }
+        Self { error, retry_after: None }
     }
 }
 
@@ -247,9 +227,7 @@ impl<'a> RequestBody<'a> {
             model: &request.model,
             messages: &request.messages,
             stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
+            stream_options: StreamOptions { include_usage: true },
             temperature: request.temperature,
             max_tokens: request.max_output_tokens,
             tools: request.tools.iter().map(Tool::from).collect(),

@@ -107,15 +107,9 @@ mod tests {
     #[test]
     fn accepts_every_line_ending() {
         let expected = ["a\nb", "c"];
-        assert_eq!(
-            parse_whole(b"data: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n"),
-            expected
-        );
+        assert_eq!(parse_whole(b"data: a\r\ndata: b\r\n\r\ndata: c\r\n\r\n"), expected);
         assert_eq!(parse_whole(b"data: a\rdata: b\r\rdata: c\r\r"), expected);
-        assert_eq!(
-            parse_whole(b"data: a\ndata: b\r\n\rdata: c\n\r\n"),
-            expected
-        );
+        assert_eq!(parse_whole(b"data: a\ndata: b\r\n\rdata: c\n\r\n"), expected);
     }
 
     #[test]
@@ -157,9 +151,8 @@ mod tests {
 
         let mut rng = fastrand::Rng::with_seed(7);
         for _ in 0..200 {
-            let mut cuts: Vec<usize> = (0..rng.usize(1..12))
-                .map(|_| rng.usize(0..=input.len()))
-                .collect();
+            let mut cuts: Vec<usize> =
+                (0..rng.usize(1..12)).map(|_| rng.usize(0..=input.len())).collect();
             cuts.sort_unstable();
             assert_eq!(parse_in_pieces(input, &cuts), whole, "cuts {cuts:?}");
         }

@@ -25,11 +25,7 @@ pub struct AgentConfig {
     #[schema(max_length = 256)]
     pub name: Option<String>,
     /// Absent: the layer below decides, down to the server default (`LLM_MODEL`).
-    #[schema(
-        min_length = 1,
-        max_length = 256,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
-    )]
+    #[schema(min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub model: Option<String>,
     /// Sent first, as the system message, on every LLM call.
     pub instructions: Option<String>,
@@ -69,7 +65,7 @@ impl AgentConfig {
         if let Some(name) = &self.name {
             if name.chars().count() > 256 {
                 return Err(
-                    InvalidField::new(field("name"), "must be at most 256 characters").into(),
+                    InvalidField::new(field("name"), "must be at most 256 characters").into()
                 );
             }
         }
@@ -86,7 +82,7 @@ impl AgentConfig {
         if let Some(t) = self.temperature {
             if !(0.0..=2.0).contains(&t) {
                 return Err(
-                    InvalidField::new(field("temperature"), "must be between 0 and 2").into(),
+                    InvalidField::new(field("temperature"), "must be between 0 and 2").into()
                 );
             }
         }
@@ -96,11 +92,7 @@ impl AgentConfig {
         let turns = self.max_turns.map(u64::from);
         within(&field("max_turns"), turns, u64::from(MAX_TURNS_LIMIT))?;
         if let Some(context) = &self.context {
-            within(
-                &field("context.max_input_tokens"),
-                context.max_input_tokens,
-                max_tokens,
-            )?;
+            within(&field("context.max_input_tokens"), context.max_input_tokens, max_tokens)?;
             context.validate(&field("context."))?;
         }
         if let Some(tools) = &self.tools {
@@ -160,9 +152,9 @@ impl ContextConfig {
     fn validate(&self, prefix: &str) -> Result<(), ConfigError> {
         let field = |name: &str| format!("{prefix}{name}");
         let tokens = |name: &str, value: Option<u64>| match value {
-            Some(tokens) if !(1..=u64::from(MAX_TOKENS)).contains(&tokens) => Err(
-                InvalidField::new(field(name), format!("must be between 1 and {MAX_TOKENS}")),
-            ),
+            Some(tokens) if !(1..=u64::from(MAX_TOKENS)).contains(&tokens) => {
+                Err(InvalidField::new(field(name), format!("must be between 1 and {MAX_TOKENS}")))
+            }
             _ => Ok(()),
         };
         tokens("max_input_tokens", self.max_input_tokens)?;
@@ -179,10 +171,7 @@ impl ContextConfig {
         match self.strategy {
             ContextStrategy::Truncate => {
                 let compacting = [
-                    (
-                        "compact_threshold_tokens",
-                        self.compact_threshold_tokens.is_some(),
-                    ),
+                    ("compact_threshold_tokens", self.compact_threshold_tokens.is_some()),
                     ("keep_recent_items", self.keep_recent_items.is_some()),
                 ];
                 if let Some((name, _)) = compacting.iter().find(|(_, set)| *set) {
@@ -241,10 +230,9 @@ pub struct CompactionPolicy {
 /// A count that, when given, must be between 1 and `max`.
 fn within(field: &str, value: Option<u64>, max: u64) -> Result<(), InvalidField> {
     match value {
-        Some(value) if !(1..=max).contains(&value) => Err(InvalidField::new(
-            field,
-            format!("must be between 1 and {max}"),
-        )),
+        Some(value) if !(1..=max).contains(&value) => {
+            Err(InvalidField::new(field, format!("must be between 1 and {max}")))
+        }
         _ => Ok(()),
     }
 }
@@ -260,10 +248,7 @@ mod tests {
             instructions: Some("be brief".into()),
             ..AgentConfig::default()
         };
-        let inline = AgentConfig {
-            model: Some("b".into()),
-            ..AgentConfig::default()
-        };
+        let inline = AgentConfig { model: Some("b".into()), ..AgentConfig::default() };
         let merged = inline.over(agent);
         assert_eq!(merged.model.as_deref(), Some("b"));
         assert_eq!(merged.instructions.as_deref(), Some("be brief"));

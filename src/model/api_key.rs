@@ -56,10 +56,7 @@ pub const TENANT_PATTERN: &str = "^[A-Za-z0-9_.-]{1,64}$";
 pub fn check_tenant(field: &str, tenant: &str) -> Result<(), InvalidField> {
     let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
     if tenant.is_empty() || tenant.len() > 64 || !tenant.chars().all(valid) {
-        return Err(InvalidField::new(
-            field,
-            "must be 1-64 characters of A-Za-z0-9_.-",
-        ));
+        return Err(InvalidField::new(field, "must be 1-64 characters of A-Za-z0-9_.-"));
     }
     Ok(())
 }
@@ -127,9 +124,7 @@ mod tests {
         let (a, b) = (NewKey::generate(), NewKey::generate());
         assert_ne!(a.secret, b.secret);
         assert!(a.secret.starts_with("ask_") && a.secret.len() == 4 + 43);
-        assert!(a.secret[4..]
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+        assert!(a.secret[4..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
         assert_eq!(a.hash, KeyHash::of(&a.secret));
         assert_eq!(a.hash.hex().len(), 64);
         assert!(a.secret.starts_with(&a.prefix()) && a.prefix().len() == 8);
@@ -147,10 +142,7 @@ mod tests {
             [Scope::Read, Scope::Write]
         );
         assert!(check_scopes(Some(vec![Scope::Read, Scope::Read])).is_err());
-        assert_eq!(
-            check_scopes(Some(vec![Scope::Write])).unwrap(),
-            [Scope::Read, Scope::Write]
-        );
+        assert_eq!(check_scopes(Some(vec![Scope::Write])).unwrap(), [Scope::Read, Scope::Write]);
         assert!(check_scopes(Some(vec![])).is_err());
     }
 }

@@ -70,9 +70,6 @@ impl IdempotencyKey {
                 "must be 1 to 255 visible ASCII characters",
             ));
         }
-        Ok(Self {
-            key: key.to_owned(),
-            fingerprint: request.finalize().to_vec(),
-        })
+        Ok(Self { key: key.to_owned(), fingerprint: request.finalize().to_vec() })
     }
 }

@@ -47,11 +47,7 @@ impl ItemBody {
         if items.is_empty() || items.len() > Self::MAX_BATCH {
             return Err(InvalidField::new(
                 field,
-                format!(
-                    "must hold 1 to {} items, got {}",
-                    Self::MAX_BATCH,
-                    items.len()
-                ),
+                format!("must hold 1 to {} items, got {}", Self::MAX_BATCH, items.len()),
             ));
         }
         items

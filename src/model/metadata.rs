@@ -57,11 +57,7 @@ impl Metadata {
         if self.0.len() > Self::MAX_KEYS {
             return Err(InvalidField::new(
                 "metadata",
-                format!(
-                    "at most {} keys are allowed, got {}",
-                    Self::MAX_KEYS,
-                    self.0.len()
-                ),
+                format!("at most {} keys are allowed, got {}", Self::MAX_KEYS, self.0.len()),
             ));
         }
         for (key, value) in &self.0 {
@@ -76,10 +72,7 @@ impl Metadata {
             }
             // Postgres cannot store U+0000 in text or jsonb.
             if key.contains('\0') {
-                return Err(InvalidField::new(
-                    "metadata",
-                    "keys must not contain U+0000",
-                ));
+                return Err(InvalidField::new("metadata", "keys must not contain U+0000"));
             }
             if value.contains('\0') {
                 return Err(InvalidField::new(

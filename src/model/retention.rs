@@ -52,10 +52,7 @@ pub struct ExpiresAfter {
 impl ExpiresAfter {
     /// The server default of `SESSION_EXPIRES_AFTER_SECS`, anchored on activity.
     pub fn inactivity(seconds: u64) -> Self {
-        Self {
-            anchor: Anchor::LastActiveAt,
-            seconds,
-        }
+        Self { anchor: Anchor::LastActiveAt, seconds }
     }
 
     pub fn check(self, field: &str) -> Result<Self, InvalidField> {

@@ -114,9 +114,7 @@ impl IncompleteDetails {
             "content_filter" => "content_filter",
             _ => return None,
         };
-        Some(Self {
-            reason: reason.to_owned(),
-        })
+        Some(Self { reason: reason.to_owned() })
     }
 }
 
@@ -146,10 +144,7 @@ pub struct RunError {
 
 impl RunError {
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            code: code.into(),
-            message: message.into(),
-        }
+        Self { code: code.into(), message: message.into() }
     }
 }
 

@@ -76,10 +76,7 @@ impl RunEvent {
 
     /// The event that carries the run in its status.
     pub fn for_status(seq: i64, run: &Run) -> Self {
-        Self {
-            seq,
-            kind: RunEventKind::Status(Box::new(run.clone())),
-        }
+        Self { seq, kind: RunEventKind::Status(Box::new(run.clone())) }
     }
 
     /// The event's name: `run.created`, `message.delta`, …
@@ -104,16 +101,14 @@ impl RunEvent {
     pub fn data_json(&self) -> String {
         let text = match &self.kind {
             RunEventKind::Status(run) => serde_json::to_string(run),
-            RunEventKind::TextDelta(delta) => serde_json::to_string(&MessageDelta {
-                delta: delta.as_str().into(),
-            }),
+            RunEventKind::TextDelta(delta) => {
+                serde_json::to_string(&MessageDelta { delta: delta.as_str().into() })
+            }
             RunEventKind::ItemCreated(item) => {
                 return format!(r#"{{"item":{}}}"#, item.get());
             }
             RunEventKind::CompactionCreated(compaction) => {
-                serde_json::to_string(&CompactionCreated {
-                    compaction: (**compaction).clone(),
-                })
+                serde_json::to_string(&CompactionCreated { compaction: (**compaction).clone() })
             }
         };
         text.expect("event data serializes")
@@ -122,10 +117,8 @@ impl RunEvent {
     /// The event a name and its data's JSON stand for, as [`Self::name`] and
     /// [`Self::data_json`] wrote them.
     pub fn parse(seq: i64, name: &str, data: &str) -> Result<Self, UnknownEvent> {
-        let invalid = |e: serde_json::Error| UnknownEvent {
-            name: name.to_owned(),
-            reason: e.to_string(),
-        };
+        let invalid =
+            |e: serde_json::Error| UnknownEvent { name: name.to_owned(), reason: e.to_string() };
         let kind = match name {
             Self::MESSAGE_DELTA => {
                 let delta: MessageDelta = serde_json::from_str(data).map_err(invalid)?;
@@ -198,9 +191,7 @@ mod tests {
             assert_eq!((again.name(), again.data_json()), (name, data.clone()));
         }
         assert_eq!(
-            RunEvent::parse(1, "item.created", r#"{"item":{"b":1,"a":"é"}}"#)
-                .unwrap()
-                .data_json(),
+            RunEvent::parse(1, "item.created", r#"{"item":{"b":1,"a":"é"}}"#).unwrap().data_json(),
             r#"{"item":{"b":1,"a":"é"}}"#,
             "an item's JSON is kept to the byte"
         );

@@ -92,10 +92,7 @@ pub struct Webhook {
     /// `http` or `https`, on a host listed in `TOOL_WEBHOOK_ALLOWED_HOSTS`.
     #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]")]
     pub url: String,
-    #[serde(
-        default = "default_webhook_timeout",
-        deserialize_with = "whole_number::required"
-    )]
+    #[serde(default = "default_webhook_timeout", deserialize_with = "whole_number::required")]
     #[schema(minimum = 1, maximum = 300000, default = 10000)]
     pub timeout_ms: u64,
     /// Sent with every call, e.g. an `Authorization` the webhook expects. Answers show
@@ -111,10 +108,7 @@ fn default_webhook_timeout() -> u64 {
 impl Tool {
     pub(super) fn validate(&self, at: &str, webhooks: &WebhookPolicy) -> Result<(), InvalidField> {
         let name_ok = (1..=64).contains(&self.name.len())
-            && self
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !name_ok {
             return Err(InvalidField::new(
                 format!("{at}.name"),
@@ -139,10 +133,7 @@ impl Webhook {
         let url = reqwest::Url::parse(&self.url)
             .map_err(|e| InvalidField::new(format!("{at}.url"), format!("not a URL: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(InvalidField::new(
-                format!("{at}.url"),
-                "must be http or https",
-            ));
+            return Err(InvalidField::new(format!("{at}.url"), "must be http or https"));
         }
         let host = url.host_str().unwrap_or_default();
         if !policy.allows(host, url.port_or_known_default()) {
@@ -195,9 +186,7 @@ impl WebhookPolicy {
     pub fn allows(&self, host: &str, port: Option<u16>) -> bool {
         let host = host.to_ascii_lowercase();
         let with_port = port.map(|p| format!("{host}:{p}"));
-        self.allowed
-            .iter()
-            .any(|a| *a == host || Some(a) == with_port.as_ref())
+        self.allowed.iter().any(|a| *a == host || Some(a) == with_port.as_ref())
     }
 }
 

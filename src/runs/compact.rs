@@ -60,10 +60,7 @@ impl Runs {
         }
         let engine = &*self.engine;
         // The model and instructions obey the rules an agent's do.
-        let asked = AgentConfig {
-            model: request.model.clone(),
-            ..AgentConfig::default()
-        };
+        let asked = AgentConfig { model: request.model.clone(), ..AgentConfig::default() };
         asked.validate("", &engine.settings.webhooks)?;
         let context = engine.store.context(tenant, session_id, true).await?;
         let plan = plan(&context, request.keep_recent_items)?;
@@ -82,23 +79,12 @@ impl Runs {
             }
         };
         let instructions = request.instructions.as_deref();
-        let compaction = summarise(
-            engine,
-            session_id,
-            &context,
-            &plan,
-            &model,
-            instructions,
-            None,
-        )
-        .await
-        .map_err(RunsError::Llm)?;
+        let compaction = summarise(engine, session_id, &context, &plan, &model, instructions, None)
+            .await
+            .map_err(RunsError::Llm)?;
         let base = context.compaction.as_ref();
         let summarised = plan.summarised as i64;
-        engine
-            .store
-            .add_compaction(tenant, session_id, base, summarised, &compaction)
-            .await?;
+        engine.store.add_compaction(tenant, session_id, base, summarised, &compaction).await?;
         Ok(compaction)
     }
 }
@@ -138,10 +124,7 @@ pub(super) async fn compact_for_run(
     };
     let base = context.compaction.as_ref();
     let summarised = plan.summarised as i64;
-    match (engine.store)
-        .add_compaction(tenant, session_id, base, summarised, &compaction)
-        .await
-    {
+    match (engine.store).add_compaction(tenant, session_id, base, summarised, &compaction).await {
         Ok(()) => {}
         Err(StoreError::HistoryChanged) => return Ok(RunCompaction::Skipped),
         Err(error) => return Err(error),
@@ -168,9 +151,7 @@ fn plan(context: &Context, keep: u32) -> Result<Plan> {
     let mut moved = true;
     while moved && first_kept > 0 {
         moved = false;
-        for output in items[first_kept..]
-            .iter()
-            .filter_map(|i| call_id(i, "function_call_output"))
+        for output in items[first_kept..].iter().filter_map(|i| call_id(i, "function_call_output"))
         {
             let call = (items[..first_kept].iter())
                 .rposition(|i| call_id(i, "function_call").as_deref() == Some(output.as_str()));
@@ -181,14 +162,9 @@ fn plan(context: &Context, keep: u32) -> Result<Plan> {
         }
     }
     if first_kept == 0 {
-        return Err(RunsError::NothingToCompact {
-            items: items.len(),
-            keep,
-        });
+        return Err(RunsError::NothingToCompact { items: items.len(), keep });
     }
-    Ok(Plan {
-        summarised: first_kept,
-    })
+    Ok(Plan { summarised: first_kept })
 }
 
 /// Asks the LLM for the summary of the earlier summary and the planned items.
@@ -202,9 +178,7 @@ async fn summarise(
     run_id: Option<Uuid>,
 ) -> Result<Compaction, LlmError> {
     let summarised = &context.items[..plan.summarised];
-    let through = summarised
-        .last()
-        .expect("a plan summarises at least one item");
+    let through = summarised.last().expect("a plan summarises at least one item");
     let values: Vec<Value> = (summarised.iter())
         .map(|item| serde_json::from_str(item.item.get()).unwrap_or(Value::Null))
         .collect();

@@ -21,10 +21,8 @@ pub(super) async fn resolve(
     session_id: &SessionId,
     request: ConfigRequest,
 ) -> Result<RunConfig> {
-    let mut config = AgentConfig {
-        model: settings.default_model.clone(),
-        ..AgentConfig::default()
-    };
+    let mut config =
+        AgentConfig { model: settings.default_model.clone(), ..AgentConfig::default() };
     match store.get_session(tenant, session_id).await {
         Ok(session) => {
             if let Some(id) = session.agent_id {
@@ -68,10 +66,7 @@ async fn agent(
 ) -> Result<AgentConfig> {
     match store.get_agent(tenant, &agent_id).await {
         Ok(agent) => Ok(agent.config()),
-        Err(StoreError::AgentNotFound) => Err(RunsError::AgentNotFound {
-            agent_id,
-            by_session,
-        }),
+        Err(StoreError::AgentNotFound) => Err(RunsError::AgentNotFound { agent_id, by_session }),
         Err(error) => Err(error.into()),
     }
 }

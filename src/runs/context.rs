@@ -116,9 +116,8 @@ pub fn build_messages(
 
     let instructions = instructions.filter(|s| !s.is_empty()).map(str::to_owned);
     let summary = summary.map(|s| format!("{SUMMARY_HEADING}\n\n{s}"));
-    let system: Vec<Message> = (instructions.into_iter().chain(summary))
-        .map(|s| Message::text(Role::System, s))
-        .collect();
+    let system: Vec<Message> =
+        (instructions.into_iter().chain(summary)).map(|s| Message::text(Role::System, s)).collect();
     let first_kept = match max_input_tokens {
         None => 0,
         Some(budget) => {
@@ -127,10 +126,7 @@ pub fn build_messages(
             let mut total: u64 = system.iter().map(estimate_tokens).sum::<u64>()
                 + units[split..].iter().map(|u| u.1).sum::<u64>();
             if total > budget {
-                return Err(ContextTooLong {
-                    needed: total,
-                    budget,
-                });
+                return Err(ContextTooLong { needed: total, budget });
             }
             let mut first = split;
             while first > 0 && total + units[first - 1].1 <= budget {
@@ -140,10 +136,7 @@ pub fn build_messages(
             units.get(first).map_or(msgs.len(), |u| u.0)
         }
     };
-    Ok(system
-        .into_iter()
-        .chain(msgs.into_iter().skip(first_kept).map(|(m, _)| m))
-        .collect())
+    Ok(system.into_iter().chain(msgs.into_iter().skip(first_kept).map(|(m, _)| m)).collect())
 }
 
 /// A conservative estimate of the tokens one message costs: 4 tokens of per-message framing,

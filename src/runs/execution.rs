@@ -20,10 +20,7 @@ impl Execution {
     /// Numbers the event after the last one and publishes it to the run's followers.
     pub(super) fn emit(&mut self, kind: RunEventKind) {
         self.seq += 1;
-        self.live.publish(RunEvent {
-            seq: self.seq,
-            kind,
-        });
+        self.live.publish(RunEvent { seq: self.seq, kind });
     }
 
     /// Counts a request to the provider as it is made (so a call that fails or is cut

@@ -51,10 +51,8 @@ async fn pump(
         starts.borrow_and_update();
         if let Some(live) = engine.hub.get(run_id) {
             if cursor < live.first_seq - 1 {
-                let (events, _) = engine
-                    .store
-                    .run_events(tenant, session_id, run_id, cursor)
-                    .await?;
+                let (events, _) =
+                    engine.store.run_events(tenant, session_id, run_id, cursor).await?;
                 for event in events.into_iter().filter(|e| e.seq < live.first_seq) {
                     cursor = event.seq;
                     if send(event).await.is_err() {
@@ -84,10 +82,7 @@ async fn pump(
             // the database knows how the run went on.
             continue;
         }
-        let (events, status) = engine
-            .store
-            .run_events(tenant, session_id, run_id, cursor)
-            .await?;
+        let (events, status) = engine.store.run_events(tenant, session_id, run_id, cursor).await?;
         let mut ended = false;
         for event in events {
             cursor = event.seq;
@@ -104,10 +99,7 @@ async fn pump(
         // reconnects. Every stream ends with the event that ends it all the same.
         if status.is_final() || status == RunStatus::RequiresAction {
             if !ended {
-                let (all, _) = engine
-                    .store
-                    .run_events(tenant, session_id, run_id, 0)
-                    .await?;
+                let (all, _) = engine.store.run_events(tenant, session_id, run_id, 0).await?;
                 if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
                     let _ = send(last).await;
                 }

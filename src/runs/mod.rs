@@ -174,13 +174,7 @@ impl Runs {
         run_id: Uuid,
         after: i64,
     ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
-        follow::follow(
-            self.engine.clone(),
-            tenant.to_owned(),
-            session_id.clone(),
-            run_id,
-            after,
-        )
+        follow::follow(self.engine.clone(), tenant.to_owned(), session_id.clone(), run_id, after)
     }
 
     /// Waits until the run finishes or needs the client, and returns it.
@@ -209,9 +203,7 @@ impl Runs {
     pub async fn cancel(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
         if let Some(live) = self.engine.hub.get(run_id) {
             live.cancel.cancel();
-            let run = self
-                .wait(tenant, session_id, run_id, live.first_seq - 1)
-                .await?;
+            let run = self.wait(tenant, session_id, run_id, live.first_seq - 1).await?;
             if run.status.is_final() {
                 return Ok(run);
             }
@@ -242,10 +234,8 @@ impl Runs {
         run_id: Uuid,
         outputs: &[ToolOutput],
     ) -> Result<i64> {
-        let (_, after) = self
-            .store()
-            .submit_tool_outputs(tenant, session_id, run_id, outputs)
-            .await?;
+        let (_, after) =
+            self.store().submit_tool_outputs(tenant, session_id, run_id, outputs).await?;
         self.wake();
         Ok(after)
     }

@@ -51,22 +51,14 @@ impl Runs {
             // Answered before anything of the request is looked up again: its agent may
             // be gone by now. `create_run` decides again, atomically, for racing retries.
             if let Some(run) = replayed_run(store, tenant, session_id, key).await? {
-                return Ok(Started {
-                    run,
-                    replayed: true,
-                });
+                return Ok(Started { run, replayed: true });
             }
         }
         let input = parse_input(&request.input)?;
         let metadata = Metadata::new(request.metadata.unwrap_or_default())?;
-        let config = config::resolve(
-            store,
-            &self.engine.settings,
-            tenant,
-            session_id,
-            request.config,
-        )
-        .await?;
+        let config =
+            config::resolve(store, &self.engine.settings, tenant, session_id, request.config)
+                .await?;
         let run = NewRun {
             id: Uuid::now_v7(),
             input,
@@ -74,14 +66,7 @@ impl Runs {
             metadata,
             idempotency: request.idempotency,
         };
-        self.create(
-            tenant,
-            session_id,
-            run,
-            request.if_busy,
-            !request.background,
-        )
-        .await
+        self.create(tenant, session_id, run, request.if_busy, !request.background).await
     }
 
     /// Creates a run. With `start_now` and a worker slot free, a run on an idle session
@@ -99,21 +84,13 @@ impl Runs {
         // Under a tenant limit every run goes through the claim, which alone counts the
         // tenant's executing runs across replicas.
         let start_now = start_now && engine.settings.tenant_max_active_runs.is_none();
-        let slot = start_now
-            .then(|| engine.slots.clone().try_acquire_owned().ok())
-            .flatten();
+        let slot = start_now.then(|| engine.slots.clone().try_acquire_owned().ok()).flatten();
         let Some(slot) = slot else {
-            let created = engine
-                .store
-                .create_run(tenant, session_id, run, if_busy, None)
-                .await?;
+            let created = engine.store.create_run(tenant, session_id, run, if_busy, None).await?;
             if !created.replayed {
                 self.wake();
             }
-            return Ok(Started {
-                run: created.run,
-                replayed: created.replayed,
-            });
+            return Ok(Started { run: created.run, replayed: created.replayed });
         };
         // Creation and the execution it may start run in a task of their own: a request
         // that goes away while its run is being committed must not leave the run claimed
@@ -121,10 +98,7 @@ impl Runs {
         let (answer, answered) = oneshot::channel::<Result<Started, StoreError>>();
         let (tenant, session_id) = (tenant.to_owned(), session_id.clone());
         engine.started.clone().spawn(async move {
-            let start = StartNow {
-                worker: Uuid::now_v7(),
-                lease: engine.settings.lease,
-            };
+            let start = StartNow { worker: Uuid::now_v7(), lease: engine.settings.lease };
             let created = match engine
                 .store
                 .create_run(&tenant, &session_id, run, if_busy, Some(start))
@@ -144,10 +118,7 @@ impl Runs {
             if execution.is_none() && !created.replayed {
                 engine.work.notify_one();
             }
-            let _ = answer.send(Ok(Started {
-                run: created.run,
-                replayed: created.replayed,
-            }));
+            let _ = answer.send(Ok(Started { run: created.run, replayed: created.replayed }));
             if let Some(execution) = execution {
                 if let Err(error) = execution.await {
                     tracing::warn!(%error, "cannot finish a run");
@@ -202,13 +173,7 @@ fn parse_input(input: &RawValue) -> Result<Vec<Box<RawValue>>, InvalidField> {
         if items.is_empty() {
             return Err(InvalidField::new("input", "must hold at least one item"));
         }
-        return Ok(ItemBody::batch("input", items)?
-            .into_iter()
-            .map(ItemBody::into_raw)
-            .collect());
+        return Ok(ItemBody::batch("input", items)?.into_iter().map(ItemBody::into_raw).collect());
     }
-    Err(InvalidField::new(
-        "input",
-        "must be a string, an item object or a list of items",
-    ))
+    Err(InvalidField::new("input", "must be a string, an item object or a list of items"))
 }

@@ -37,16 +37,13 @@ pub(super) async fn call_webhook(
     };
     // The allow-list may have shrunk since the agent was created.
     let allowed = reqwest::Url::parse(&webhook.url).is_ok_and(|url| {
-        engine.settings.webhooks.allows(
-            url.host_str().unwrap_or_default(),
-            url.port_or_known_default(),
-        )
+        engine
+            .settings
+            .webhooks
+            .allows(url.host_str().unwrap_or_default(), url.port_or_known_default())
     });
     if !allowed {
-        return format!(
-            "error: the webhook host of tool `{}` is not allowed",
-            tool.name
-        );
+        return format!("error: the webhook host of tool `{}` is not allowed", tool.name);
     }
     let mut request = engine
         .webhook_client

@@ -82,20 +82,14 @@ pub(super) async fn drive(
         ) {
             Ok(messages) => messages,
             Err(error) => {
-                return Ok(Outcome::Failed(RunError::new(
-                    "context_too_long",
-                    error.to_string(),
-                )))
+                return Ok(Outcome::Failed(RunError::new("context_too_long", error.to_string())))
             }
         };
         exec.record.turns += 1;
         let completion = match complete(engine, &request, exec).await {
             Ok(completion) => completion,
             Err(error) => {
-                return Ok(Outcome::Failed(RunError::new(
-                    error.code.as_str(),
-                    error.message,
-                )))
+                return Ok(Outcome::Failed(RunError::new(error.code.as_str(), error.message)))
             }
         };
         exec.record.run.usage.add(&completion.usage.into());
@@ -117,31 +111,16 @@ pub(super) async fn drive(
         if exec.record.turns >= config.max_turns {
             return Ok(Outcome::Failed(RunError::new(
                 "max_turns_exceeded",
-                format!(
-                    "the run made {} LLM calls without finishing",
-                    config.max_turns
-                ),
+                format!("the run made {} LLM calls without finishing", config.max_turns),
             )));
         }
         for call in &completion.tool_calls {
-            exec.push_item(run_items::function_call(
-                &call.call_id,
-                &call.name,
-                &call.arguments,
-            ));
+            exec.push_item(run_items::function_call(&call.call_id, &call.name, &call.arguments));
         }
-        let client_calls = run_tools(
-            engine,
-            &claim.tenant,
-            exec,
-            &config.tools,
-            &completion.tool_calls,
-        )
-        .await;
+        let client_calls =
+            run_tools(engine, &claim.tenant, exec, &config.tools, &completion.tool_calls).await;
         if !client_calls.is_empty() {
-            return Ok(Outcome::RequiresAction(RequiredAction {
-                tool_calls: client_calls,
-            }));
+            return Ok(Outcome::RequiresAction(RequiredAction { tool_calls: client_calls }));
         }
     }
 }
@@ -214,9 +193,7 @@ fn history_budget(config: &RunConfig) -> Option<u64> {
     config
         .max_input_tokens
         .zip(threshold)
-        .map_or(config.max_input_tokens.or(threshold), |(max, threshold)| {
-            Some(max.max(threshold))
-        })
+        .map_or(config.max_input_tokens.or(threshold), |(max, threshold)| Some(max.max(threshold)))
 }
 
 /// The session's latest summary, and its items after the summary, oldest first: all of
@@ -228,11 +205,7 @@ async fn load_history(
     session_id: &SessionId,
     budget: Option<u64>,
 ) -> Result<(Option<String>, Vec<Value>), StoreError> {
-    let mut page = PageRequest {
-        limit: PageRequest::MAX_LIMIT,
-        order: Order::Desc,
-        cursor: None,
-    };
+    let mut page = PageRequest { limit: PageRequest::MAX_LIMIT, order: Order::Desc, cursor: None };
     let mut found = match engine.store.list_items(tenant, session_id, &page).await {
         Ok(found) => found,
         Err(StoreError::SessionNotFound) => return Ok((None, Vec::new())),
@@ -279,7 +252,5 @@ async fn load_history(
 }
 
 fn parse_items<'a>(items: impl Iterator<Item = &'a Box<RawValue>>) -> Vec<Value> {
-    items
-        .map(|item| serde_json::from_str(item.get()).unwrap_or(Value::Null))
-        .collect()
+    items.map(|item| serde_json::from_str(item.get()).unwrap_or(Value::Null)).collect()
 }

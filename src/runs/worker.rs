@@ -47,11 +47,7 @@ pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
             _ = interval.tick() => {}
             _ = shutdown.cancelled() => return,
         }
-        match engine
-            .store
-            .recover_expired_runs(engine.settings.max_attempts)
-            .await
-        {
+        match engine.store.recover_expired_runs(engine.settings.max_attempts).await {
             Ok((0, 0)) => {}
             Ok((requeued, failed)) => {
                 tracing::warn!(requeued, failed, "recovered runs whose worker stopped");
@@ -69,18 +65,12 @@ pub(super) async fn claim_and_execute(
 ) -> Result<bool, StoreError> {
     let Some(claim) = engine
         .store
-        .claim_run(
-            worker,
-            engine.settings.lease,
-            engine.settings.tenant_max_active_runs,
-        )
+        .claim_run(worker, engine.settings.lease, engine.settings.tenant_max_active_runs)
         .await?
     else {
         return Ok(false);
     };
-    execute_claimed(engine.clone(), claim, Vec::new())
-        .await
-        .map(|()| true)
+    execute_claimed(engine.clone(), claim, Vec::new()).await.map(|()| true)
 }
 
 /// Executes a run claimed for this process and commits its outcome. The run is live here
@@ -98,11 +88,7 @@ pub(super) fn execute_claimed(
     for event in stored {
         live.publish(event);
     }
-    let registered = Registered {
-        engine: engine.clone(),
-        run_id,
-        live: live.clone(),
-    };
+    let registered = Registered { engine: engine.clone(), run_id, live: live.clone() };
     async move {
         let _registered = registered;
         let engine = &*engine;
@@ -157,17 +143,11 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
         tracing::warn!(code = %error.code, message = %error.message, "run failed");
     }
     exec.record.run.required_action = action;
-    let last = exec
-        .record
-        .end(status, error, exec.seq, crate::store::now());
+    let last = exec.record.end(status, error, exec.seq, crate::store::now());
     // A save abandoned halfway may have stored some of these: they are skipped.
     let (mut events, _) = live.after(saved.load(Ordering::Relaxed));
     events.push(last.clone());
-    if engine
-        .store
-        .finish_run(claim, &exec.record, &events)
-        .await?
-    {
+    if engine.store.finish_run(claim, &exec.record, &events).await? {
         exec.seq = last.seq;
         exec.live.publish(last);
         tracing::info!(status = %status, "run finished");

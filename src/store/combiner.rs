@@ -42,9 +42,7 @@ impl Append {
     /// Two appends with one key cannot share a transaction: the second must see the
     /// first's answer.
     fn key(&self) -> Option<(&str, &str)> {
-        self.idempotency
-            .as_ref()
-            .map(|key| (self.tenant.as_str(), key.key.as_str()))
+        self.idempotency.as_ref().map(|key| (self.tenant.as_str(), key.key.as_str()))
     }
 }
 
@@ -115,10 +113,7 @@ impl Combiner {
     /// Queues the append and waits for the commit that holds it.
     pub async fn append(&self, append: Append) -> Result<Appended> {
         let (reply, answer) = oneshot::channel();
-        self.queue
-            .send(Waiting { append, reply })
-            .await
-            .map_err(|_| writer_gone())?;
+        self.queue.send(Waiting { append, reply }).await.map_err(|_| writer_gone())?;
         answer.await.map_err(|_| writer_gone())?
     }
 
@@ -155,9 +150,7 @@ async fn write(
             .map(|w| (w.append, w.reply))
             .unzip();
         counters.transactions.fetch_add(1, Ordering::Relaxed);
-        counters
-            .appends
-            .fetch_add(appends.len() as u64, Ordering::Relaxed);
+        counters.appends.fetch_add(appends.len() as u64, Ordering::Relaxed);
         let answers = if appends.len() == 1 {
             vec![appender.append_one(&appends[0]).await]
         } else {
@@ -202,9 +195,9 @@ async fn combine(
             appends
                 .iter()
                 .map(|_| {
-                    Err(StoreError::Database(sqlx::Error::Io(
-                        std::io::Error::other(message.clone()),
-                    )))
+                    Err(StoreError::Database(sqlx::Error::Io(std::io::Error::other(
+                        message.clone(),
+                    ))))
                 })
                 .collect()
         }

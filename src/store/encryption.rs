@@ -46,15 +46,8 @@ impl Keyring {
     /// Parses `kid:BASE64,kid:BASE64,…`; none when the list is empty.
     pub fn parse(list: &str) -> Result<Option<Self>, KeyringError> {
         let mut keys: Vec<(String, Aes256Gcm)> = Vec::new();
-        for (n, entry) in list
-            .split(',')
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .enumerate()
-        {
-            let (id, material) = entry
-                .split_once(':')
-                .ok_or(KeyringError::Malformed(n + 1))?;
+        for (n, entry) in list.split(',').map(str::trim).filter(|e| !e.is_empty()).enumerate() {
+            let (id, material) = entry.split_once(':').ok_or(KeyringError::Malformed(n + 1))?;
             let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
             if id.is_empty() || id.len() > 32 || !id.chars().all(valid) {
                 return Err(KeyringError::Malformed(n + 1));
@@ -93,13 +86,7 @@ impl Keyring {
         let (id, cipher) = &self.keys[0];
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
         let sealed = cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: plain.as_bytes(),
-                    aad: aad.as_bytes(),
-                },
-            )
+            .encrypt(&nonce, Payload { msg: plain.as_bytes(), aad: aad.as_bytes() })
             .map_err(|_| StoreError::Corrupt("a value could not be encrypted".into()))?;
         let mut bytes = nonce.to_vec();
         bytes.extend_from_slice(&sealed);
@@ -124,13 +111,7 @@ impl Keyring {
         }
         let (nonce, sealed) = bytes.split_at(NONCE_BYTES);
         let plain = cipher
-            .decrypt(
-                Nonce::from_slice(nonce),
-                Payload {
-                    msg: sealed,
-                    aad: aad.as_bytes(),
-                },
-            )
+            .decrypt(Nonce::from_slice(nonce), Payload { msg: sealed, aad: aad.as_bytes() })
             .map_err(|_| corrupt())?;
         String::from_utf8(plain).map_err(|_| corrupt())
     }
@@ -149,15 +130,8 @@ mod tests {
         let plain = r#"{"z":1,"big":123456789012345678901234567890,"ü":"😀"}"#;
         let sealed = ring.seal("acme/items.body", plain).unwrap();
         assert!(sealed.starts_with("enc:v1:k1:") && !sealed.contains("big"));
-        assert_ne!(
-            sealed,
-            ring.seal("acme/items.body", plain).unwrap(),
-            "a fresh nonce"
-        );
-        assert_eq!(
-            Keyring::open(Some(&ring), "acme/items.body", sealed.clone()).unwrap(),
-            plain
-        );
+        assert_ne!(sealed, ring.seal("acme/items.body", plain).unwrap(), "a fresh nonce");
+        assert_eq!(Keyring::open(Some(&ring), "acme/items.body", sealed.clone()).unwrap(), plain);
         for aad in ["other/items.body", "acme/runs.body"] {
             let error = Keyring::open(Some(&ring), aad, sealed.clone()).unwrap_err();
             assert!(matches!(error, StoreError::Corrupt(_)), "{aad}: {error}");
@@ -172,10 +146,7 @@ mod tests {
         let sealed = old.seal("t/c", "secret").unwrap();
         let rotated = Keyring::parse(&format!("{K2},{K1}")).unwrap().unwrap();
         assert_eq!(rotated.current_id(), "k2");
-        assert_eq!(
-            Keyring::open(Some(&rotated), "t/c", sealed.clone()).unwrap(),
-            "secret"
-        );
+        assert_eq!(Keyring::open(Some(&rotated), "t/c", sealed.clone()).unwrap(), "secret");
         assert!(rotated.seal("t/c", "x").unwrap().starts_with("enc:v1:k2:"));
         let only_new = Keyring::parse(K2).unwrap().unwrap();
         for ring in [Some(&only_new), None] {
@@ -199,10 +170,7 @@ mod tests {
         for (result, expected) in errors {
             let message = result.unwrap_err().to_string();
             assert!(message.contains(expected), "{message}");
-            assert!(
-                !message.contains("c2hvcnQ") && !message.contains("AAECAw"),
-                "{message}"
-            );
+            assert!(!message.contains("c2hvcnQ") && !message.contains("AAECAw"), "{message}");
         }
         assert!(!format!("{:?}", Keyring::parse(K1).unwrap().unwrap()).contains("AAECAw"));
     }

@@ -66,23 +66,16 @@ impl<DB: Database> HeldConnections<DB> {
     /// no longer than the pool's acquire timeout, as a connection of the pool's would.
     pub(super) async fn take(&self) -> Result<HeldConnection<'_, DB>, sqlx::Error> {
         let Some(holds) = &self.holds else {
-            return Ok(HeldConnection {
-                conn: Some(self.pool.acquire().await?),
-                hold: None,
-            });
+            return Ok(HeldConnection { conn: Some(self.pool.acquire().await?), hold: None });
         };
         let taken = async {
             let permit = holds.acquire().await.expect("never closed");
             Ok::<_, sqlx::Error>((permit, self.ready().await?))
         };
         let wait = self.pool.options().get_acquire_timeout();
-        let (permit, conn) = tokio::time::timeout(wait, taken)
-            .await
-            .map_err(|_| sqlx::Error::PoolTimedOut)??;
-        Ok(HeldConnection {
-            conn: Some(conn),
-            hold: Some((permit, self)),
-        })
+        let (permit, conn) =
+            tokio::time::timeout(wait, taken).await.map_err(|_| sqlx::Error::PoolTimedOut)??;
+        Ok(HeldConnection { conn: Some(conn), hold: Some((permit, self)) })
     }
 
     /// A parked connection fit for use, or a new one from the pool.
@@ -94,8 +87,7 @@ impl<DB: Database> HeldConnections<DB> {
         }
         let parked = self.parked.lock().expect("never poisoned").pop();
         let unchecked = |since: Instant| {
-            self.ping_after_idle
-                .is_none_or(|window| !outage::needs_check(since.elapsed(), window))
+            self.ping_after_idle.is_none_or(|window| !outage::needs_check(since.elapsed(), window))
         };
         match parked {
             Some((conn, since)) if unchecked(since) => Ok(conn),

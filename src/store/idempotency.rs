@@ -56,13 +56,9 @@ pub(super) fn first_append(
     let corrupt =
         |e: serde_json::Error| StoreError::Corrupt(format!("idempotency key {}: {e}", key.key));
     if response.starts_with('[') {
-        return serde_json::from_str(response)
-            .map(FirstAppend::Items)
-            .map_err(corrupt);
+        return serde_json::from_str(response).map(FirstAppend::Items).map_err(corrupt);
     }
-    serde_json::from_str(response)
-        .map(FirstAppend::Seqs)
-        .map_err(corrupt)
+    serde_json::from_str(response).map(FirstAppend::Seqs).map_err(corrupt)
 }
 
 /// What a key's response records of the run its request created.
@@ -74,10 +70,6 @@ pub(super) fn run_response(run_id: Uuid) -> String {
 pub(super) fn replayed_run_id(response: &str) -> Result<Uuid, StoreError> {
     serde_json::from_str::<serde_json::Value>(response)
         .ok()
-        .and_then(|first| {
-            first["run_id"]
-                .as_str()
-                .and_then(|id| Uuid::parse_str(id).ok())
-        })
+        .and_then(|first| first["run_id"].as_str().and_then(|id| Uuid::parse_str(id).ok()))
         .ok_or_else(|| StoreError::Corrupt(format!("idempotency response `{response}`")))
 }

@@ -161,10 +161,7 @@ pub async fn connect_with(
 ) -> Result<Arc<dyn SessionStore>> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(
-            SqliteStore::connect(url)
-                .await?
-                .with_codec(codec)
-                .with_default_expiry(default_expiry),
+            SqliteStore::connect(url).await?.with_codec(codec).with_default_expiry(default_expiry),
         ))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         Ok(Arc::new(

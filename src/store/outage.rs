@@ -17,9 +17,9 @@ pub(super) fn note(error: &sqlx::Error) {
     let lost = match error {
         sqlx::Error::Io(_) => true,
         // Postgres: 08 connection exception, 57P admin shutdown, crash, cannot connect now.
-        sqlx::Error::Database(error) => error
-            .code()
-            .is_some_and(|code| code.starts_with("08") || code.starts_with("57P")),
+        sqlx::Error::Database(error) => {
+            error.code().is_some_and(|code| code.starts_with("08") || code.starts_with("57P"))
+        }
         _ => false,
     };
     if lost {

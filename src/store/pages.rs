@@ -29,8 +29,7 @@ pub(super) fn beyond(order: Order) -> &'static str {
 
 /// A cursor as the id (of an item or a run) it names; text that is no UUID names none.
 pub(super) fn uuid_cursor(page: &PageRequest) -> Option<Uuid> {
-    page.cursor_id()
-        .map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()))
+    page.cursor_id().map(|id| Uuid::parse_str(id).unwrap_or(Uuid::nil()))
 }
 
 /// The statements that read one page of a session's items, the hot path of every agent

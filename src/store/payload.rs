@@ -45,9 +45,7 @@ pub struct PayloadCodec {
 
 impl PayloadCodec {
     pub fn new(keyring: Option<Keyring>) -> Self {
-        Self {
-            keyring: keyring.map(Arc::new),
-        }
+        Self { keyring: keyring.map(Arc::new) }
     }
 
     /// The stored form of `plain` (borrowed or owned), a payload of `tenant` kept in
@@ -67,10 +65,7 @@ impl PayloadCodec {
 
     /// The ids of the configured keys, the one that encrypts first.
     pub fn key_ids(&self) -> Vec<String> {
-        self.keyring
-            .iter()
-            .flat_map(|ring| ring.ids().map(str::to_owned))
-            .collect()
+        self.keyring.iter().flat_map(|ring| ring.ids().map(str::to_owned)).collect()
     }
 
     /// How a value sealed now begins; none when values are stored plain.

@@ -54,10 +54,9 @@ impl From<SessionRow> for Session {
             metadata: row.metadata.0,
             agent_id: row.agent_id,
             item_count: row.item_count,
-            forked_from: row.forked_from_session_id.map(|session_id| ForkedFrom {
-                session_id,
-                item_id: row.forked_from_item_id,
-            }),
+            forked_from: row
+                .forked_from_session_id
+                .map(|session_id| ForkedFrom { session_id, item_id: row.forked_from_item_id }),
             usage: Usage {
                 input_tokens: row.input_tokens,
                 output_tokens: row.output_tokens,
@@ -73,10 +72,7 @@ impl From<SessionRow> for Session {
 
 /// A session's retention from its columns; none unless both are set.
 pub(super) fn stored_expiry(anchor: Option<&str>, seconds: Option<i64>) -> Option<ExpiresAfter> {
-    Some(ExpiresAfter {
-        anchor: Anchor::parse(anchor?)?,
-        seconds: u64::try_from(seconds?).ok()?,
-    })
+    Some(ExpiresAfter { anchor: Anchor::parse(anchor?)?, seconds: u64::try_from(seconds?).ok()? })
 }
 
 /// The SQL condition that the session row `alias` has not expired, `now` being the
@@ -138,9 +134,7 @@ pub(super) fn open_items(
     tenant: &str,
     rows: Vec<ItemRow>,
 ) -> Result<Vec<Item>, StoreError> {
-    rows.into_iter()
-        .map(|row| row.into_item(codec, tenant))
-        .collect()
+    rows.into_iter().map(|row| row.into_item(codec, tenant)).collect()
 }
 
 /// The first 24 hex digits of the UUIDv7s of rows that the database copies: a fresh

@@ -113,10 +113,7 @@ pub(super) fn sealed_events(
     tenant: &str,
     events: &[RunEvent],
 ) -> Result<Vec<Cow<'static, str>>, StoreError> {
-    events
-        .iter()
-        .map(|e| codec.seal(tenant, Column::RunEventData, e.data_json()))
-        .collect()
+    events.iter().map(|e| codec.seal(tenant, Column::RunEventData, e.data_json())).collect()
 }
 
 /// A run about to be inserted with its first event. The insert itself looks for the
@@ -252,11 +249,5 @@ pub(super) fn turn_items(record: &RunRecord) -> Vec<&RawValue> {
     if record.run.status != RunStatus::Completed {
         return Vec::new();
     }
-    record
-        .run
-        .input
-        .iter()
-        .chain(&record.run.output)
-        .map(|item| &**item)
-        .collect()
+    record.run.input.iter().chain(&record.run.output).map(|item| &**item).collect()
 }

@@ -40,11 +40,7 @@ struct Script {
 pub enum Reply {
     /// Streams the deltas one chunk each (waiting `delay` before each), then a
     /// finish_reason "stop" chunk, a usage chunk (empty choices) and [DONE].
-    Text {
-        deltas: Vec<String>,
-        usage: Option<(u64, u64)>,
-        delay: Duration,
-    },
+    Text { deltas: Vec<String>, usage: Option<(u64, u64)>, delay: Duration },
     /// Streams tool calls, each split across several chunks (id+name first, then the
     /// arguments in three pieces), interleaving the calls' pieces; finish_reason
     /// "tool_calls", usage, [DONE].
@@ -57,11 +53,7 @@ pub enum Reply {
     /// `content_filter`): an answer the model stopped early.
     Cut { text: String, reason: String },
     /// A non-streamed error answer.
-    Status {
-        status: u16,
-        retry_after: Option<String>,
-        body: String,
-    },
+    Status { status: u16, retry_after: Option<String>, body: String },
     /// A 200 stream whose second data line is not JSON.
     Malformed,
     /// A 200 stream with a few text deltas that ends without finish_reason or [DONE].
@@ -78,11 +70,7 @@ impl Reply {
         let chars: Vec<char> = text.chars().collect();
         let deltas: Vec<String> = chars.chunks(3).map(|c| c.iter().collect()).collect();
         let usage = Some((12, deltas.len() as u64));
-        Reply::Text {
-            deltas,
-            usage,
-            delay: Duration::ZERO,
-        }
+        Reply::Text { deltas, usage, delay: Duration::ZERO }
     }
 
     pub fn tool_call(call_id: &str, name: &str, arguments: &str) -> Reply {
@@ -116,13 +104,9 @@ impl FakeLlm {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the fake LLM");
-        let port = listener
-            .local_addr()
-            .expect("the fake LLM's address")
-            .port();
+        let listener =
+            tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the fake LLM");
+        let port = listener.local_addr().expect("the fake LLM's address").port();
         // Without TCP_NODELAY a chunk can wait for the client's delayed ACK (40 ms on
         // Linux): the fake's latency must be the script's, not the kernel's.
         let listener = listener.tap_io(|stream| {
@@ -131,10 +115,7 @@ impl FakeLlm {
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeLlm {
-            base_url: format!("http://127.0.0.1:{port}/v1"),
-            state,
-        }
+        FakeLlm { base_url: format!("http://127.0.0.1:{port}/v1"), state }
     }
 
     pub fn base_url(&self) -> String {
@@ -174,15 +155,12 @@ pub const CONVERSATION_HEADING: &str = "The conversation to summarise:";
 pub fn is_summary_request(request: &Value) -> bool {
     let messages = request["messages"].as_array();
     let last = messages.and_then(|m| m.last()).map(|m| &m["content"]);
-    last.and_then(Value::as_str)
-        .is_some_and(|text| text.starts_with(CONVERSATION_HEADING))
+    last.and_then(Value::as_str).is_some_and(|text| text.starts_with(CONVERSATION_HEADING))
 }
 
 /// A test that panicked while holding the lock must not hide the fake's record.
 fn lock(state: &Mutex<Script>) -> MutexGuard<'_, Script> {
-    state
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 async fn chat_completions(
@@ -195,31 +173,19 @@ async fn chat_completions(
         let request = serde_json::from_slice(&body)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
         script.requests.push(request);
-        let authorization = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .map(String::from);
+        let authorization =
+            headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(String::from);
         script.authorizations.push(authorization);
         if is_summary_request(script.requests.last().expect("pushed above")) {
             script.summarised += 1;
             let n = script.summarised;
-            script
-                .summaries
-                .pop_front()
-                .unwrap_or_else(|| Reply::text(&format!("summary {n}")))
+            script.summaries.pop_front().unwrap_or_else(|| Reply::text(&format!("summary {n}")))
         } else {
-            script
-                .replies
-                .pop_front()
-                .unwrap_or_else(|| script.default.clone())
+            script.replies.pop_front().unwrap_or_else(|| script.default.clone())
         }
     };
     match reply {
-        Reply::Text {
-            deltas,
-            usage,
-            delay,
-        } => {
+        Reply::Text { deltas, usage, delay } => {
             let mut events = vec![(Duration::ZERO, role_chunk())];
             events.extend(deltas.iter().map(|d| (delay, text_chunk(d))));
             events.extend(now(finish("stop", usage)));
@@ -234,11 +200,7 @@ async fn chat_completions(
             let events = std::iter::once(role_chunk()).chain(pieces);
             stream(now(events.chain(finish("tool_calls", usage))), false)
         }
-        Reply::Status {
-            status,
-            retry_after,
-            body,
-        } => {
+        Reply::Status { status, retry_after, body } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut response =
                 (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
@@ -349,11 +311,7 @@ fn stream(events: Vec<(Duration, String)>, hold_open: bool) -> Response {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            if tx
-                .send(Bytes::from(format!("data: {data}\n\n")))
-                .await
-                .is_err()
-            {
+            if tx.send(Bytes::from(format!("data: {data}\n\n"))).await.is_err() {
                 return;
             }
         }
@@ -366,10 +324,7 @@ fn stream(events: Vec<(Duration, String)>, hold_open: bool) -> Response {
         Some((Ok::<_, Infallible>(bytes), rx))
     });
     (
-        [
-            (header::CONTENT_TYPE, "text/event-stream"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
+        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
         Body::from_stream(body),
     )
         .into_response()

@@ -58,11 +58,7 @@ impl TestDb {
     pub async fn postgres_at(url: &str) -> Self {
         let store = PgStore::connect(url, 10).await.expect("Postgres answers");
         let raw = PgPool::connect(url).await.expect("Postgres answers twice");
-        Self {
-            store: Arc::new(store),
-            raw: RawDb::Postgres(raw),
-            _dir: None,
-        }
+        Self { store: Arc::new(store), raw: RawDb::Postgres(raw), _dir: None }
     }
 
     pub async fn sqlite() -> Self {
@@ -70,11 +66,7 @@ impl TestDb {
         let url = format!("sqlite://{}", dir.path().join("test.db").display());
         let store = SqliteStore::connect(&url).await.expect("SQLite opens");
         let raw = SqlitePool::connect(&url).await.expect("SQLite opens twice");
-        Self {
-            store: Arc::new(store),
-            raw: RawDb::Sqlite(raw),
-            _dir: Some(dir),
-        }
+        Self { store: Arc::new(store), raw: RawDb::Sqlite(raw), _dir: Some(dir) }
     }
 
     /// The same database through a store that keeps payloads with `codec`.
@@ -97,16 +89,12 @@ impl TestDb {
             ),
             RawDb::Sqlite(pool) => {
                 let path = pool.connect_options().get_filename().display().to_string();
-                let store = SqliteStore::connect(&format!("sqlite://{path}"))
-                    .await
-                    .expect("SQLite opens");
+                let store =
+                    SqliteStore::connect(&format!("sqlite://{path}")).await.expect("SQLite opens");
                 Arc::new(store.with_codec(codec).with_default_expiry(expiry))
             }
         };
-        Self {
-            store,
-            ..self.clone_handle()
-        }
+        Self { store, ..self.clone_handle() }
     }
 
     /// Another handle on the same database, for a second app (a replica).
@@ -191,10 +179,7 @@ impl TestDb {
         let RawDb::Sqlite(pool) = &self.raw else {
             return None;
         };
-        sqlx::query("pragma wal_checkpoint(truncate)")
-            .execute(pool)
-            .await
-            .expect("a checkpoint");
+        sqlx::query("pragma wal_checkpoint(truncate)").execute(pool).await.expect("a checkpoint");
         let path = pool.connect_options().get_filename().to_path_buf();
         let mut bytes = std::fs::read(&path).expect("the database file");
         if let Ok(wal) = std::fs::read(path.with_extension("db-wal")) {
@@ -210,18 +195,12 @@ impl TestDb {
             RawDb::Postgres(pool) => {
                 let mut conn = pool.acquire().await.expect("a connection");
                 sqlx::query("begin").execute(&mut *conn).await.unwrap();
-                sqlx::query("lock table items in share mode")
-                    .execute(&mut *conn)
-                    .await
-                    .unwrap();
+                sqlx::query("lock table items in share mode").execute(&mut *conn).await.unwrap();
                 HeldWrites::Postgres(conn)
             }
             RawDb::Sqlite(pool) => {
                 let mut conn = pool.acquire().await.expect("a connection");
-                sqlx::query("begin immediate")
-                    .execute(&mut *conn)
-                    .await
-                    .unwrap();
+                sqlx::query("begin immediate").execute(&mut *conn).await.unwrap();
                 HeldWrites::Sqlite(conn)
             }
         }
@@ -329,10 +308,7 @@ impl TestApp {
             metrics,
             key_census,
             store,
-            _workers: Workers {
-                stop,
-                _tasks: workers,
-            },
+            _workers: Workers { stop, _tasks: workers },
             _db: db,
         }
     }
@@ -365,12 +341,7 @@ impl TestApp {
     }
 
     pub async fn send(&self, request: Request<Body>) -> TestResponse {
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("the router answers");
+        let response = self.router.clone().oneshot(request).await.expect("the router answers");
         let status = response.status();
         let headers = response.headers().clone();
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
@@ -397,9 +368,7 @@ impl TestResponse {
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .get(name)
-            .map(|v| v.to_str().expect("an ASCII header"))
+        self.headers.get(name).map(|v| v.to_str().expect("an ASCII header"))
     }
 
     /// Asserts the status and the JSON body, and returns the body.
@@ -415,17 +384,11 @@ impl TestResponse {
     /// Asserts a problem+json answer with this status and code; returns its detail.
     pub fn expect_problem(&self, status: StatusCode, code: &str) -> String {
         assert_eq!(self.status, status, "body: {}", self.text);
-        assert_eq!(
-            self.header("content-type"),
-            Some("application/problem+json")
-        );
+        assert_eq!(self.header("content-type"), Some("application/problem+json"));
         let problem = self.json();
         assert_eq!(problem["code"], code, "{problem}");
         assert_eq!(problem["status"], status.as_u16(), "{problem}");
-        assert_eq!(
-            problem["type"],
-            format!("urn:agent-sessions:problem:{code}")
-        );
+        assert_eq!(problem["type"], format!("urn:agent-sessions:problem:{code}"));
         assert!(problem["title"].is_string(), "{problem}");
         problem["detail"].as_str().expect("a detail").to_owned()
     }
@@ -465,42 +428,29 @@ pub struct ScratchDatabase {
 pub async fn scratch_postgres() -> ScratchDatabase {
     let admin_url =
         std::env::var("DATABASE_URL").expect("DATABASE_URL names the test Postgres server");
-    let admin = PgPool::connect(&admin_url)
-        .await
-        .expect("the test Postgres answers");
+    let admin = PgPool::connect(&admin_url).await.expect("the test Postgres answers");
     let name = format!("scratch_{}", uuid::Uuid::new_v4().simple());
     sqlx::query(&format!("create database {name}"))
         .execute(&admin)
         .await
         .expect("a database can be created");
-    ScratchDatabase {
-        url: with_database(&admin_url, &name),
-        name,
-        admin,
-    }
+    ScratchDatabase { url: with_database(&admin_url, &name), name, admin }
 }
 
 impl ScratchDatabase {
     pub async fn drop(self) {
-        sqlx::query(&format!(
-            "drop database if exists {} with (force)",
-            self.name
-        ))
-        .execute(&self.admin)
-        .await
-        .expect("the database can be dropped");
+        sqlx::query(&format!("drop database if exists {} with (force)", self.name))
+            .execute(&self.admin)
+            .await
+            .expect("the database can be dropped");
     }
 }
 
 /// The same server URL with another database name.
 fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let authority_end = base[scheme_end..]
-        .find('/')
-        .map_or(base.len(), |i| scheme_end + i);
+    let authority_end = base[scheme_end..].find('/').map_or(base.len(), |i| scheme_end + i);
     let mut out = format!("{}/{name}", &base[..authority_end]);
     if let Some(query) = query {
         out.push('?');

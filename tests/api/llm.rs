@@ -63,21 +63,13 @@ async fn fails_with(fake: &FakeLlm, code: LlmErrorCode, parts: &[&str]) {
     assert_eq!(error.code, code, "{}", error.message);
     assert!(!error.message.contains(KEY), "{}", error.message);
     for part in parts {
-        assert!(
-            error.message.contains(part),
-            "{part:?} not in {:?}",
-            error.message
-        );
+        assert!(error.message.contains(part), "{part:?} not in {:?}", error.message);
     }
 }
 
 fn error_reply(status: u16, error: serde_json::Value) -> Reply {
     let body = json!({ "error": error }).to_string();
-    Reply::Status {
-        status,
-        retry_after: None,
-        body,
-    }
+    Reply::Status { status, retry_after: None, body }
 }
 
 #[tokio::test]
@@ -94,13 +86,7 @@ async fn text_arrives_in_deltas_and_usage_is_mapped() {
     assert!(completion.tool_calls.is_empty());
     assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
     let n = deltas.len() as u64;
-    assert_eq!(
-        (
-            completion.usage.input_tokens,
-            completion.usage.output_tokens
-        ),
-        (12, n)
-    );
+    assert_eq!((completion.usage.input_tokens, completion.usage.output_tokens), (12, n));
     assert_eq!(completion.usage.total_tokens, 12 + n);
 }
 
@@ -122,17 +108,11 @@ async fn the_request_body_and_authorization_follow_the_protocol() {
             parameters: json!({"type": "object"}),
         },
     ];
-    complete(settings(format!("{}/", fake.base_url())), &request)
-        .await
-        .0
-        .expect("a completion");
+    complete(settings(format!("{}/", fake.base_url())), &request).await.0.expect("a completion");
 
     let mut without_key = settings(fake.base_url());
     without_key.api_key = None;
-    complete(without_key, &self::request())
-        .await
-        .0
-        .expect("a completion");
+    complete(without_key, &self::request()).await.0.expect("a completion");
 
     let bodies = fake.requests();
     assert_eq!(bodies.len(), 2);
@@ -153,12 +133,8 @@ async fn the_request_body_and_authorization_follow_the_protocol() {
             {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},
         ])
     );
-    let mut keys: Vec<&str> = bodies[1]
-        .as_object()
-        .expect("an object")
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let mut keys: Vec<&str> =
+        bodies[1].as_object().expect("an object").keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["messages", "model", "stream", "stream_options"]);
     assert_eq!(fake.authorizations(), [Some(format!("Bearer {KEY}")), None]);
@@ -171,11 +147,7 @@ async fn interleaved_tool_calls_are_reassembled_by_index() {
     let second = r#"{"query": "rust \"async\" traits", "limit": 5}"#;
     fake.push(Reply::ToolCalls {
         calls: vec![
-            (
-                "call_a".to_owned(),
-                "get_weather".to_owned(),
-                first.to_owned(),
-            ),
+            ("call_a".to_owned(), "get_weather".to_owned(), first.to_owned()),
             ("call_b".to_owned(), "search".to_owned(), second.to_owned()),
         ],
         usage: Some((30, 7)),
@@ -189,13 +161,7 @@ async fn interleaved_tool_calls_are_reassembled_by_index() {
         .iter()
         .map(|c| (c.call_id.as_str(), c.name.as_str(), c.arguments.as_str()))
         .collect();
-    assert_eq!(
-        calls,
-        [
-            ("call_a", "get_weather", first),
-            ("call_b", "search", second)
-        ]
-    );
+    assert_eq!(calls, [("call_a", "get_weather", first), ("call_b", "search", second)]);
     assert_eq!(completion.usage.total_tokens, 37);
 }
 
@@ -210,11 +176,7 @@ async fn a_429_with_retry_after_waits_then_succeeds() {
     let started = Instant::now();
     let (result, _) = complete(settings(fake.base_url()), &request()).await;
     assert_eq!(result.expect("a completion").text, "ok");
-    assert!(
-        started.elapsed() >= Duration::from_millis(900),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() >= Duration::from_millis(900), "{:?}", started.elapsed());
     assert_eq!(fake.requests().len(), 2);
 }
 
@@ -228,16 +190,8 @@ async fn a_retry_after_longer_than_a_retry_may_wait_fails_at_once() {
     });
     let started = Instant::now();
     fails_with(&fake, LlmErrorCode::RateLimited, &["come back in an hour"]).await;
-    assert_eq!(
-        fake.requests().len(),
-        1,
-        "no retry before the provider's time"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    assert_eq!(fake.requests().len(), 1, "no retry before the provider's time");
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -271,12 +225,7 @@ async fn a_401_fails_auth_without_retrying_or_leaking_the_key() {
     let fake = FakeLlm::start().await;
     let message = format!("Incorrect API key provided: {KEY}");
     fake.set_default(error_reply(401, json!({ "message": message })));
-    fails_with(
-        &fake,
-        LlmErrorCode::AuthFailed,
-        &["401", "Incorrect API key"],
-    )
-    .await;
+    fails_with(&fake, LlmErrorCode::AuthFailed, &["401", "Incorrect API key"]).await;
     assert_eq!(fake.requests().len(), 1);
 }
 
@@ -291,12 +240,8 @@ async fn a_context_length_400_is_context_too_long() {
             "code": "context_length_exceeded",
         }),
     ));
-    fails_with(
-        &fake,
-        LlmErrorCode::ContextTooLong,
-        &["400", "maximum context length is 8192"],
-    )
-    .await;
+    fails_with(&fake, LlmErrorCode::ContextTooLong, &["400", "maximum context length is 8192"])
+        .await;
     assert_eq!(fake.requests().len(), 1);
 }
 

@@ -10,9 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::helpers::{get_json, test_config, TestDb};
 
 async fn concurrent_http_appends_stay_whole(db: TestDb) {
-    let app = Application::with_store(&test_config(), db.store.clone())
-        .await
-        .unwrap();
+    let app = Application::with_store(&test_config(), db.store.clone()).await.unwrap();
     let base = format!("http://{}", app.local_addr().unwrap());
     let shutdown = CancellationToken::new();
     let server = tokio::spawn(app.run(shutdown.clone()));
@@ -39,10 +37,7 @@ async fn concurrent_http_appends_stay_whole(db: TestDb) {
         assert_eq!(pair[0]["seq"].as_i64(), Some(2 * i as i64 + 1));
         assert_eq!(pair[0]["item"]["client"], pair[1]["item"]["client"]);
         assert_eq!(
-            (
-                pair[0]["item"]["part"].as_i64(),
-                pair[1]["item"]["part"].as_i64()
-            ),
+            (pair[0]["item"]["part"].as_i64(), pair[1]["item"]["part"].as_i64()),
             (Some(0), Some(1))
         );
         clients.insert(pair[0]["item"]["client"].as_i64().unwrap());

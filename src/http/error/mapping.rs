@@ -48,12 +48,9 @@ impl ApiError {
         match error {
             RunsError::Store(error) => Self::from_store(error, session_id, run_id),
             RunsError::Config(error) => error.into(),
-            RunsError::AgentNotFound {
-                agent_id,
-                by_session: true,
-            } => Self::AgentNotFound(format!(
-                "session `{session_id}` names agent `{agent_id}`, which does not exist"
-            )),
+            RunsError::AgentNotFound { agent_id, by_session: true } => Self::AgentNotFound(
+                format!("session `{session_id}` names agent `{agent_id}`, which does not exist"),
+            ),
             RunsError::AgentNotFound { agent_id, .. } => {
                 Self::AgentNotFound(format!("no agent with id `{agent_id}`"))
             }
@@ -101,9 +98,9 @@ impl From<StoreError> for ApiError {
             StoreError::RunFinished(status) => {
                 Self::RunFinished(format!("the run has finished as `{status}`"))
             }
-            StoreError::RunNotWaiting(status) => Self::RunNotWaiting(format!(
-                "the run is `{status}`, not waiting for tool outputs"
-            )),
+            StoreError::RunNotWaiting(status) => {
+                Self::RunNotWaiting(format!("the run is `{status}`, not waiting for tool outputs"))
+            }
             StoreError::Invalid(field) => field.into(),
             StoreError::EncryptionKeyMissing(_) => Self::EncryptionKeyMissing(error.to_string()),
             error if error.is_transient() => Self::DatabaseUnavailable(error),

@@ -210,10 +210,9 @@ impl IntoResponse for ApiError {
         };
         let body = serde_json::to_vec(&problem).expect("a problem serializes");
         let mut response = (status, body).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
-        );
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         match self {
             Self::Internal(cause) | Self::EncryptionKeyMissing(cause) => {
                 response.extensions_mut().insert(InternalCause(cause));
@@ -224,18 +223,12 @@ impl IntoResponse for ApiError {
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
             Self::RateLimited(seconds) => {
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
             }
             Self::DatabaseUnavailable(cause) => {
                 // Retrying is the right move; with its Idempotency-Key nothing doubles.
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                response
-                    .extensions_mut()
-                    .insert(InternalCause(cause.to_string()));
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                response.extensions_mut().insert(InternalCause(cause.to_string()));
             }
             _ => {}
         }

@@ -41,9 +41,7 @@ fn problem_response(description: &str) -> RefOr<ResponseDoc> {
         .description(description)
         .content(
             "application/problem+json",
-            ContentBuilder::new()
-                .schema(Some(Ref::from_schema_name("Problem")))
-                .build(),
+            ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),
         )
         .build()
         .into()

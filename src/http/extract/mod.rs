@@ -25,9 +25,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        json_body(request, state)
-            .await
-            .map(|(value, _)| AppJson(value))
+        json_body(request, state).await.map(|(value, _)| AppJson(value))
     }
 }
 
@@ -76,10 +74,7 @@ where
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let (value, bytes) = json_body(request, state).await?;
-        Ok(AppJsonText(
-            value,
-            String::from_utf8(bytes.into()).unwrap_or_default(),
-        ))
+        Ok(AppJsonText(value, String::from_utf8(bytes.into()).unwrap_or_default()))
     }
 }
 
@@ -91,19 +86,14 @@ async fn json_body<T: DeserializeOwned, S: Send + Sync>(
     if !is_json(request.headers()) {
         return Err(ApiError::UnsupportedMediaType);
     }
-    let limit = request
-        .extensions()
-        .get::<BodyLimit>()
-        .map_or(0, |limit| limit.0);
-    let bytes = Bytes::from_request(request, state)
-        .await
-        .map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge(limit)
-            } else {
-                ApiError::invalid("body", rejection.body_text())
-            }
-        })?;
+    let limit = request.extensions().get::<BodyLimit>().map_or(0, |limit| limit.0);
+    let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge(limit)
+        } else {
+            ApiError::invalid("body", rejection.body_text())
+        }
+    })?;
     // serde reads a struct from a JSON array too (its fields in order), so `[null, null]`
     // would be a valid PATCH; every request body of this API is an object.
     if !bytes.trim_ascii_start().starts_with(b"{") {
@@ -120,12 +110,7 @@ fn is_json(headers: &HeaderMap) -> bool {
     let Ok(content_type) = content_type.to_str() else {
         return false;
     };
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     essence == "application/json"
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
@@ -143,9 +128,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         };
         ApiError::invalid(field, json_error_message(&error.into_inner()))
     })?;
-    deserializer
-        .end()
-        .map_err(|error| ApiError::invalid("body", json_error_message(&error)))?;
+    deserializer.end().map_err(|error| ApiError::invalid("body", json_error_message(&error)))?;
     Ok(value)
 }
 

@@ -95,21 +95,13 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantItem {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let (tenant, session, id, raw) = session_row(parts, state, "item_id").await?;
-        Ok(Self {
-            tenant,
-            session,
-            id,
-            raw,
-        })
+        Ok(Self { tenant, session, id, raw })
     }
 }
 
 impl IntoParams for TenantItem {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        vec![
-            path_doc("session_id", "The session id"),
-            path_doc("item_id", "The item id"),
-        ]
+        vec![path_doc("session_id", "The session id"), path_doc("item_id", "The item id")]
     }
 }
 
@@ -135,21 +127,13 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantRun {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let (tenant, session, id, raw) = session_row(parts, state, "run_id").await?;
-        Ok(Self {
-            tenant,
-            session,
-            id,
-            raw,
-        })
+        Ok(Self { tenant, session, id, raw })
     }
 }
 
 impl IntoParams for TenantRun {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        vec![
-            path_doc("session_id", "The session id"),
-            path_doc("run_id", "The run id"),
-        ]
+        vec![path_doc("session_id", "The session id"), path_doc("run_id", "The run id")]
     }
 }
 

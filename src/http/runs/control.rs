@@ -35,27 +35,19 @@ pub async fn list_runs(
     session: TenantSession,
     query: ListQuery,
 ) -> Result<Json<Page<Run>>> {
-    state
-        .runs
-        .list(&session.tenant, &session.id, &query.page(Order::Desc))
-        .await
-        .map(Json)
-        .map_err(|e| match e {
+    state.runs.list(&session.tenant, &session.id, &query.page(Order::Desc)).await.map(Json).map_err(
+        |e| match e {
             RunsError::Store(e) => query.store_error(e, Some(session.id.as_str())),
             other => session.runs_error(other),
-        })
+        },
+    )
 }
 
 /// Get a run.
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/runs/{run_id}", tag = "runs",
     params(TenantRun), responses((status = 200, description = "The run", body = Run), Lookup))]
 pub async fn get_run(State(state): State<AppState>, run: TenantRun) -> Result<Json<Run>> {
-    state
-        .runs
-        .get(&run.tenant, &run.session, run.id)
-        .await
-        .map(Json)
-        .map_err(|e| run.runs_error(e))
+    state.runs.get(&run.tenant, &run.session, run.id).await.map(Json).map_err(|e| run.runs_error(e))
 }
 
 /// Cancel a run that has not finished. Its history stays exactly as it was.

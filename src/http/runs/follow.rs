@@ -24,10 +24,9 @@ pub(super) enum Mode {
 impl Mode {
     pub(super) fn new(stream: bool, background: bool) -> Result<Self> {
         match (stream, background) {
-            (true, true) => Err(ApiError::invalid(
-                "stream",
-                "cannot be combined with background: true",
-            )),
+            (true, true) => {
+                Err(ApiError::invalid("stream", "cannot be combined with background: true"))
+            }
             (true, false) => Ok(Self::Stream),
             (false, true) => Ok(Self::Background),
             (false, false) => Ok(Self::Wait),
@@ -59,19 +58,13 @@ pub(super) async fn wait(
     after: i64,
 ) -> Result<Response> {
     let not_found = |e| ApiError::from_runs(e, session_id.as_str(), Some(&run_id.to_string()));
-    let waited = tokio::time::timeout(
-        state.run_wait,
-        state.runs.wait(tenant, session_id, run_id, after),
-    )
-    .await;
+    let waited =
+        tokio::time::timeout(state.run_wait, state.runs.wait(tenant, session_id, run_id, after))
+            .await;
     match waited {
         Ok(run) => Ok(Json(run.map_err(not_found)?).into_response()),
         Err(_) => {
-            let run = state
-                .runs
-                .get(tenant, session_id, run_id)
-                .await
-                .map_err(not_found)?;
+            let run = state.runs.get(tenant, session_id, run_id).await.map_err(not_found)?;
             Ok(accepted(run))
         }
     }
@@ -79,12 +72,7 @@ pub(super) async fn wait(
 
 fn accepted(run: Run) -> Response {
     let location = format!("/v1/sessions/{}/runs/{}", run.session_id, run.id);
-    (
-        StatusCode::ACCEPTED,
-        [(header::LOCATION, location)],
-        Json(run),
-    )
-        .into_response()
+    (StatusCode::ACCEPTED, [(header::LOCATION, location)], Json(run)).into_response()
 }
 
 /// The native stream: each event as it is, named, numbered by its seq, its data JSON.
@@ -92,10 +80,7 @@ pub(super) struct Native;
 
 impl Translator for Native {
     fn translate(&mut self, event: &RunEvent) -> Vec<Event> {
-        vec![Event::default()
-            .event(event.name())
-            .id(event.seq.to_string())
-            .data(event.data_json())]
+        vec![Event::default().event(event.name()).id(event.seq.to_string()).data(event.data_json())]
     }
 }
 
@@ -130,11 +115,7 @@ pub async fn run_events(
                 ApiError::invalid("Last-Event-ID", "must be an event id (1 to 18 digits)")
             })?,
     };
-    state
-        .runs
-        .get(&run.tenant, &run.session, run.id)
-        .await
-        .map_err(|e| run.runs_error(e))?;
+    state.runs.get(&run.tenant, &run.session, run.id).await.map_err(|e| run.runs_error(e))?;
     let events = state.runs.events(&run.tenant, &run.session, run.id, after);
     Ok(sse(events, Native))
 }

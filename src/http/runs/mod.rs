@@ -33,10 +33,7 @@ pub use schemas::RunStreamEvent;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/sessions/{session_id}/runs", get(control::list_runs))
-        .route(
-            "/v1/sessions/{session_id}/runs/{run_id}",
-            get(control::get_run),
-        )
+        .route("/v1/sessions/{session_id}/runs/{run_id}", get(control::get_run))
 }
 
 /// The requests that wait for a run, which the request time limit must not cut off:
@@ -44,14 +41,8 @@ pub fn router() -> Router<AppState> {
 pub fn waiting_router() -> Router<AppState> {
     Router::new()
         .route("/v1/sessions/{session_id}/runs", post(create_run))
-        .route(
-            "/v1/sessions/{session_id}/runs/{run_id}/events",
-            get(follow::run_events),
-        )
-        .route(
-            "/v1/sessions/{session_id}/runs/{run_id}/cancel",
-            post(control::cancel_run),
-        )
+        .route("/v1/sessions/{session_id}/runs/{run_id}/events", get(follow::run_events))
+        .route("/v1/sessions/{session_id}/runs/{run_id}/cancel", post(control::cancel_run))
         .route(
             "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
             post(control::submit_tool_outputs),
@@ -107,17 +98,11 @@ async fn create_run(
     idempotency: IdempotencyHeader,
     AppJsonText(request, text): AppJsonText<CreateRunRequest>,
 ) -> Result<(Replayed, Response)> {
-    let mode = Mode::new(
-        request.stream.unwrap_or(false),
-        request.background.unwrap_or(false),
-    )?;
+    let mode = Mode::new(request.stream.unwrap_or(false), request.background.unwrap_or(false))?;
     let idempotency = idempotency.key(|key| IdempotencyKey::for_run(key, &session.id, &text))?;
     let start = StartRun {
         input: request.input,
-        config: ConfigRequest {
-            agent_id: request.agent_id,
-            inline: request.agent,
-        },
+        config: ConfigRequest { agent_id: request.agent_id, inline: request.agent },
         metadata: request.metadata,
         if_busy: request.if_busy.unwrap_or_default(),
         background: matches!(mode, Mode::Background),

@@ -24,11 +24,7 @@ impl PartialSchema for RunInput {
                 .additional_properties(Some(AdditionalProperties::<Schema>::FreeForm(true)))
         };
         OneOfBuilder::new()
-            .item(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .min_length(Some(1)),
-            )
+            .item(ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)))
             .item(item())
             .item(
                 ArrayBuilder::new()
@@ -64,10 +60,7 @@ impl PartialSchema for RunStreamEvent {
             .item(event(&run_events, Run::name()))
             .item(event(&[RunEvent::MESSAGE_DELTA], MessageDelta::name()))
             .item(event(&[RunEvent::ITEM_CREATED], ItemCreated::name()))
-            .item(event(
-                &[RunEvent::COMPACTION_CREATED],
-                CompactionCreated::name(),
-            ))
+            .item(event(&[RunEvent::COMPACTION_CREATED], CompactionCreated::name()))
             .description(Some(
                 "One server-sent event of a run. `run.created`, `run.started`, \
                  `run.requires_action`, `run.completed`, `run.failed` and `run.cancelled` \
@@ -83,10 +76,7 @@ impl ToSchema for RunStreamEvent {
         schemas.push((Run::name().into(), Run::schema()));
         schemas.push((MessageDelta::name().into(), MessageDelta::schema()));
         schemas.push((ItemCreated::name().into(), ItemCreated::schema()));
-        schemas.push((
-            CompactionCreated::name().into(),
-            CompactionCreated::schema(),
-        ));
+        schemas.push((CompactionCreated::name().into(), CompactionCreated::schema()));
         CompactionCreated::schemas(schemas);
         Run::schemas(schemas);
     }
@@ -105,24 +95,15 @@ fn event(names: &[&str], data: Cow<'static, str>) -> ObjectBuilder {
         .schema_type(Type::Object)
         .property(
             "event",
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .enum_values(Some(names.iter().copied())),
+            ObjectBuilder::new().schema_type(Type::String).enum_values(Some(names.iter().copied())),
         )
         .required("event")
         .property(
             "id",
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .pattern(Some("^[1-9][0-9]*$")),
+            ObjectBuilder::new().schema_type(Type::String).pattern(Some("^[1-9][0-9]*$")),
         )
         .required("id")
-        .property(
-            "data",
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .extensions(Some(json)),
-        )
+        .property("data", ObjectBuilder::new().schema_type(Type::String).extensions(Some(json)))
         .required("data")
         .additional_properties(Some(AdditionalProperties::<Schema>::FreeForm(false)))
 }

@@ -90,10 +90,7 @@ impl Accumulator {
         if let Some(error) = chunk.error {
             let code = classify_error(&error);
             let detail = provider_message(&error.to_string());
-            return Err(LlmError::new(
-                code,
-                format!("the LLM failed mid-stream: {detail}"),
-            ));
+            return Err(LlmError::new(code, format!("the LLM failed mid-stream: {detail}")));
         }
         if let Some(usage) = chunk.usage {
             let input = usage.prompt_tokens.unwrap_or(0);
@@ -120,15 +117,11 @@ impl Accumulator {
             let _ = progress.send(Progress::Delta(content));
         }
         for (position, piece) in delta.tool_calls.into_iter().flatten().enumerate() {
-            let call = self
-                .calls
-                .entry(piece.index.unwrap_or(position))
-                .or_default();
+            let call = self.calls.entry(piece.index.unwrap_or(position)).or_default();
             keep_first(&mut call.id, piece.id);
             if let Some(function) = piece.function {
                 keep_first(&mut call.name, function.name);
-                call.arguments
-                    .push_str(function.arguments.as_deref().unwrap_or(""));
+                call.arguments.push_str(function.arguments.as_deref().unwrap_or(""));
             }
         }
         Ok(false)
@@ -213,14 +206,8 @@ mod tests {
         let calls = completion.tool_calls;
         assert_eq!(calls.len(), 2);
         assert!(calls[0].call_id.starts_with("call_") && calls[0].call_id.len() == 37);
-        assert_eq!(
-            (calls[0].name.as_str(), calls[0].arguments.as_str()),
-            ("f1", "{\"a\":1}")
-        );
-        assert_eq!(
-            (calls[1].call_id.as_str(), calls[1].name.as_str()),
-            ("b", "f2")
-        );
+        assert_eq!((calls[0].name.as_str(), calls[0].arguments.as_str()), ("f1", "{\"a\":1}"));
+        assert_eq!((calls[1].call_id.as_str(), calls[1].name.as_str()), ("b", "f2"));
         assert_eq!(calls[1].arguments, "{}");
     }
 
@@ -245,20 +232,13 @@ mod tests {
         ]);
         let error = result.expect_err("an error");
         assert_eq!(error.code, LlmErrorCode::Unavailable);
-        assert!(
-            error.message.contains("The server had an error"),
-            "{}",
-            error.message
-        );
+        assert!(error.message.contains("The server had an error"), "{}", error.message);
     }
 
     #[test]
     fn a_stream_without_finish_or_done_is_bad() {
         let (result, sent) = run(&[r#"{"choices":[{"delta":{"content":"par"}}]}"#]);
-        assert_eq!(
-            result.expect_err("an error").code,
-            LlmErrorCode::BadResponse
-        );
+        assert_eq!(result.expect_err("an error").code, LlmErrorCode::BadResponse);
         assert_eq!(sent, ["par"]);
     }
 }

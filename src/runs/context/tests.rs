@@ -24,9 +24,7 @@ fn user(text: &str) -> Message {
 }
 /// The first character of each message: the tests' messages are numbered.
 fn firsts(msgs: &[Message]) -> String {
-    msgs.iter()
-        .filter_map(|m| m.content.as_deref()?.chars().next())
-        .collect()
+    msgs.iter().filter_map(|m| m.content.as_deref()?.chars().next()).collect()
 }
 
 #[test]
@@ -36,10 +34,7 @@ fn messages_with_string_and_parts_content() {
         {"type": "text", "text": "b"}]});
     let refused = json!({"type": "message", "role": "assistant", "content": [
         {"type": "output_text", "text": "c"}, {"type": "refusal", "refusal": "no"}]});
-    let msgs = build(
-        &[msg("user", "hi"), parts, refused, msg("developer", "d")],
-        &[],
-    );
+    let msgs = build(&[msg("user", "hi"), parts, refused, msg("developer", "d")], &[]);
     assert_eq!(msgs[0], user("hi"));
     assert_eq!(msgs[1], user("a\nb"));
     assert_eq!(msgs[2], Message::text(Role::Assistant, "c\nno"));
@@ -51,22 +46,9 @@ fn messages_with_string_and_parts_content() {
 fn calls_and_outputs() {
     let parts = json!([{"type": "output_text", "text": "x"}, {"type": "text", "text": "y"}]);
     let (a, b) = (out("a", json!("ok")), out("b", parts));
-    let msgs = build(
-        &[
-            call("a"),
-            call("b"),
-            a,
-            b,
-            call("c"),
-            out("c", json!({"n": 1})),
-        ],
-        &[],
-    );
+    let msgs = build(&[call("a"), call("b"), a, b, call("c"), out("c", json!({"n": 1}))], &[]);
     assert_eq!(msgs.len(), 5);
-    assert_eq!(
-        (msgs[0].role, call_ids(&msgs[0])),
-        (Role::Assistant, vec!["a", "b"])
-    );
+    assert_eq!((msgs[0].role, call_ids(&msgs[0])), (Role::Assistant, vec!["a", "b"]));
     assert_eq!(msgs[0].tool_calls[0].function.name, "f");
     assert_eq!(msgs[1], Message::tool_output("a", "ok"));
     assert_eq!(msgs[2], Message::tool_output("b", "x\ny"));
@@ -107,10 +89,7 @@ fn unknown_and_malformed_items_are_skipped() {
     assert_eq!(build(&junk, &[]), vec![]);
     // A skipped item between two calls does not split them.
     let (a, b) = (out("a", json!("")), out("b", json!("")));
-    assert_eq!(
-        build(&[call("a"), reasoning, call("b"), a, b], &[]).len(),
-        3
-    );
+    assert_eq!(build(&[call("a"), reasoning, call("b"), a, b], &[]).len(), 3);
 }
 
 #[test]
@@ -127,9 +106,7 @@ fn instructions_come_first_when_non_empty() {
 
 /// Ten messages of 4 + 10 = 14 tokens each, numbered.
 fn ten() -> Vec<Value> {
-    (0..10)
-        .map(|i| msg("user", &format!("{i}{}", "x".repeat(29))))
-        .collect()
+    (0..10).map(|i| msg("user", &format!("{i}{}", "x".repeat(29)))).collect()
 }
 
 #[test]
@@ -148,22 +125,13 @@ fn budget_drops_the_oldest_history_first() {
 fn truncation_never_separates_a_call_from_its_output() {
     // The output of `a` sits after a message: per-message trimming could keep it alone.
     let (call, between) = (call("a"), msg("user", "2between"));
-    let history = [
-        msg("user", "1old"),
-        call,
-        between,
-        out("a", json!("4")),
-        msg("user", "5"),
-    ];
+    let history = [msg("user", "1old"), call, between, out("a", json!("4")), msg("user", "5")];
     let mut kept = Vec::new();
     for budget in 0..=build(&history, &[]).iter().map(estimate_tokens).sum() {
         let msgs = build_messages(None, None, &history, &[], Some(budget)).unwrap();
         let calls = msgs.iter().position(|m| !m.tool_calls.is_empty());
         let outs = msgs.iter().position(|m| m.role == Role::Tool);
-        assert!(
-            calls.is_some() == outs.is_some() && calls <= outs,
-            "{msgs:?}"
-        );
+        assert!(calls.is_some() == outs.is_some() && calls <= outs, "{msgs:?}");
         kept.push(firsts(&msgs));
     }
     kept.dedup();

@@ -38,9 +38,8 @@ pub(super) async fn append_many(
     // Each session's seqs, in one update for the sessions that exist.
     let mut counts: HashMap<(&str, &str), i64> = HashMap::new();
     for append in &writing {
-        *counts
-            .entry((&append.tenant, append.session_id.as_str()))
-            .or_default() += append.bodies.len() as i64;
+        *counts.entry((&append.tenant, append.session_id.as_str())).or_default() +=
+            append.bodies.len() as i64;
     }
     let mut reserved = reserve_many(conn, &counts, now).await?;
     for (&(tenant, id), &count) in &counts {
@@ -79,8 +78,7 @@ pub(super) async fn append_many(
             rows.tenants.push(&append.tenant);
             rows.session_pks.push(*session_pk);
             rows.seqs.push(item.seq);
-            rows.bodies
-                .push(codec.seal(&append.tenant, Column::ItemBody, item.item.get())?);
+            rows.bodies.push(codec.seal(&append.tenant, Column::ItemBody, item.item.get())?);
         }
     }
     insert_rows(conn, rows, now).await?;
@@ -105,19 +103,15 @@ async fn claim_keys(
     appends: &[Append],
     now: Timestamp,
 ) -> Result<Vec<bool>> {
-    let keyed: Vec<(&str, &IdempotencyKey)> = appends
-        .iter()
-        .filter_map(|a| Some((a.tenant.as_str(), a.idempotency.as_ref()?)))
-        .collect();
+    let keyed: Vec<(&str, &IdempotencyKey)> =
+        appends.iter().filter_map(|a| Some((a.tenant.as_str(), a.idempotency.as_ref()?))).collect();
     if keyed.is_empty() {
         return Ok(vec![true; appends.len()]);
     }
     let tenants: Vec<&str> = keyed.iter().map(|(tenant, _)| *tenant).collect();
     let keys: Vec<&str> = keyed.iter().map(|(_, key)| key.key.as_str()).collect();
-    let fingerprints: Vec<&[u8]> = keyed
-        .iter()
-        .map(|(_, key)| key.fingerprint.as_slice())
-        .collect();
+    let fingerprints: Vec<&[u8]> =
+        keyed.iter().map(|(_, key)| key.fingerprint.as_slice()).collect();
     sqlx::query(
         r"delete from idempotency_keys k using unnest($1::text[], $2::text[]) as c (tenant_id, key)
           where k.tenant_id = c.tenant_id and k.key = c.key and k.created_at < $3",
@@ -238,11 +232,8 @@ async fn keep_responses(
         let response = to_json(&AppendedSeqs::of(*session_pk, items))?;
         tenants.push(append.tenant.as_str());
         keys.push(key.key.as_str());
-        responses.push(
-            codec
-                .seal(&append.tenant, Column::IdempotencyResponse, &response)?
-                .into_owned(),
-        );
+        responses
+            .push(codec.seal(&append.tenant, Column::IdempotencyResponse, &response)?.into_owned());
     }
     if keys.is_empty() {
         return Ok(());

@@ -131,12 +131,8 @@ impl PgStore {
         let held = (max / 2).min(4);
         // One for the append writer where at least two stay for the rest.
         let writer = usize::from(max >= held + 3);
-        let readers = HeldConnections::new(
-            pool.clone(),
-            held,
-            Some(PING_AFTER_IDLE),
-            Some(plan_pages_once),
-        );
+        let readers =
+            HeldConnections::new(pool.clone(), held, Some(PING_AFTER_IDLE), Some(plan_pages_once));
         Self {
             page_readers: readers,
             append_writer: Arc::new(HeldConnections::new(
@@ -171,11 +167,9 @@ impl PgStore {
 /// dearer than a plan for the page's size, though both are the same index scan.
 /// Replanning tripled Postgres' CPU per read (docs/benchmarks.md).
 fn plan_pages_once(conn: &mut PgConnection) -> BoxFuture<'_, sqlx::Result<()>> {
-    Box::pin(async move {
-        conn.execute("set plan_cache_mode = force_generic_plan")
-            .await
-            .map(drop)
-    })
+    Box::pin(
+        async move { conn.execute("set plan_cache_mode = force_generic_plan").await.map(drop) },
+    )
 }
 
 /// Inserts an append's items in one statement, whatever their number, so that it is

@@ -48,11 +48,7 @@ pub(super) async fn insert_run(
         )
     });
     let body = codec.seal(run.tenant, Column::RunBody, to_json(run.record)?)?;
-    let event_data = codec.seal(
-        run.tenant,
-        Column::RunEventData,
-        run.first_event.data_json(),
-    )?;
+    let event_data = codec.seal(run.tenant, Column::RunEventData, run.first_event.data_json())?;
     let inserted: Option<(i64, bool)> = sqlx::query_as(&INSERT)
         .bind(run.tenant)
         .bind(run.record.run.id)
@@ -164,17 +160,7 @@ pub(super) async fn finish(
     let lease = Some(claim.worker);
     let write = |mut conn: PoolConnection<Postgres>| async move {
         let tenant = &claim.tenant;
-        write_run(
-            &mut conn,
-            codec,
-            tenant,
-            claim.run_pk,
-            record,
-            events,
-            lease,
-            now,
-        )
-        .await
+        write_run(&mut conn, codec, tenant, claim.run_pk, record, events, lease, now).await
     };
     // A connection in steady use is not checked before use (see `PgStore::connect`), so
     // one broken since its last use (a database restart) fails this statement, which
@@ -220,13 +206,8 @@ pub(super) async fn claim_next(
           from next where r.pk = next.pk
           returning {LOCKED_COLUMNS}, {RUN_COLUMNS}"
     );
-    let claim = || {
-        sqlx::query_as(&sql)
-            .bind(worker)
-            .bind(lease_expires_at)
-            .bind(now)
-            .bind(tenant_limit)
-    };
+    let claim =
+        || sqlx::query_as(&sql).bind(worker).bind(lease_expires_at).bind(now).bind(tenant_limit);
     // Without a limit the claim is one statement: an idle worker's poll costs one round
     // trip, not a transaction's three.
     let claimed = match tenant_limit {

@@ -15,11 +15,7 @@ fn item(text: String) -> ItemBody {
 }
 
 fn newest(limit: u32) -> PageRequest {
-    PageRequest {
-        limit,
-        order: Order::Desc,
-        cursor: None,
-    }
+    PageRequest { limit, order: Order::Desc, cursor: None }
 }
 
 /// Sessions of 300 items, pages of 20: left to choose, Postgres would plan every read.
@@ -28,9 +24,7 @@ async fn page_reads_are_planned_once_per_connection(pool: PgPool) {
     let store = PgStore::from_pool(pool);
     let id = SessionId::parse("id", "long".into()).unwrap();
     for n in 0..3 {
-        let items = (0..100)
-            .map(|i| item(format!(r#"{{"n":{}}}"#, n * 100 + i)))
-            .collect();
+        let items = (0..100).map(|i| item(format!(r#"{{"n":{}}}"#, n * 100 + i))).collect();
         store.append_items(T, &id, items, None).await.unwrap();
     }
     sqlx::query("analyze").execute(&store.pool).await.unwrap();
@@ -74,10 +68,8 @@ async fn connections_readied_for_pages_never_go_back_to_the_pool(pool: PgPool) {
     let mut taken = Vec::new();
     for _ in 0..free {
         let mut conn = pool.acquire().await.unwrap();
-        let mode: String = sqlx::query_scalar("show plan_cache_mode")
-            .fetch_one(&mut *conn)
-            .await
-            .unwrap();
+        let mode: String =
+            sqlx::query_scalar("show plan_cache_mode").fetch_one(&mut *conn).await.unwrap();
         assert_eq!(mode, "auto");
         taken.push(conn);
     }
@@ -93,10 +85,7 @@ async fn appends_keep_their_connection_between_transactions(pool: PgPool) {
     append(0).await.unwrap();
     assert_eq!(store.append_writer.parked(), 1);
     let mut conn = store.append_writer.take().await.unwrap();
-    sqlx::query("set application_name = 'kept writer'")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
+    sqlx::query("set application_name = 'kept writer'").execute(&mut *conn).await.unwrap();
     conn.keep();
     append(1).await.unwrap();
     assert_eq!(store.pool_stats().in_use, 0);
@@ -120,16 +109,10 @@ async fn appends_recover_when_the_writers_connection_is_closed(pool: PgPool) {
     let append = |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None);
     append(0).await.unwrap();
     let mut conn = store.append_writer.take().await.unwrap();
-    let pid: i32 = sqlx::query_scalar("select pg_backend_pid()")
-        .fetch_one(&mut *conn)
-        .await
-        .unwrap();
+    let pid: i32 =
+        sqlx::query_scalar("select pg_backend_pid()").fetch_one(&mut *conn).await.unwrap();
     conn.keep();
-    sqlx::query("select pg_terminate_backend($1)")
-        .bind(pid)
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::query("select pg_terminate_backend($1)").bind(pid).execute(&pool).await.unwrap();
     // The backend exits a moment after the call returns; the kept connection stays
     // unchecked for half a second.
     while sqlx::query_scalar::<_, bool>(
@@ -156,25 +139,11 @@ async fn appends_recover_when_the_writers_connection_is_closed(pool: PgPool) {
     // The closed connection was met: by an append alone (which failed), or by a
     // combined one made again one by one.
     let fallbacks = store.append_stats().fallbacks;
-    assert_eq!(
-        failures + fallbacks,
-        1,
-        "{failures} failed, {fallbacks} made again"
-    );
+    assert_eq!(failures + fallbacks, 1, "{failures} failed, {fallbacks} made again");
     append(9).await.unwrap();
     made += 1;
-    let page = PageRequest {
-        limit: 100,
-        order: Order::Asc,
-        cursor: None,
-    };
-    let seqs: Vec<i64> = store
-        .list_items(T, &id, &page)
-        .await
-        .unwrap()
-        .data
-        .iter()
-        .map(|i| i.seq)
-        .collect();
+    let page = PageRequest { limit: 100, order: Order::Asc, cursor: None };
+    let seqs: Vec<i64> =
+        store.list_items(T, &id, &page).await.unwrap().data.iter().map(|i| i.seq).collect();
     assert_eq!(seqs, (1..=made).collect::<Vec<i64>>());
 }

@@ -17,10 +17,7 @@ impl AgentStore for Store {
             .bind(tenant)
             .bind(&agent.id)
             .bind(Timestamp(agent.created_at))
-            .bind(
-                self.codec
-                    .seal(tenant, Column::AgentBody, to_json(agent)?)?,
-            )
+            .bind(self.codec.seal(tenant, Column::AgentBody, to_json(agent)?)?)
             .execute(self.writer())
             .await?;
         Ok(())
@@ -33,8 +30,7 @@ impl AgentStore for Store {
                 .bind(id)
                 .fetch_optional(self.reader())
                 .await?;
-        row.ok_or(StoreError::AgentNotFound)?
-            .open(&self.codec, tenant)
+        row.ok_or(StoreError::AgentNotFound)?.open(&self.codec, tenant)
     }
 
     async fn list_agents(&self, tenant: &str, page: &PageRequest) -> Result<Page<Agent>> {
@@ -72,17 +68,12 @@ impl AgentStore for Store {
         .bind(id)
         .fetch_optional(&mut *tx)
         .await?;
-        let agent: Agent = row
-            .ok_or(StoreError::AgentNotFound)?
-            .open(&self.codec, tenant)?;
+        let agent: Agent = row.ok_or(StoreError::AgentNotFound)?.open(&self.codec, tenant)?;
         let agent = patch.apply(agent, crate::store::now())?;
         sqlx::query("update agents set body = $3 where tenant_id = $1 and id = $2")
             .bind(tenant)
             .bind(id)
-            .bind(
-                self.codec
-                    .seal(tenant, Column::AgentBody, to_json(&agent)?)?,
-            )
+            .bind(self.codec.seal(tenant, Column::AgentBody, to_json(&agent)?)?)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -70,10 +70,7 @@ impl ApiKeyStore for Store {
         .bind(page.fetch_limit())
         .fetch_all(self.reader())
         .await?;
-        let keys = rows
-            .into_iter()
-            .map(ApiKey::try_from)
-            .collect::<Result<Vec<_>>>()?;
+        let keys = rows.into_iter().map(ApiKey::try_from).collect::<Result<Vec<_>>>()?;
         Ok(page.finish(keys, false, |k| k.id.to_string()))
     }
 
@@ -89,12 +86,11 @@ impl ApiKeyStore for Store {
     }
 
     async fn find_api_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>> {
-        let row: Option<ApiKeyRow> = sqlx::query_as(&format!(
-            "select {COLUMNS} from api_keys k where k.key_hash = $1"
-        ))
-        .bind(hash.hex())
-        .fetch_optional(self.reader())
-        .await?;
+        let row: Option<ApiKeyRow> =
+            sqlx::query_as(&format!("select {COLUMNS} from api_keys k where k.key_hash = $1"))
+                .bind(hash.hex())
+                .fetch_optional(self.reader())
+                .await?;
         row.map(ApiKey::try_from).transpose()
     }
 

@@ -28,14 +28,8 @@ impl Appender for Writes {
     async fn append_one(&self, append: &Append) -> Result<Appended> {
         let mut conn = self.connection.take().await?;
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let appended = append_in(
-            &mut tx,
-            &self.codec,
-            self.default_expiry,
-            append,
-            Timestamp::now(),
-        )
-        .await?;
+        let appended =
+            append_in(&mut tx, &self.codec, self.default_expiry, append, Timestamp::now()).await?;
         tx.commit().await?;
         conn.keep();
         Ok(appended)
@@ -47,21 +41,12 @@ impl Appender for Writes {
     ) -> std::result::Result<Vec<Option<Appended>>, BatchFailed> {
         let before = |e: StoreError| BatchFailed::BeforeCommit(e);
         let mut conn = self.connection.take().await.map_err(|e| before(e.into()))?;
-        let mut tx = sqlx::Connection::begin(&mut *conn)
-            .await
-            .map_err(|e| before(e.into()))?;
-        let appended = append_many(
-            &mut tx,
-            &self.codec,
-            self.default_expiry,
-            appends,
-            Timestamp::now(),
-        )
-        .await
-        .map_err(before)?;
-        tx.commit()
-            .await
-            .map_err(|e| BatchFailed::AtCommit(e.into()))?;
+        let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(|e| before(e.into()))?;
+        let appended =
+            append_many(&mut tx, &self.codec, self.default_expiry, appends, Timestamp::now())
+                .await
+                .map_err(before)?;
+        tx.commit().await.map_err(|e| BatchFailed::AtCommit(e.into()))?;
         conn.keep();
         Ok(appended)
     }

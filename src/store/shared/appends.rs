@@ -112,10 +112,7 @@ pub(crate) async fn append_in(
                 FirstAppend::Items(items) => items,
                 FirstAppend::Seqs(seqs) => appended_items(conn, codec, tenant, seqs).await?,
             };
-            return Ok(Appended {
-                items,
-                replayed: true,
-            });
+            return Ok(Appended { items, replayed: true });
         }
     }
     let count = append.bodies.len() as i64;
@@ -131,8 +128,5 @@ pub(crate) async fn append_in(
         let response = to_json(&AppendedSeqs::of(session_pk, &items))?;
         keep_response(conn, codec, tenant, key, &response).await?;
     }
-    Ok(Appended {
-        items,
-        replayed: false,
-    })
+    Ok(Appended { items, replayed: false })
 }

@@ -44,9 +44,7 @@ impl AtRestStore for Store {
         };
         let mut rewritten = 0;
         for payload in &PAYLOAD_COLUMNS {
-            rewritten += self
-                .reencrypt_column(payload, &prefix, batch, progress)
-                .await?;
+            rewritten += self.reencrypt_column(payload, &prefix, batch, progress).await?;
         }
         Ok(rewritten)
     }
@@ -70,22 +68,14 @@ impl Store {
         progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<u64> {
         let value = format!("{}.{}", payload.alias, payload.value);
-        let stale = format!(
-            "{value} is not null and substr({value}, 1, {}) <> $1",
-            prefix.chars().count()
-        );
-        let total: i64 = sqlx::query_scalar(&format!(
-            "select count(*) from {} where {stale}",
-            payload.from
-        ))
-        .bind(prefix)
-        .fetch_one(self.reader())
-        .await?;
-        let mut report = Progress {
-            column: payload.column.name(),
-            done: 0,
-            total: total as u64,
-        };
+        let stale =
+            format!("{value} is not null and substr({value}, 1, {}) <> $1", prefix.chars().count());
+        let total: i64 =
+            sqlx::query_scalar(&format!("select count(*) from {} where {stale}", payload.from))
+                .bind(prefix)
+                .fetch_one(self.reader())
+                .await?;
+        let mut report = Progress { column: payload.column.name(), done: 0, total: total as u64 };
         let mut after: RowId = FIRST_ROW.into();
         loop {
             let rows: Vec<(RowId, String, String)> = sqlx::query_as(&format!(

@@ -31,8 +31,7 @@ async fn latest(
     .bind(session_pk)
     .fetch_optional(conn)
     .await?;
-    row.map(|row| row.into_compaction(codec, tenant, session_id.as_str()))
-        .transpose()
+    row.map(|row| row.into_compaction(codec, tenant, session_id.as_str())).transpose()
 }
 
 /// Fails with `SessionBusy` while the session has an unfinished run.
@@ -95,11 +94,8 @@ impl CompactionStore for Store {
             require_idle(&mut tx, tenant, session_pk).await?;
         }
         let usage = compaction.usage;
-        let summary = self.codec.seal(
-            tenant,
-            Column::CompactionSummary,
-            compaction.summary.as_str(),
-        )?;
+        let summary =
+            self.codec.seal(tenant, Column::CompactionSummary, compaction.summary.as_str())?;
         let inserted = sqlx::query(
             r"insert into compactions (tenant_id, id, session_pk, created_at, run_id,
                   through_item_id, through_seq, items_compacted, model,

@@ -74,19 +74,10 @@ pub(super) async fn fork(
             drop(tx);
             let id = SessionId::parse("id", replayed_fork(&first)?)?;
             let session = store.get_session(tenant, &id).await?;
-            return Ok(Forked {
-                session,
-                replayed: true,
-            });
+            return Ok(Forked { session, replayed: true });
         }
     }
-    type Source = (
-        i64,
-        Json<Metadata>,
-        Option<String>,
-        Option<String>,
-        Option<i64>,
-    );
+    type Source = (i64, Json<Metadata>, Option<String>, Option<String>, Option<i64>);
     let found: Option<Source> = sqlx::query_as(&format!(
         r"select pk, metadata, agent_id, expires_anchor, expires_seconds
           from sessions where tenant_id = $1 and id = $2 and {}",
@@ -147,9 +138,8 @@ pub(super) async fn fork(
     .fetch_optional(&mut *tx)
     .await?;
     let created = created.ok_or(StoreError::SessionExists)?;
-    let fork_pk = created
-        .pk
-        .ok_or_else(|| StoreError::Corrupt("a new session without pk".into()))?;
+    let fork_pk =
+        created.pk.ok_or_else(|| StoreError::Corrupt("a new session without pk".into()))?;
     // Copies are made by the database: no row passes through the service.
     sqlx::query(&format!(
         r"insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
@@ -193,8 +183,5 @@ pub(super) async fn fork(
         keep_response(&mut tx, &store.codec, tenant, key, &response).await?;
     }
     tx.commit().await?;
-    Ok(Forked {
-        session: created.into(),
-        replayed: false,
-    })
+    Ok(Forked { session: created.into(), replayed: false })
 }

@@ -100,9 +100,7 @@ pub(super) async fn kept_response(
         return Ok(None);
     };
     let response = first_response(key, fingerprint, response)?;
-    codec
-        .open(tenant, Column::IdempotencyResponse, response)
-        .map(Some)
+    codec.open(tenant, Column::IdempotencyResponse, response).map(Some)
 }
 
 /// Forgets the keys first used before `cutoff`; returns how many.

@@ -66,11 +66,7 @@ pub(super) async fn create(
     if let Some(key) = &key {
         let replayed = replay_run(&mut tx, &store.codec, tenant, session_id, key, now).await?;
         if let Some(run) = replayed {
-            return Ok(CreatedRun {
-                run,
-                claim: None,
-                replayed: true,
-            });
+            return Ok(CreatedRun { run, claim: None, replayed: true });
         }
     }
     // The upsert takes the session's row lock (Postgres), which orders
@@ -140,9 +136,5 @@ pub(super) async fn create(
         let record = record.clone();
         run_rows::claim_new(tenant, inserted.pk, s.worker, record, started.0, empty)
     });
-    Ok(CreatedRun {
-        run: record.run,
-        claim,
-        replayed: false,
-    })
+    Ok(CreatedRun { run: record.run, claim, replayed: false })
 }

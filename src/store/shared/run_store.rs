@@ -87,8 +87,7 @@ impl RunStore for Store {
         let now = Timestamp::now();
         let limit = tenant_limit.map(|n| i64::from(n.get()));
         let row = claim_next(self.writer(), worker, Timestamp(now.0 + lease), now, limit).await?;
-        row.map(|row| row.into_claim(&self.codec, worker))
-            .transpose()
+        row.map(|row| row.into_claim(&self.codec, worker)).transpose()
     }
 
     async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool> {
@@ -114,15 +113,7 @@ impl RunStore for Store {
         record: &RunRecord,
         events: &[RunEvent],
     ) -> Result<bool> {
-        finish(
-            self.writer(),
-            &self.codec,
-            claim,
-            record,
-            events,
-            Timestamp::now(),
-        )
-        .await
+        finish(self.writer(), &self.codec, claim, record, events, Timestamp::now()).await
     }
 
     async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)> {
@@ -153,17 +144,7 @@ impl RunStore for Store {
                 let tenant = row.tenant_id.clone();
                 let mut record = row.run.into_record(&self.codec, &tenant)?;
                 let event = run_rows::lost(&mut record, seq, now.0);
-                write_run(
-                    &mut tx,
-                    &self.codec,
-                    &tenant,
-                    pk,
-                    &record,
-                    &[event],
-                    None,
-                    now,
-                )
-                .await?;
+                write_run(&mut tx, &self.codec, &tenant, pk, &record, &[event], None, now).await?;
                 failed += 1;
             }
         }

@@ -148,17 +148,7 @@ pub(super) async fn cancel(
     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
     let mut record = locked.run.into_record(&store.codec, tenant)?;
     let event = run_rows::cancel(&mut record, locked.last_event_seq, now.0)?;
-    write_run(
-        &mut tx,
-        &store.codec,
-        tenant,
-        locked.pk,
-        &record,
-        &[event],
-        None,
-        now,
-    )
-    .await?;
+    write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[event], None, now).await?;
     tx.commit().await?;
     Ok(record.run)
 }
@@ -174,17 +164,8 @@ pub(super) async fn submit_tool_outputs(
     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
     let mut record = locked.run.into_record(&store.codec, tenant)?;
     run_rows::resume(&mut record, outputs)?;
-    write_run(
-        &mut tx,
-        &store.codec,
-        tenant,
-        locked.pk,
-        &record,
-        &[],
-        None,
-        Timestamp::now(),
-    )
-    .await?;
+    write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[], None, Timestamp::now())
+        .await?;
     tx.commit().await?;
     Ok((record.run, locked.last_event_seq))
 }

@@ -104,21 +104,12 @@ impl SessionStore for Store {
     }
 
     fn pool_stats(&self) -> PoolStats {
-        let pooled = self
-            .pools()
-            .into_iter()
-            .fold(PoolStats::default(), |stats, pool| {
-                let size = pool.size();
-                let idle = pool.num_idle() as u32;
-                PoolStats {
-                    in_use: stats.in_use + size.saturating_sub(idle),
-                    idle: stats.idle + idle,
-                }
-            });
+        let pooled = self.pools().into_iter().fold(PoolStats::default(), |stats, pool| {
+            let size = pool.size();
+            let idle = pool.num_idle() as u32;
+            PoolStats { in_use: stats.in_use + size.saturating_sub(idle), idle: stats.idle + idle }
+        });
         let parked = self.page_readers.parked() + self.append_writer.parked();
-        PoolStats {
-            in_use: pooled.in_use.saturating_sub(parked),
-            idle: pooled.idle + parked,
-        }
+        PoolStats { in_use: pooled.in_use.saturating_sub(parked), idle: pooled.idle + parked }
     }
 }

@@ -130,11 +130,7 @@ pub(super) async fn list(
     }
     if let Some((created_at, pk)) = cursor {
         query.push(format!(" and (created_at, pk) {} (", beyond(scan)));
-        query
-            .push_bind(created_at)
-            .push(", ")
-            .push_bind(pk)
-            .push(")");
+        query.push_bind(created_at).push(", ").push_bind(pk).push(")");
     }
     let dir = direction(scan);
     query.push(format!(" order by created_at {dir}, pk {dir} limit "));
@@ -236,8 +232,5 @@ pub(super) async fn sweep_expired(store: &Store, batch: i64) -> Result<Swept> {
     .bind(batch)
     .fetch_all(store.writer())
     .await?;
-    Ok(Swept {
-        sessions: counts.len() as u64,
-        items: counts.iter().sum::<i64>() as u64,
-    })
+    Ok(Swept { sessions: counts.len() as u64, items: counts.iter().sum::<i64>() as u64 })
 }

@@ -21,9 +21,7 @@ pub(super) async fn append_many(
 ) -> Result<Vec<Option<Appended>>> {
     let mut appended = Vec::with_capacity(appends.len());
     for append in appends {
-        appended.push(Some(
-            append_in(conn, codec, default_expiry, append, now).await?,
-        ));
+        appended.push(Some(append_in(conn, codec, default_expiry, append, now).await?));
     }
     Ok(appended)
 }

@@ -122,11 +122,7 @@ impl SqliteStore {
         };
         // Half the read connections; none when the reader is the writer, whose one
         // connection must never be parked.
-        let held = if in_memory {
-            0
-        } else {
-            READ_CONNECTIONS as usize / 2
-        };
+        let held = if in_memory { 0 } else { READ_CONNECTIONS as usize / 2 };
         Ok(Self {
             page_readers: HeldConnections::new(reader.clone(), held, None, None),
             append_writer: Arc::new(HeldConnections::new(writer.clone(), 0, None, None)),
@@ -178,11 +174,7 @@ async fn insert_items(
 /// Keeps the sessions whose metadata has `key` set to `value`.
 fn push_metadata_filter(query: &mut QueryBuilder<'_, Sqlite>, key: &str, value: &str) {
     query.push(" and exists (select 1 from json_each(sessions.metadata) where key = ");
-    query
-        .push_bind(key.to_owned())
-        .push(" and value = ")
-        .push_bind(value.to_owned())
-        .push(")");
+    query.push_bind(key.to_owned()).push(" and value = ").push_bind(value.to_owned()).push(")");
 }
 
 /// A row's physical id, what `reencrypt` walks a table by.

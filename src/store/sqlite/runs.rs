@@ -136,16 +136,8 @@ pub(super) async fn finish(
 ) -> Result<bool> {
     let mut tx = pool.begin().await?;
     let lease = Some(claim.worker);
-    let written = write_run(
-        &mut tx,
-        codec,
-        &claim.tenant,
-        claim.run_pk,
-        record,
-        events,
-        lease,
-        now,
-    );
+    let written =
+        write_run(&mut tx, codec, &claim.tenant, claim.run_pk, record, events, lease, now);
     if !written.await? {
         return Ok(false);
     }

@@ -16,10 +16,8 @@ fn operations() -> Vec<(Method, String)> {
             uri = uri.replace(&format!("{{{name}}}"), "x");
         }
         for method in item.as_object().unwrap().keys() {
-            operations.push((
-                Method::from_bytes(method.to_uppercase().as_bytes()).unwrap(),
-                uri.clone(),
-            ));
+            operations
+                .push((Method::from_bytes(method.to_uppercase().as_bytes()).unwrap(), uri.clone()));
         }
     }
     operations
@@ -39,31 +37,18 @@ async fn every_v1_route_needs_a_valid_key() {
     for (method, uri) in operations {
         let body = matches!(method, Method::POST | Method::PATCH).then(|| json!({}));
         for key in [None, Some("ask_not-a-key"), Some("")] {
-            let response = As { app: &app, key }
-                .call(method.clone(), &uri, body.clone())
-                .await;
+            let response = As { app: &app, key }.call(method.clone(), &uri, body.clone()).await;
             if uri.starts_with("/v1/") {
                 response.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
-                assert_eq!(
-                    response.header("www-authenticate"),
-                    Some("Bearer"),
-                    "{method} {uri}"
-                );
+                assert_eq!(response.header("www-authenticate"), Some("Bearer"), "{method} {uri}");
             } else {
-                assert!(
-                    response.status.is_success(),
-                    "{method} {uri}: {}",
-                    response.status
-                );
+                assert!(response.status.is_success(), "{method} {uri}: {}", response.status);
             }
         }
     }
     for open in ["/docs/", "/console"] {
         let status = app.get(open).await.status;
-        assert!(
-            status.is_success() || status.is_redirection(),
-            "{open}: {status}"
-        );
+        assert!(status.is_success() || status.is_redirection(), "{open}: {status}");
     }
     // Scheme names are case-insensitive; a key in another scheme is no key.
     let (_, key) = new_key(&app, "acme", json!(["read", "write"])).await;
@@ -84,40 +69,23 @@ async fn every_v1_route_needs_a_valid_key() {
 async fn the_admin_manages_keys_and_tenants_use_them() {
     let app = auth_app().await;
     let (_, key) = new_key(&app, "acme", json!(["read", "write"])).await;
-    let tenant = As {
-        app: &app,
-        key: Some(&key),
-    };
+    let tenant = As { app: &app, key: Some(&key) };
     // The admin key reaches no data; a tenant's key no keys.
-    let detail = admin(&app)
-        .get("/v1/sessions")
-        .await
-        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    let detail =
+        admin(&app).get("/v1/sessions").await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
     assert!(detail.contains("admin key"), "{detail}");
-    tenant
-        .get("/v1/api_keys")
-        .await
-        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    tenant.get("/v1/api_keys").await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
     tenant
         .post("/v1/api_keys", json!({"tenant": "acme", "name": "mine"}))
         .await
         .expect_problem(StatusCode::FORBIDDEN, "forbidden");
-    tenant
-        .post("/v1/sessions", json!({"id": "s1"}))
-        .await
-        .expect(StatusCode::CREATED);
+    tenant.post("/v1/sessions", json!({"id": "s1"})).await.expect(StatusCode::CREATED);
 
     // A read key reads, and changes nothing.
     let (_, reader) = new_key(&app, "acme", json!(["read"])).await;
-    let reader = As {
-        app: &app,
-        key: Some(&reader),
-    };
+    let reader = As { app: &app, key: Some(&reader) };
     reader.get("/v1/sessions/s1").await.expect(StatusCode::OK);
-    reader
-        .get("/v1/sessions/s1/items")
-        .await
-        .expect(StatusCode::OK);
+    reader.get("/v1/sessions/s1/items").await.expect(StatusCode::OK);
     for (method, uri) in [
         (Method::POST, "/v1/sessions"),
         (Method::PATCH, "/v1/sessions/s1"),
@@ -140,21 +108,10 @@ async fn the_admin_manages_keys_and_tenants_use_them() {
 #[tokio::test]
 async fn without_an_admin_key_everyone_is_the_default_tenant() {
     let app = TestApp::sqlite().await;
-    app.post("/v1/sessions", json!({"id": "open"}))
-        .await
-        .expect(StatusCode::CREATED);
+    app.post("/v1/sessions", json!({"id": "open"})).await.expect(StatusCode::CREATED);
     // A key is not needed, and one sent is not looked at.
-    As {
-        app: &app,
-        key: Some("anything"),
-    }
-    .get("/v1/sessions/open")
-    .await
-    .expect(StatusCode::OK);
-    let detail = app
-        .get("/v1/api_keys")
-        .await
-        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    As { app: &app, key: Some("anything") }.get("/v1/sessions/open").await.expect(StatusCode::OK);
+    let detail = app.get("/v1/api_keys").await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
     assert!(detail.contains("ADMIN_API_KEY"), "{detail}");
 }
 
@@ -163,10 +120,7 @@ async fn a_short_admin_key_is_refused() {
     let mut config = test_config();
     config.admin_api_key = Some("too-short".into());
     let error = config.auth_settings().unwrap_err().to_string();
-    assert!(
-        error.contains("ADMIN_API_KEY") && error.contains("32"),
-        "{error}"
-    );
+    assert!(error.contains("ADMIN_API_KEY") && error.contains("32"), "{error}");
     config.admin_api_key = Some(ADMIN_KEY.into());
     assert!(config.auth_settings().is_ok());
 }
@@ -179,10 +133,7 @@ async fn a_burst_over_the_rate_limit_is_429_and_spares_the_neighbour() {
     let app = TestApp::new(TestDb::sqlite().await, &config);
     let (_, noisy) = new_key(&app, "acme", json!(["read", "write"])).await;
     let (_, quiet) = new_key(&app, "acme", json!(["read", "write"])).await;
-    let noisy = As {
-        app: &app,
-        key: Some(&noisy),
-    };
+    let noisy = As { app: &app, key: Some(&noisy) };
     // Burst: twice the rate per second.
     let mut answers = Vec::new();
     for _ in 0..6 {
@@ -201,11 +152,5 @@ async fn a_burst_over_the_rate_limit_is_429_and_spares_the_neighbour() {
     assert!((1..=2).contains(&retry_after), "{retry_after}");
     assert_eq!(limited.header("ratelimit-remaining"), Some("0"));
     assert!(limited.header("ratelimit-reset").is_some());
-    As {
-        app: &app,
-        key: Some(&quiet),
-    }
-    .get("/v1/sessions")
-    .await
-    .expect(StatusCode::OK);
+    As { app: &app, key: Some(&quiet) }.get("/v1/sessions").await.expect(StatusCode::OK);
 }

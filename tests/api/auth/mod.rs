@@ -57,10 +57,7 @@ impl As<'_> {
 }
 
 pub fn admin(app: &TestApp) -> As<'_> {
-    As {
-        app,
-        key: Some(ADMIN_KEY),
-    }
+    As { app, key: Some(ADMIN_KEY) }
 }
 
 /// A new key of `tenant` with `scopes`, made by the admin: (id, key).
@@ -72,8 +69,5 @@ pub async fn new_key(app: &TestApp, tenant: &str, scopes: Value) -> (String, Str
         )
         .await
         .expect(StatusCode::CREATED);
-    (
-        created["id"].as_str().unwrap().to_owned(),
-        created["key"].as_str().unwrap().to_owned(),
-    )
+    (created["id"].as_str().unwrap().to_owned(), created["key"].as_str().unwrap().to_owned())
 }

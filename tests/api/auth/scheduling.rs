@@ -37,10 +37,8 @@ async fn finished(caller: &As<'_>, sessions: &[String]) -> Vec<DateTime<Utc>> {
     for session in sessions {
         let mut run = json!(null);
         for _ in 0..1000 {
-            run = caller
-                .get(&format!("/v1/sessions/{session}/runs"))
-                .await
-                .expect(StatusCode::OK)["data"][0]
+            run = caller.get(&format!("/v1/sessions/{session}/runs")).await.expect(StatusCode::OK)
+                ["data"][0]
                 .clone();
             if run["status"] == "completed" {
                 break;
@@ -62,14 +60,8 @@ async fn a_tenant_with_many_queued_runs_starves_no_other(db: TestDb) {
     .await;
     let (_, noisy) = new_key(&front.app, "noisy", json!(["read", "write"])).await;
     let (_, quiet) = new_key(&front.app, "quiet", json!(["read", "write"])).await;
-    let noisy = As {
-        app: &front.app,
-        key: Some(&noisy),
-    };
-    let quiet = As {
-        app: &front.app,
-        key: Some(&quiet),
-    };
+    let noisy = As { app: &front.app, key: Some(&noisy) };
+    let quiet = As { app: &front.app, key: Some(&quiet) };
     let noisy_sessions = queue(&noisy, "n", 50).await;
     let quiet_sessions = queue(&quiet, "q", 1).await;
 
@@ -111,18 +103,9 @@ async fn a_tenant_limit_holds_across_replicas(pool: sqlx::PgPool) {
     let second = replica(TestDb::postgres(pool.clone())).await;
     let (_, busy) = new_key(&first.app, "busy", json!(["read", "write"])).await;
     let (_, other) = new_key(&first.app, "other", json!(["read", "write"])).await;
-    let busy_first = As {
-        app: &first.app,
-        key: Some(&busy),
-    };
-    let busy_second = As {
-        app: &second.app,
-        key: Some(&busy),
-    };
-    let other = As {
-        app: &second.app,
-        key: Some(&other),
-    };
+    let busy_first = As { app: &first.app, key: Some(&busy) };
+    let busy_second = As { app: &second.app, key: Some(&busy) };
+    let other = As { app: &second.app, key: Some(&other) };
 
     let sampler = tokio::spawn(async move {
         let mut most = 0i64;
@@ -152,10 +135,7 @@ async fn a_tenant_limit_holds_across_replicas(pool: sqlx::PgPool) {
     let other_done = finished(&other, &others).await;
     let (most, other_alongside) = sampler.await.unwrap();
     assert_eq!(most, 1, "the busy tenant had {most} runs executing at once");
-    assert!(
-        other_alongside,
-        "the other tenant's runs waited for the busy tenant's"
-    );
+    assert!(other_alongside, "the other tenant's runs waited for the busy tenant's");
     let last_busy = busy_done.iter().max().unwrap();
     assert!(other_done.iter().all(|done| done < last_busy));
 }

@@ -33,14 +33,10 @@ async fn compacting_agent(t: &RunsApp) -> Value {
 async fn a_compact_agent_compacts_before_calling_the_model(db: TestDb) {
     let t = RunsApp::new(db).await;
     let agent = compacting_agent(&t).await;
-    let earlier: Vec<Value> = (0..6)
-        .map(|i| json!({"role": "user", "content": long(&format!("old{i}"))}))
-        .collect();
+    let earlier: Vec<Value> =
+        (0..6).map(|i| json!({"role": "user", "content": long(&format!("old{i}"))})).collect();
     append(&t.app, "a", earlier).await;
-    t.app
-        .patch("/v1/sessions/a", json!({"agent_id": agent["id"]}))
-        .await
-        .expect(StatusCode::OK);
+    t.app.patch("/v1/sessions/a", json!({"agent_id": agent["id"]})).await.expect(StatusCode::OK);
     let mut runs = Vec::new();
     for turn in 1..=3 {
         t.llm.push(Reply::text(&format!("answer {turn}")));
@@ -98,18 +94,14 @@ async fn a_compact_agent_compacts_before_calling_the_model(db: TestDb) {
 async fn a_failing_summariser_fails_the_run_and_changes_nothing(db: TestDb) {
     let t = RunsApp::new(db).await;
     let agent = compacting_agent(&t).await;
-    let earlier: Vec<Value> = (0..6)
-        .map(|i| json!({"role": "user", "content": long(&format!("old{i}"))}))
-        .collect();
+    let earlier: Vec<Value> =
+        (0..6).map(|i| json!({"role": "user", "content": long(&format!("old{i}"))})).collect();
     append(&t.app, "f", earlier).await;
     let before = stored_items(&t.app, "f").await;
     t.llm.push_summary(Reply::status(500));
     let run = t
         .app
-        .post(
-            "/v1/sessions/f/runs",
-            json!({"input": long("q"), "agent_id": agent["id"]}),
-        )
+        .post("/v1/sessions/f/runs", json!({"input": long("q"), "agent_id": agent["id"]}))
         .await
         .expect(StatusCode::OK);
     assert_eq!(run["status"], "failed", "{run}");

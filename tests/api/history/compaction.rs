@@ -18,17 +18,9 @@ on_both_backends!(
 
 /// The text the fake was asked to summarise in its `n`th summarising request.
 fn summarised_text(t: &RunsApp, n: usize) -> String {
-    let requests: Vec<Value> = t
-        .llm
-        .requests()
-        .into_iter()
-        .filter(is_summary_request)
-        .collect();
+    let requests: Vec<Value> = t.llm.requests().into_iter().filter(is_summary_request).collect();
     let messages = requests[n]["messages"].as_array().unwrap();
-    messages.last().unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    messages.last().unwrap()["content"].as_str().unwrap().to_owned()
 }
 
 async fn compacting_forty_items_keeps_six_and_summarises_the_rest(db: TestDb) {
@@ -59,10 +51,7 @@ async fn compacting_forty_items_keeps_six_and_summarises_the_rest(db: TestDb) {
 
     let entries = context(&t.app, "c").await;
     assert_eq!(entries.len(), 7);
-    assert_eq!(
-        entries[0],
-        json!({"type": "compaction", "summary": "summary 1"})
-    );
+    assert_eq!(entries[0], json!({"type": "compaction", "summary": "summary 1"}));
     assert_eq!(entries[1], items[34]["item"]);
     assert_eq!(entries[6], items[39]["item"]);
     assert_eq!(stored_items(&t.app, "c").await.len(), 40, "items stay");
@@ -73,10 +62,7 @@ async fn compacting_forty_items_keeps_six_and_summarises_the_rest(db: TestDb) {
     append_messages(&t.app, "c", 10).await;
     let second = t
         .app
-        .post(
-            "/v1/sessions/c/compact",
-            json!({"instructions": "Be terse.", "model": "summariser"}),
-        )
+        .post("/v1/sessions/c/compact", json!({"instructions": "Be terse.", "model": "summariser"}))
         .await
         .expect(StatusCode::CREATED);
     assert_eq!(second["items_compacted"], 40);
@@ -166,10 +152,7 @@ async fn compaction_refuses_bad_input_with_the_codes_design_names(db: TestDb) {
     // The provider refusing the model is its 4xx.
     t.llm.push_summary(Reply::status(404));
     t.app
-        .post(
-            "/v1/sessions/b/compact",
-            json!({"keep_recent_items": 1, "model": "no-such-model"}),
-        )
+        .post("/v1/sessions/b/compact", json!({"keep_recent_items": 1, "model": "no-such-model"}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "llm_bad_request");
 
@@ -181,10 +164,7 @@ async fn compaction_refuses_bad_input_with_the_codes_design_names(db: TestDb) {
     });
     let run = t
         .app
-        .post(
-            "/v1/sessions/b/runs",
-            json!({"input": "hi", "background": true}),
-        )
+        .post("/v1/sessions/b/runs", json!({"input": "hi", "background": true}))
         .await
         .expect(StatusCode::ACCEPTED);
     let detail = t
@@ -193,12 +173,7 @@ async fn compaction_refuses_bad_input_with_the_codes_design_names(db: TestDb) {
         .await
         .expect_problem(StatusCode::CONFLICT, "session_busy");
     assert!(detail.contains(run["id"].as_str().unwrap()), "{detail}");
-    t.app
-        .get(&format!(
-            "/v1/sessions/b/runs/{}/events",
-            run["id"].as_str().unwrap()
-        ))
-        .await;
+    t.app.get(&format!("/v1/sessions/b/runs/{}/events", run["id"].as_str().unwrap())).await;
     assert!(compactions(&t.app, "b").await.is_empty());
 }
 
@@ -219,21 +194,12 @@ async fn a_failing_summariser_stores_nothing(db: TestDb) {
 async fn deleting_summarised_items_drops_their_compactions(db: TestDb) {
     let t = RunsApp::new(db).await;
     let items = append_messages(&t.app, "d", 20).await;
-    let compact = || {
-        t.app
-            .post("/v1/sessions/d/compact", json!({"keep_recent_items": 5}))
-    };
+    let compact = || t.app.post("/v1/sessions/d/compact", json!({"keep_recent_items": 5}));
     compact().await.expect(StatusCode::CREATED);
     // Popping or deleting a kept item leaves the summary: it covers none of them.
-    t.app
-        .delete("/v1/sessions/d/items/last")
-        .await
-        .expect(StatusCode::OK);
+    t.app.delete("/v1/sessions/d/items/last").await.expect(StatusCode::OK);
     let kept = items[17]["id"].as_str().unwrap();
-    t.app
-        .delete(&format!("/v1/sessions/d/items/{kept}"))
-        .await
-        .expect(StatusCode::NO_CONTENT);
+    t.app.delete(&format!("/v1/sessions/d/items/{kept}")).await.expect(StatusCode::NO_CONTENT);
     assert_eq!(compactions(&t.app, "d").await.len(), 1);
     assert_eq!(context(&t.app, "d").await.len(), 4);
     // Deleting a summarised item drops the summary that holds its content.
@@ -248,10 +214,7 @@ async fn deleting_summarised_items_drops_their_compactions(db: TestDb) {
     assert_eq!(context_now[0], items[0]["item"]);
     // Clearing the session drops every compaction.
     compact().await.expect(StatusCode::CREATED);
-    t.app
-        .delete("/v1/sessions/d/items")
-        .await
-        .expect(StatusCode::NO_CONTENT);
+    t.app.delete("/v1/sessions/d/items").await.expect(StatusCode::NO_CONTENT);
     assert!(compactions(&t.app, "d").await.is_empty());
     assert!(context(&t.app, "d").await.is_empty());
 }

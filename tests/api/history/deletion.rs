@@ -15,10 +15,7 @@ on_both_backends!(removed_content_is_gone_from_every_table);
 async fn assert_gone(db: &TestDb, canaries: &[&str], after: &str) {
     let dump = db.dump().await;
     for canary in canaries {
-        assert!(
-            !dump.contains(canary),
-            "{canary} is still stored after {after}"
-        );
+        assert!(!dump.contains(canary), "{canary} is still stored after {after}");
     }
 }
 
@@ -45,46 +42,23 @@ async fn removed_content_is_gone_from_every_table(db: TestDb) {
         .await
         .expect(StatusCode::CREATED);
     let dump = db.dump().await;
-    for canary in [
-        "CANARY-APPENDED",
-        "CANARY-ANSWER",
-        "CANARY-QUESTION",
-        "CANARY-SUMMARY",
-    ] {
-        assert!(
-            dump.contains(canary),
-            "{canary} was stored in the first place"
-        );
+    for canary in ["CANARY-APPENDED", "CANARY-ANSWER", "CANARY-QUESTION", "CANARY-SUMMARY"] {
+        assert!(dump.contains(canary), "{canary} was stored in the first place");
     }
 
     // A pop of the run's answer takes the run (its input and output) with it.
-    let popped = t
-        .app
-        .delete("/v1/sessions/d/items/last")
-        .await
-        .expect(StatusCode::OK);
+    let popped = t.app.delete("/v1/sessions/d/items/last").await.expect(StatusCode::OK);
     assert!(popped.to_string().contains("CANARY-ANSWER"), "{popped}");
     assert_gone(&db, &["CANARY-ANSWER"], "the pop").await;
     t.app
-        .get(&format!(
-            "/v1/sessions/d/runs/{}",
-            run["id"].as_str().unwrap()
-        ))
+        .get(&format!("/v1/sessions/d/runs/{}", run["id"].as_str().unwrap()))
         .await
         .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
 
     // Deleting the first item takes the compaction that summarised it.
     let first = appended["data"][0]["id"].as_str().unwrap();
-    t.app
-        .delete(&format!("/v1/sessions/d/items/{first}"))
-        .await
-        .expect(StatusCode::NO_CONTENT);
-    assert_gone(
-        &db,
-        &["CANARY-APPENDED", "CANARY-SUMMARY"],
-        "the item delete",
-    )
-    .await;
+    t.app.delete(&format!("/v1/sessions/d/items/{first}")).await.expect(StatusCode::NO_CONTENT);
+    assert_gone(&db, &["CANARY-APPENDED", "CANARY-SUMMARY"], "the item delete").await;
     // The key's replay holds no copy, and appends nothing again.
     let replay = Request::post("/v1/sessions/d/items")
         .header("content-type", "application/json")
@@ -98,10 +72,7 @@ async fn removed_content_is_gone_from_every_table(db: TestDb) {
     assert_gone(&db, &["CANARY-APPENDED"], "a replay").await;
 
     // A clear takes what is left.
-    t.app
-        .delete("/v1/sessions/d/items")
-        .await
-        .expect(StatusCode::NO_CONTENT);
+    t.app.delete("/v1/sessions/d/items").await.expect(StatusCode::NO_CONTENT);
     assert_gone(&db, &["CANARY-QUESTION"], "the clear").await;
 
     // A session delete takes everything of it.
@@ -110,10 +81,7 @@ async fn removed_content_is_gone_from_every_table(db: TestDb) {
         .post("/v1/sessions/d/runs", json!({"input": "CANARY-AGAIN"}))
         .await
         .expect(StatusCode::OK);
-    t.app
-        .delete("/v1/sessions/d")
-        .await
-        .expect(StatusCode::NO_CONTENT);
+    t.app.delete("/v1/sessions/d").await.expect(StatusCode::NO_CONTENT);
     assert_gone(&db, &["CANARY-LATER", "CANARY-AGAIN"], "the session delete").await;
     assert!(db.strings("select id from sessions").await.is_empty());
 }

@@ -26,10 +26,7 @@ async fn conversations_are_encrypted_at_rest_and_read_back_exactly(db: TestDb) {
     // A value stored before encryption was turned on.
     let plain = TestApp::new(db.clone_handle(), &test_config());
     plain
-        .post(
-            "/v1/sessions/enc/items",
-            json!({"items": [{"role": "user", "content": "before"}]}),
-        )
+        .post("/v1/sessions/enc/items", json!({"items": [{"role": "user", "content": "before"}]}))
         .await
         .expect(StatusCode::CREATED);
 
@@ -43,10 +40,7 @@ async fn conversations_are_encrypted_at_rest_and_read_back_exactly(db: TestDb) {
         .unwrap();
     app.send(request).await.expect(StatusCode::CREATED);
     let agent = app
-        .post(
-            "/v1/agents",
-            json!({"instructions": "top secret instructions"}),
-        )
+        .post("/v1/agents", json!({"instructions": "top secret instructions"}))
         .await
         .expect(StatusCode::CREATED);
     let agent_path = format!("/v1/agents/{}", agent["id"].as_str().unwrap());
@@ -62,39 +56,21 @@ async fn conversations_are_encrypted_at_rest_and_read_back_exactly(db: TestDb) {
     // At rest: ciphertext under k1, beside the plain value of before.
     let items = db.strings("select body from items order by seq").await;
     assert!(items[0].contains("before"), "{items:?}");
-    assert!(
-        items[1].starts_with("enc:v1:k1:") && !items[1].contains("secret"),
-        "{items:?}"
-    );
-    for sql in [
-        "select body from agents",
-        "select response from idempotency_keys",
-    ] {
+    assert!(items[1].starts_with("enc:v1:k1:") && !items[1].contains("secret"), "{items:?}");
+    for sql in ["select body from agents", "select response from idempotency_keys"] {
         let stored = db.strings(sql).await;
         assert!(!stored.is_empty(), "{sql}");
         assert!(
-            stored
-                .iter()
-                .all(|v| v.starts_with("enc:v1:k1:") && !v.contains("secret")),
+            stored.iter().all(|v| v.starts_with("enc:v1:k1:") && !v.contains("secret")),
             "{sql}: {stored:?}"
         );
     }
 
     // Rotated: k2 encrypts, k1 still decrypts.
-    let rotated = TestApp::new(
-        db.reopen(codec(&format!("{K2},{K1}"))).await,
-        &test_config(),
-    );
-    assert!(rotated
-        .get("/v1/sessions/enc/items")
-        .await
-        .text
-        .contains(item));
+    let rotated = TestApp::new(db.reopen(codec(&format!("{K2},{K1}"))).await, &test_config());
+    assert!(rotated.get("/v1/sessions/enc/items").await.text.contains(item));
     rotated
-        .post(
-            "/v1/sessions/enc/items",
-            json!({"items": [{"role": "user", "content": "after"}]}),
-        )
+        .post("/v1/sessions/enc/items", json!({"items": [{"role": "user", "content": "after"}]}))
         .await
         .expect(StatusCode::CREATED);
     assert!(db.strings("select body from items order by seq").await[2].starts_with("enc:v1:k2:"));
@@ -123,10 +99,7 @@ async fn a_canary_is_found_nowhere_at_rest(db: TestDb) {
         "webhook": {"url": "http://127.0.0.1:9/hook", "headers": {"x-secret": CANARY}}});
     let agent = t
         .app
-        .post(
-            "/v1/agents",
-            json!({"instructions": format!("You know {CANARY}."), "tools": [tool]}),
-        )
+        .post("/v1/agents", json!({"instructions": format!("You know {CANARY}."), "tools": [tool]}))
         .await
         .expect(StatusCode::CREATED);
     t.app
@@ -136,9 +109,7 @@ async fn a_canary_is_found_nowhere_at_rest(db: TestDb) {
         )
         .await
         .expect(StatusCode::CREATED);
-    t.llm.push(crate::fake_llm::Reply::text(&format!(
-        "the model says {CANARY}"
-    )));
+    t.llm.push(crate::fake_llm::Reply::text(&format!("the model says {CANARY}")));
     let run = t
         .app
         .post(
@@ -186,17 +157,10 @@ async fn reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them(db: TestD
     let counts = both.store.count_values_by_key().await.unwrap();
     assert_eq!(counts.get(&Some("k1".into())), Some(&8), "{counts:?}");
     let reports = std::sync::Mutex::new(Vec::new());
-    let rewritten = both
-        .store
-        .reencrypt(3, &|p| reports.lock().unwrap().push(p))
-        .await
-        .unwrap();
+    let rewritten = both.store.reencrypt(3, &|p| reports.lock().unwrap().push(p)).await.unwrap();
     assert_eq!(rewritten, 8);
     let reports = reports.into_inner().unwrap();
-    let items: Vec<_> = reports
-        .iter()
-        .filter(|p| p.column == "items.body")
-        .collect();
+    let items: Vec<_> = reports.iter().filter(|p| p.column == "items.body").collect();
     assert_eq!(
         items.iter().map(|p| (p.done, p.total)).collect::<Vec<_>>(),
         [(3, 7), (6, 7), (7, 7)]
@@ -219,30 +183,20 @@ async fn reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them(db: TestD
         "kept secret"
     );
     // /readyz is ready: every stored key id is configured.
-    new_only
-        .key_census
-        .count(&*new_only.store, &new_only.metrics)
-        .await;
+    new_only.key_census.count(&*new_only.store, &new_only.metrics).await;
     new_only.get("/readyz").await.expect(StatusCode::OK);
     let metrics = new_only.get("/metrics").await.text;
-    assert!(
-        metrics.contains(r#"stored_values{key_id="k2"} 8"#),
-        "{metrics}"
-    );
+    assert!(metrics.contains(r#"stored_values{key_id="k2"} 8"#), "{metrics}");
 
     // Bound to tenant and column: moved elsewhere, a value does not decrypt.
     let listed = new_only.get("/v1/sessions/s0/items").await.json();
     let item_id = uuid::Uuid::parse_str(listed["data"][0]["id"].as_str().unwrap()).unwrap();
-    db.execute("update sessions set tenant_id = 'other' where id = 's0'")
-        .await;
+    db.execute("update sessions set tenant_id = 'other' where id = 's0'").await;
     db.execute("update items set tenant_id = 'other' where session_pk = (select pk from sessions where id = 's0')")
         .await;
     let sid = agent_sessions::model::SessionId::parse("id", "s0".into()).unwrap();
     let moved = new_only.store.get_item("other", &sid, item_id).await;
-    assert!(
-        matches!(moved, Err(agent_sessions::store::StoreError::Corrupt(_))),
-        "{moved:?}"
-    );
+    assert!(matches!(moved, Err(agent_sessions::store::StoreError::Corrupt(_))), "{moved:?}");
     db.execute("update agents set body = (select body from items where tenant_id = 'default' order by id limit 1)")
         .await;
     new_only
@@ -252,14 +206,10 @@ async fn reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them(db: TestD
 
     // A key id the service lacks: /readyz names it.
     let forgetful = TestApp::new(
-        db.reopen(codec("k3:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="))
-            .await,
+        db.reopen(codec("k3:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")).await,
         &test_config(),
     );
-    forgetful
-        .key_census
-        .count(&*forgetful.store, &forgetful.metrics)
-        .await;
+    forgetful.key_census.count(&*forgetful.store, &forgetful.metrics).await;
     let detail = forgetful
         .get("/readyz")
         .await

@@ -20,9 +20,7 @@ on_both_backends!(
 );
 
 async fn fork(app: &TestApp, source: &str, body: Value) -> Value {
-    app.post(&format!("/v1/sessions/{source}/fork"), body)
-        .await
-        .expect(StatusCode::CREATED)
+    app.post(&format!("/v1/sessions/{source}/fork"), body).await.expect(StatusCode::CREATED)
 }
 
 /// The fork's items are exact copies of the source's first ones, with new ids (UUIDv7)
@@ -41,36 +39,23 @@ fn assert_copies(copies: &[Value], originals: &[Value]) {
 async fn a_fork_at_an_item_copies_the_history_up_to_it(db: TestDb) {
     let t = RunsApp::new(db).await;
     t.app
-        .post(
-            "/v1/sessions",
-            json!({"id": "src", "metadata": {"user": "ada"}}),
-        )
+        .post("/v1/sessions", json!({"id": "src", "metadata": {"user": "ada"}}))
         .await
         .expect(StatusCode::CREATED);
     let items = append_messages(&t.app, "src", 5).await;
     let response = t
         .app
-        .post(
-            "/v1/sessions/src/fork",
-            json!({"id": "f1", "through_item_id": items[2]["id"]}),
-        )
+        .post("/v1/sessions/src/fork", json!({"id": "f1", "through_item_id": items[2]["id"]}))
         .await;
     assert_eq!(response.header("location"), Some("/v1/sessions/f1"));
     let f1 = response.expect(StatusCode::CREATED);
     assert_eq!(f1["id"], "f1");
-    assert_eq!(
-        f1["forked_from"],
-        json!({"session_id": "src", "item_id": items[2]["id"]})
-    );
+    assert_eq!(f1["forked_from"], json!({"session_id": "src", "item_id": items[2]["id"]}));
     assert_eq!(f1["item_count"], 3);
     assert_eq!(f1["metadata"], json!({"user": "ada"}));
     assert_eq!(f1["usage"]["llm_calls"], 0);
     assert_copies(&stored_items(&t.app, "f1").await, &items[..3]);
-    assert_eq!(
-        stored_items(&t.app, "src").await,
-        items,
-        "the source is unchanged"
-    );
+    assert_eq!(stored_items(&t.app, "src").await, items, "the source is unchanged");
     let source = t.app.get("/v1/sessions/src").await.expect(StatusCode::OK);
     assert_eq!(source["forked_from"], Value::Null);
 
@@ -90,31 +75,16 @@ async fn a_fork_before_a_run_lets_the_turn_be_retried(db: TestDb) {
     let t = RunsApp::new(db).await;
     append_messages(&t.app, "r", 2).await;
     t.llm.push(Reply::text("first answer"));
-    t.app
-        .post("/v1/sessions/r/runs", json!({"input": "one"}))
-        .await
-        .expect(StatusCode::OK);
+    t.app.post("/v1/sessions/r/runs", json!({"input": "one"})).await.expect(StatusCode::OK);
     t.llm.push(Reply::text("second answer"));
-    let second = t
-        .app
-        .post("/v1/sessions/r/runs", json!({"input": "two"}))
-        .await
-        .expect(StatusCode::OK);
+    let second =
+        t.app.post("/v1/sessions/r/runs", json!({"input": "two"})).await.expect(StatusCode::OK);
     let source = stored_items(&t.app, "r").await;
     assert_eq!(source.len(), 6);
-    let retry = fork(
-        &t.app,
-        "r",
-        json!({"id": "retry", "before_run_id": second["id"]}),
-    )
-    .await;
+    let retry = fork(&t.app, "r", json!({"id": "retry", "before_run_id": second["id"]})).await;
     assert_eq!(retry["forked_from"]["item_id"], source[3]["id"]);
     assert_copies(&stored_items(&t.app, "retry").await, &source[..4]);
-    let runs = t
-        .app
-        .get("/v1/sessions/retry/runs")
-        .await
-        .expect(StatusCode::OK);
+    let runs = t.app.get("/v1/sessions/retry/runs").await.expect(StatusCode::OK);
     assert_eq!(runs["data"], json!([]));
     let copies = stored_items(&t.app, "retry").await;
     assert_eq!(copies[2]["run_id"], Value::Null, "the fork has no runs");
@@ -126,30 +96,14 @@ async fn a_fork_before_a_run_lets_the_turn_be_retried(db: TestDb) {
         .await
         .expect(StatusCode::OK);
     let sent = t.llm.requests().last().unwrap()["messages"].clone();
-    let contents: Vec<&str> = sent
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        contents,
-        [
-            "message 0",
-            "message 1",
-            "one",
-            "first answer",
-            "two, again"
-        ]
-    );
+    let contents: Vec<&str> =
+        sent.as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap()).collect();
+    assert_eq!(contents, ["message 0", "message 1", "one", "first answer", "two, again"]);
 
     // A run that appended nothing leaves everything to copy.
     t.llm.push(Reply::status(400));
-    let failed = t
-        .app
-        .post("/v1/sessions/r/runs", json!({"input": "three"}))
-        .await
-        .expect(StatusCode::OK);
+    let failed =
+        t.app.post("/v1/sessions/r/runs", json!({"input": "three"})).await.expect(StatusCode::OK);
     assert_eq!(failed["status"], "failed");
     let all = fork(&t.app, "r", json!({"before_run_id": failed["id"]})).await;
     assert_eq!(all["item_count"], 6);
@@ -165,9 +119,7 @@ async fn a_fork_while_a_run_streams_copies_only_finished_turns(db: TestDb) {
     });
     let request = Request::post("/v1/sessions/s/runs")
         .header("content-type", "application/json")
-        .body(Body::from(
-            json!({"input": "hi", "stream": true}).to_string(),
-        ))
+        .body(Body::from(json!({"input": "hi", "stream": true}).to_string()))
         .unwrap();
     let streaming = tokio::spawn({
         let router = t.app.router.clone();
@@ -182,9 +134,7 @@ async fn a_fork_while_a_run_streams_copies_only_finished_turns(db: TestDb) {
     assert!(started.elapsed() < Duration::from_millis(1200));
     assert_eq!(during["item_count"], 3);
     let response = streaming.await.unwrap().unwrap();
-    axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
+    axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
     assert_copies(&stored_items(&t.app, "during").await, &items);
     assert_eq!(stored_items(&t.app, "s").await.len(), 5);
 }
@@ -197,12 +147,7 @@ async fn a_fork_keeps_the_compactions_within_it(db: TestDb) {
         .post("/v1/sessions/c/compact", json!({"keep_recent_items": 6}))
         .await
         .expect(StatusCode::CREATED);
-    fork(
-        &t.app,
-        "c",
-        json!({"id": "within", "through_item_id": items[35]["id"]}),
-    )
-    .await;
+    fork(&t.app, "c", json!({"id": "within", "through_item_id": items[35]["id"]})).await;
     let copied = compactions(&t.app, "within").await;
     assert_eq!(copied.len(), 1);
     assert_ne!(copied[0]["id"], compaction["id"]);
@@ -214,12 +159,7 @@ async fn a_fork_keeps_the_compactions_within_it(db: TestDb) {
     assert_eq!(entries.len(), 3, "the summary and items 35 and 36");
     assert_eq!(entries[2], items[35]["item"]);
 
-    fork(
-        &t.app,
-        "c",
-        json!({"id": "before", "through_item_id": items[20]["id"]}),
-    )
-    .await;
+    fork(&t.app, "c", json!({"id": "before", "through_item_id": items[20]["id"]})).await;
     assert!(compactions(&t.app, "before").await.is_empty());
     assert_eq!(compactions(&t.app, "c").await.len(), 1);
 }
@@ -228,11 +168,8 @@ async fn forks_refuse_bad_input_with_the_codes_design_names(db: TestDb) {
     let t = RunsApp::new(db).await;
     let items = append_messages(&t.app, "a", 2).await;
     let other = append_messages(&t.app, "b", 1).await;
-    let run = t
-        .app
-        .post("/v1/sessions/b/runs", json!({"input": "hi"}))
-        .await
-        .expect(StatusCode::OK);
+    let run =
+        t.app.post("/v1/sessions/b/runs", json!({"input": "hi"})).await.expect(StatusCode::OK);
     let both = json!({"through_item_id": items[0]["id"], "before_run_id": run["id"]});
     let detail = t
         .app
@@ -254,10 +191,7 @@ async fn forks_refuse_bad_input_with_the_codes_design_names(db: TestDb) {
         assert!(detail.contains(field), "{body}: {detail}");
     }
     t.app
-        .post(
-            "/v1/sessions/a/fork",
-            json!({"through_item_id": other[0]["id"]}),
-        )
+        .post("/v1/sessions/a/fork", json!({"through_item_id": other[0]["id"]}))
         .await
         .expect_problem(StatusCode::NOT_FOUND, "item_not_found");
     t.app
@@ -272,11 +206,7 @@ async fn forks_refuse_bad_input_with_the_codes_design_names(db: TestDb) {
         .post("/v1/sessions/a/fork", json!({"id": "b"}))
         .await
         .expect_problem(StatusCode::CONFLICT, "session_exists");
-    assert_eq!(
-        stored_items(&t.app, "b").await.len(),
-        3,
-        "the taken id is untouched"
-    );
+    assert_eq!(stored_items(&t.app, "b").await.len(), 3, "the taken id is untouched");
 }
 
 async fn a_fork_retried_with_its_idempotency_key_is_made_once(db: TestDb) {

@@ -43,11 +43,7 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
             .expect(StatusCode::CREATED);
         assert_eq!(session["expires_after"], brief);
         let at_ = at(&session["expires_at"]);
-        assert_eq!(
-            (at_ - at(&session["created_at"])).num_seconds(),
-            2,
-            "{session}"
-        );
+        assert_eq!((at_ - at(&session["created_at"])).num_seconds(), 2, "{session}");
         expires_at.push(at_);
     }
     let item = app
@@ -60,9 +56,7 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
         .as_str()
         .unwrap()
         .to_owned();
-    app.post("/v1/sessions", json!({"id": "kept"}))
-        .await
-        .expect(StatusCode::CREATED);
+    app.post("/v1/sessions", json!({"id": "kept"})).await.expect(StatusCode::CREATED);
     sleep_past(expires_at.into_iter().max().unwrap()).await;
 
     for path in [
@@ -73,9 +67,7 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
         "/v1/sessions/brief/context".to_owned(),
         "/v1/sessions/brief/compactions".to_owned(),
     ] {
-        app.get(&path)
-            .await
-            .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+        app.get(&path).await.expect_problem(StatusCode::NOT_FOUND, "session_not_found");
     }
     app.delete("/v1/sessions/brief")
         .await
@@ -84,20 +76,14 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
         .await
         .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
     let listed = app.get("/v1/sessions").await.expect(StatusCode::OK);
-    let ids: Vec<&str> = listed["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> =
+        listed["data"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["kept"]);
     assert_eq!(db.strings("select body from items").await.len(), 1);
 
     // The ids are free before the sweeper comes: a create or an append starts anew.
-    let reused = app
-        .post("/v1/sessions", json!({"id": "reused"}))
-        .await
-        .expect(StatusCode::CREATED);
+    let reused =
+        app.post("/v1/sessions", json!({"id": "reused"})).await.expect(StatusCode::CREATED);
     assert_eq!(reused["expires_after"], Value::Null);
     let fresh = app
         .post(
@@ -117,10 +103,7 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
     let metrics = app.get("/metrics").await.text;
     assert!(metrics.contains("sessions_expired_total 1"), "{metrics}");
     assert!(metrics.contains("swept_rows_total 2"), "{metrics}");
-    assert!(
-        metrics.contains("sweep_duration_seconds_count 1"),
-        "{metrics}"
-    );
+    assert!(metrics.contains("sweep_duration_seconds_count 1"), "{metrics}");
 }
 
 async fn activity_pushes_the_expiry_of_an_inactivity_retention(db: TestDb) {
@@ -148,9 +131,7 @@ async fn activity_pushes_the_expiry_of_an_inactivity_retention(db: TestDb) {
     sleep_past(at(&created["expires_at"])).await;
     app.get("/v1/sessions/idle").await.expect(StatusCode::OK);
     sleep_past(pushed).await;
-    app.get("/v1/sessions/idle")
-        .await
-        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    app.get("/v1/sessions/idle").await.expect_problem(StatusCode::NOT_FOUND, "session_not_found");
 }
 
 async fn an_unfinished_run_holds_its_session(db: TestDb) {
@@ -192,10 +173,7 @@ async fn an_unfinished_run_holds_its_session(db: TestDb) {
         .expect(StatusCode::OK);
     assert_eq!(done["status"], "completed", "{done}");
     // The run has ended: the session is gone.
-    t.app
-        .get("/v1/sessions/busy")
-        .await
-        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    t.app.get("/v1/sessions/busy").await.expect_problem(StatusCode::NOT_FOUND, "session_not_found");
     // A run under the expired id starts a new session, before any sweep.
     t.llm.push(Reply::text("fresh"));
     let fresh = t
@@ -214,10 +192,7 @@ async fn an_unfinished_run_holds_its_session(db: TestDb) {
 
 async fn retention_is_set_changed_and_removed_and_checked(db: TestDb) {
     let app = TestApp::new(db, &test_config());
-    let forever = app
-        .post("/v1/sessions", json!({"id": "r"}))
-        .await
-        .expect(StatusCode::CREATED);
+    let forever = app.post("/v1/sessions", json!({"id": "r"})).await.expect(StatusCode::CREATED);
     assert_eq!(forever["expires_after"], Value::Null);
     assert_eq!(forever["expires_at"], Value::Null);
     assert_eq!(forever["last_active_at"], forever["created_at"]);
@@ -229,39 +204,20 @@ async fn retention_is_set_changed_and_removed_and_checked(db: TestDb) {
         )
         .await
         .expect(StatusCode::OK);
-    assert_eq!(
-        (at(&patched["expires_at"]) - at(&patched["created_at"])).num_seconds(),
-        3600
-    );
-    let unchanged = app
-        .patch("/v1/sessions/r", json!({"metadata": {"k": "v"}}))
-        .await
-        .expect(StatusCode::OK);
+    assert_eq!((at(&patched["expires_at"]) - at(&patched["created_at"])).num_seconds(), 3600);
+    let unchanged =
+        app.patch("/v1/sessions/r", json!({"metadata": {"k": "v"}})).await.expect(StatusCode::OK);
     assert_eq!(unchanged["expires_at"], patched["expires_at"]);
-    let removed = app
-        .patch("/v1/sessions/r", json!({"expires_after": null}))
-        .await
-        .expect(StatusCode::OK);
+    let removed =
+        app.patch("/v1/sessions/r", json!({"expires_after": null})).await.expect(StatusCode::OK);
     assert_eq!(removed["expires_after"], Value::Null);
     assert_eq!(removed["expires_at"], Value::Null);
 
     for (body, field) in [
-        (
-            json!({"anchor": "created_at", "seconds": 0}),
-            "expires_after.seconds",
-        ),
-        (
-            json!({"anchor": "created_at", "seconds": 3_153_600_001_u64}),
-            "expires_after.seconds",
-        ),
-        (
-            json!({"anchor": "created_at", "seconds": -1}),
-            "expires_after.seconds",
-        ),
-        (
-            json!({"anchor": "updated_at", "seconds": 5}),
-            "expires_after.anchor",
-        ),
+        (json!({"anchor": "created_at", "seconds": 0}), "expires_after.seconds"),
+        (json!({"anchor": "created_at", "seconds": 3_153_600_001_u64}), "expires_after.seconds"),
+        (json!({"anchor": "created_at", "seconds": -1}), "expires_after.seconds"),
+        (json!({"anchor": "updated_at", "seconds": 5}), "expires_after.anchor"),
         (json!({"seconds": 5}), "expires_after"),
     ] {
         for (method, path, request) in [
@@ -279,35 +235,21 @@ async fn retention_is_set_changed_and_removed_and_checked(db: TestDb) {
 }
 
 async fn the_server_default_applies_to_sessions_made_without_one(db: TestDb) {
-    let db = db
-        .reopen_with(PayloadCodec::default(), Some(ExpiresAfter::inactivity(600)))
-        .await;
+    let db = db.reopen_with(PayloadCodec::default(), Some(ExpiresAfter::inactivity(600))).await;
     let app = TestApp::new(db, &test_config());
     let appended = app
-        .post(
-            "/v1/sessions/implicit/items",
-            json!({"items": [{"role": "user", "content": "hi"}]}),
-        )
+        .post("/v1/sessions/implicit/items", json!({"items": [{"role": "user", "content": "hi"}]}))
         .await
         .expect(StatusCode::CREATED);
     assert_eq!(appended["data"][0]["seq"], 1);
-    let implicit = app
-        .get("/v1/sessions/implicit")
-        .await
-        .expect(StatusCode::OK);
-    assert_eq!(
-        implicit["expires_after"],
-        json!({"anchor": "last_active_at", "seconds": 600})
-    );
+    let implicit = app.get("/v1/sessions/implicit").await.expect(StatusCode::OK);
+    assert_eq!(implicit["expires_after"], json!({"anchor": "last_active_at", "seconds": 600}));
     let explicit = app
         .post("/v1/sessions", json!({"id": "x", "expires_after": null}))
         .await
         .expect(StatusCode::CREATED);
     assert_eq!(explicit["expires_after"], Value::Null);
-    let defaulted = app
-        .post("/v1/sessions", json!({"id": "y"}))
-        .await
-        .expect(StatusCode::CREATED);
+    let defaulted = app.post("/v1/sessions", json!({"id": "y"})).await.expect(StatusCode::CREATED);
     assert_eq!(
         (at(&defaulted["expires_at"]) - at(&defaulted["last_active_at"])).num_seconds(),
         600

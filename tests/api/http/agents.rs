@@ -3,10 +3,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::{on_both_backends, test_config, TestApp, TestDb};
 
-on_both_backends!(
-    agent_lifecycle_over_http,
-    webhook_header_values_are_never_returned
-);
+on_both_backends!(agent_lifecycle_over_http, webhook_header_values_are_never_returned);
 
 async fn agent_lifecycle_over_http(db: TestDb) {
     let app = TestApp::new(db, &crate::helpers::test_config());
@@ -20,21 +17,13 @@ async fn agent_lifecycle_over_http(db: TestDb) {
     let agent = created.expect(StatusCode::CREATED);
     let id = agent["id"].as_str().unwrap();
     assert_eq!(uuid::Uuid::parse_str(id).unwrap().get_version_num(), 7);
-    assert_eq!(
-        created.header("location"),
-        Some(format!("/v1/agents/{id}").as_str())
-    );
+    assert_eq!(created.header("location"), Some(format!("/v1/agents/{id}").as_str()));
     assert_eq!(agent["max_output_tokens"], 512, "a whole float is a count");
     assert_eq!(agent["max_turns"], 10, "the default");
     assert_eq!(agent["tools"], json!([]));
     assert_eq!(agent["model"], Value::Null);
     assert_eq!(agent["metadata"], json!({"team": "support"}));
-    assert_eq!(
-        app.get(&format!("/v1/agents/{id}"))
-            .await
-            .expect(StatusCode::OK),
-        agent
-    );
+    assert_eq!(app.get(&format!("/v1/agents/{id}")).await.expect(StatusCode::OK), agent);
 
     // Left out stays, null resets, metadata merges.
     let patched = app
@@ -57,26 +46,15 @@ async fn agent_lifecycle_over_http(db: TestDb) {
         .expect(StatusCode::OK);
     assert_eq!(reset["max_turns"], 10);
 
-    let second = app
-        .post("/v1/agents", json!({}))
-        .await
-        .expect(StatusCode::CREATED);
-    let page = app
-        .get("/v1/agents?order=asc&limit=1")
-        .await
-        .expect(StatusCode::OK);
+    let second = app.post("/v1/agents", json!({})).await.expect(StatusCode::CREATED);
+    let page = app.get("/v1/agents?order=asc&limit=1").await.expect(StatusCode::OK);
     assert_eq!(page["data"][0]["id"], id);
     assert_eq!(page["has_more"], true);
-    let next = app
-        .get(&format!("/v1/agents?order=asc&after={id}"))
-        .await
-        .expect(StatusCode::OK);
+    let next = app.get(&format!("/v1/agents?order=asc&after={id}")).await.expect(StatusCode::OK);
     assert_eq!(next["data"], json!([second]));
     assert_eq!(next["has_more"], false);
 
-    app.delete(&format!("/v1/agents/{id}"))
-        .await
-        .expect(StatusCode::NO_CONTENT);
+    app.delete(&format!("/v1/agents/{id}")).await.expect(StatusCode::NO_CONTENT);
     app.get(&format!("/v1/agents/{id}"))
         .await
         .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
@@ -87,10 +65,8 @@ async fn agent_lifecycle_over_http(db: TestDb) {
         .await
         .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
     // A path that is no UTF-8 is a problem document naming the parameter, as everywhere.
-    let detail = app
-        .get("/v1/agents/%FF")
-        .await
-        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    let detail =
+        app.get("/v1/agents/%FF").await.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("agent_id:"), "{detail}");
 }
 
@@ -98,18 +74,12 @@ async fn agent_lifecycle_over_http(db: TestDb) {
 #[tokio::test]
 async fn bad_agent_bodies_name_the_field() {
     let app = TestApp::sqlite().await;
-    let agent = app
-        .post("/v1/agents", json!({}))
-        .await
-        .expect(StatusCode::CREATED);
+    let agent = app.post("/v1/agents", json!({})).await.expect(StatusCode::CREATED);
     let path = format!("/v1/agents/{}", agent["id"].as_str().unwrap());
     let webhook =
         |url: &str| json!({"tools": [{"type": "function", "name": "f", "webhook": {"url": url}}]});
     let cases = [
-        (
-            json!({"max_output_tokens": 2_147_483_648_u64}),
-            "max_output_tokens",
-        ),
+        (json!({"max_output_tokens": 2_147_483_648_u64}), "max_output_tokens"),
         (json!({"max_output_tokens": 0}), "max_output_tokens"),
         (json!({"max_turns": 2.5}), "max_turns"),
         (json!({"max_turns": -1}), "max_turns"),
@@ -119,14 +89,8 @@ async fn bad_agent_bodies_name_the_field() {
         (json!({"model": ""}), "model"),
         (json!({"model": "gpt\u{7}"}), "model"),
         (json!({"name": "n".repeat(257)}), "name"),
-        (
-            json!({"context": {"max_input_tokens": 0}}),
-            "context.max_input_tokens",
-        ),
-        (
-            json!({"context": {"strategy": "summarize"}}),
-            "context.strategy",
-        ),
+        (json!({"context": {"max_input_tokens": 0}}), "context.max_input_tokens"),
+        (json!({"context": {"strategy": "summarize"}}), "context.strategy"),
         (
             json!({"context": {"strategy": "compact", "max_input_tokens": 100, "keep_recent_items": -1}}),
             "context.keep_recent_items",
@@ -139,10 +103,7 @@ async fn bad_agent_bodies_name_the_field() {
             json!({"context": {"strategy": "compact", "compact_threshold_tokens": 0}}),
             "context.compact_threshold_tokens",
         ),
-        (
-            json!({"context": {"keep_recent_items": 3}}),
-            "context.keep_recent_items",
-        ),
+        (json!({"context": {"keep_recent_items": 3}}), "context.keep_recent_items"),
         (
             json!({"tools": [{"type": "function", "name": "f"}, {"type": "function", "name": "f"}]}),
             "tools[1].name",
@@ -171,13 +132,8 @@ async fn bad_agent_bodies_name_the_field() {
         .post("/v1/agents", compact.clone())
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
-    assert!(
-        detail.starts_with("context.compact_threshold_tokens"),
-        "{detail}"
-    );
-    app.patch(&path, compact)
-        .await
-        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("context.compact_threshold_tokens"), "{detail}");
+    app.patch(&path, compact).await.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert_eq!(
         app.get(&path).await.expect(StatusCode::OK),
         agent,
@@ -219,10 +175,7 @@ async fn webhook_header_values_are_never_returned(db: TestDb) {
 
     // Sending the redacted value back keeps the stored one; a new value replaces it.
     let patched = app
-        .patch(
-            &path,
-            json!({"tools": [tool("[REDACTED]")], "name": "kept"}),
-        )
+        .patch(&path, json!({"tools": [tool("[REDACTED]")], "name": "kept"}))
         .await
         .expect(StatusCode::OK);
     assert_eq!(patched["tools"][0]["webhook"]["headers"], redacted);
@@ -240,8 +193,5 @@ async fn webhook_header_values_are_never_returned(db: TestDb) {
         .patch(&path, json!({"tools": [fresh]}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
-    assert!(
-        detail.starts_with("tools[0].webhook.headers.Authorization:"),
-        "{detail}"
-    );
+    assert!(detail.starts_with("tools[0].webhook.headers.Authorization:"), "{detail}");
 }

@@ -28,129 +28,42 @@ const BAD_BODIES: &[(&str, &str, &str, &str)] = &[
     ("POST", "/v1/sessions/s/items", "{", "body"),
     ("POST", "/v1/sessions/s/items", "[]", "body"),
     ("POST", "/v1/sessions/s/items", "null", "body"),
-    (
-        "POST",
-        "/v1/sessions/s/items",
-        r#"{"items":[{}]} trailing"#,
-        "body",
-    ),
+    ("POST", "/v1/sessions/s/items", r#"{"items":[{}]} trailing"#, "body"),
     ("POST", "/v1/sessions/s/items", "{}", "body"),
     ("POST", "/v1/sessions/s/items", r#"[[{}]]"#, "body"),
-    (
-        "POST",
-        "/v1/sessions",
-        r#"[null, {"a": "b"}, null]"#,
-        "body",
-    ),
+    ("POST", "/v1/sessions", r#"[null, {"a": "b"}, null]"#, "body"),
     ("PATCH", "/v1/sessions/s", r#"[null, null]"#, "body"),
-    (
-        "PATCH",
-        "/v1/sessions/s",
-        r#"{"metadata":{"":null}}"#,
-        "metadata",
-    ),
+    ("PATCH", "/v1/sessions/s", r#"{"metadata":{"":null}}"#, "metadata"),
     ("POST", "/v1/sessions/s/items", r#"{"items":{}}"#, "items"),
     ("POST", "/v1/sessions/s/items", r#"{"items":[]}"#, "items"),
-    (
-        "POST",
-        "/v1/sessions/s/items",
-        r#"{"items":[1]}"#,
-        "items[0]",
-    ),
-    (
-        "POST",
-        "/v1/sessions/s/items",
-        r#"{"items":[{}, [{}]]}"#,
-        "items[1]",
-    ),
-    (
-        "POST",
-        "/v1/sessions/s/items",
-        r#"{"items":[{}, null]}"#,
-        "items[1]",
-    ),
-    (
-        "POST",
-        "/v1/sessions/s/items",
-        r#"{"items":[{"a":tru}]}"#,
-        "items[0]",
-    ),
-    (
-        "POST",
-        "/v1/sessions/s/items",
-        r#"{"items":[{}],"extra":1}"#,
-        "extra",
-    ),
+    ("POST", "/v1/sessions/s/items", r#"{"items":[1]}"#, "items[0]"),
+    ("POST", "/v1/sessions/s/items", r#"{"items":[{}, [{}]]}"#, "items[1]"),
+    ("POST", "/v1/sessions/s/items", r#"{"items":[{}, null]}"#, "items[1]"),
+    ("POST", "/v1/sessions/s/items", r#"{"items":[{"a":tru}]}"#, "items[0]"),
+    ("POST", "/v1/sessions/s/items", r#"{"items":[{}],"extra":1}"#, "extra"),
     ("POST", "/v1/sessions", r#"{"id":""}"#, "id"),
     ("POST", "/v1/sessions", r#"{"id":"has space"}"#, "id"),
     ("POST", "/v1/sessions", r#"{"id":"slash/inside"}"#, "id"),
     ("POST", "/v1/sessions", r#"{"id":7}"#, "id"),
-    (
-        "POST",
-        "/v1/sessions",
-        r#"{"agent_id":"bad agent"}"#,
-        "agent_id",
-    ),
+    ("POST", "/v1/sessions", r#"{"agent_id":"bad agent"}"#, "agent_id"),
     ("POST", "/v1/sessions", r#"{"metadata":[]}"#, "metadata"),
-    (
-        "POST",
-        "/v1/sessions",
-        r#"{"metadata":{"a":1}}"#,
-        "metadata.a",
-    ),
-    (
-        "POST",
-        "/v1/sessions",
-        r#"{"metadata":{"a":null}}"#,
-        "metadata.a",
-    ),
-    (
-        "POST",
-        "/v1/sessions",
-        r#"{"metadata":{"":"empty key"}}"#,
-        "metadata",
-    ),
+    ("POST", "/v1/sessions", r#"{"metadata":{"a":1}}"#, "metadata.a"),
+    ("POST", "/v1/sessions", r#"{"metadata":{"a":null}}"#, "metadata.a"),
+    ("POST", "/v1/sessions", r#"{"metadata":{"":"empty key"}}"#, "metadata"),
     ("POST", "/v1/sessions", r#"{"nope":true}"#, "nope"),
     ("POST", "/v1/sessions", r#"{"id":".."}"#, "id"),
-    (
-        "POST",
-        "/v1/sessions",
-        r#"{"metadata":{"a":"nul \u0000 inside"}}"#,
-        "metadata.a",
-    ),
-    (
-        "POST",
-        "/v1/sessions",
-        r#"{"metadata":{"\u0000":"x"}}"#,
-        "metadata",
-    ),
-    (
-        "PATCH",
-        "/v1/sessions/s",
-        r#"{"metadata":{"a":"\u0000"}}"#,
-        "metadata.a",
-    ),
-    (
-        "PATCH",
-        "/v1/sessions/s",
-        r#"{"metadata":{"a":5}}"#,
-        "metadata.a",
-    ),
+    ("POST", "/v1/sessions", r#"{"metadata":{"a":"nul \u0000 inside"}}"#, "metadata.a"),
+    ("POST", "/v1/sessions", r#"{"metadata":{"\u0000":"x"}}"#, "metadata"),
+    ("PATCH", "/v1/sessions/s", r#"{"metadata":{"a":"\u0000"}}"#, "metadata.a"),
+    ("PATCH", "/v1/sessions/s", r#"{"metadata":{"a":5}}"#, "metadata.a"),
     ("PATCH", "/v1/sessions/s", r#"{"metadata":"x"}"#, "metadata"),
-    (
-        "PATCH",
-        "/v1/sessions/s",
-        r#"{"agent_id":"no way"}"#,
-        "agent_id",
-    ),
+    ("PATCH", "/v1/sessions/s", r#"{"agent_id":"no way"}"#, "agent_id"),
     ("PATCH", "/v1/sessions/s", r#"{"id":"other"}"#, "id"),
 ];
 
 async fn malformed_bodies_name_the_field(db: TestDb) {
     let app = TestApp::new(db, &test_config());
-    app.post("/v1/sessions", json!({"id": "s"}))
-        .await
-        .expect(StatusCode::CREATED);
+    app.post("/v1/sessions", json!({"id": "s"})).await.expect(StatusCode::CREATED);
     for (method, uri, body, field) in BAD_BODIES {
         let response = app.send(raw(method.parse().unwrap(), uri, body)).await;
         let detail = response.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
@@ -161,15 +74,9 @@ async fn malformed_bodies_name_the_field(db: TestDb) {
     }
     // Nothing of it was stored.
     let session = app.get("/v1/sessions/s").await.expect(StatusCode::OK);
+    assert_eq!((session["item_count"].as_i64(), &session["metadata"]), (Some(0), &json!({})));
     assert_eq!(
-        (session["item_count"].as_i64(), &session["metadata"]),
-        (Some(0), &json!({}))
-    );
-    assert_eq!(
-        app.get("/v1/sessions").await.expect(StatusCode::OK)["data"]
-            .as_array()
-            .unwrap()
-            .len(),
+        app.get("/v1/sessions").await.expect(StatusCode::OK)["data"].as_array().unwrap().len(),
         1
     );
 }
@@ -196,22 +103,16 @@ async fn metadata_over_its_limits_is_refused(db: TestDb) {
     app.post("/v1/sessions", json!({"id": "full", "metadata": at_limit}))
         .await
         .expect(StatusCode::CREATED);
-    app.post(
-        "/v1/sessions",
-        json!({"metadata": {"ü".repeat(64): "é".repeat(512)}}),
-    )
-    .await
-    .expect(StatusCode::CREATED);
+    app.post("/v1/sessions", json!({"metadata": {"ü".repeat(64): "é".repeat(512)}}))
+        .await
+        .expect(StatusCode::CREATED);
     let detail = app
         .patch("/v1/sessions/full", json!({"metadata": {"one_more": "v"}}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("metadata:"), "{detail}");
     let detail = app
-        .patch(
-            "/v1/sessions/full",
-            json!({"metadata": {"k0": "v".repeat(513)}}),
-        )
+        .patch("/v1/sessions/full", json!({"metadata": {"k0": "v".repeat(513)}}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("metadata.k0:"), "{detail}");
@@ -226,19 +127,14 @@ async fn batches_are_limited_to_1000_items() {
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("items:"), "{detail}");
-    let added = app
-        .post("/v1/sessions/big/items", items(1000))
-        .await
-        .expect(StatusCode::CREATED);
+    let added = app.post("/v1/sessions/big/items", items(1000)).await.expect(StatusCode::CREATED);
     assert_eq!(added["data"].as_array().unwrap().len(), 1000);
     assert_eq!(added["data"][999]["seq"], 1000);
 }
 
 async fn bad_queries_and_paths_name_the_parameter(db: TestDb) {
     let app = TestApp::new(db, &test_config());
-    app.post("/v1/sessions/s/items", json!({"items": [{}]}))
-        .await
-        .expect(StatusCode::CREATED);
+    app.post("/v1/sessions/s/items", json!({"items": [{}]})).await.expect(StatusCode::CREATED);
     let long_id = "x".repeat(129);
     let cases = [
         ("/v1/sessions?limit=0", "limit"),
@@ -257,10 +153,7 @@ async fn bad_queries_and_paths_name_the_parameter(db: TestDb) {
         ("/v1/sessions/s/items?limit=0", "limit"),
         ("/v1/sessions/s/items?order=DESC", "order"),
         ("/v1/sessions/s/items?after=not-an-item", "after:"),
-        (
-            "/v1/sessions/s/items?before=019a9f0e-2b1c-7cc2-9a51-3f1f2f0c8a10",
-            "before:",
-        ),
+        ("/v1/sessions/s/items?before=019a9f0e-2b1c-7cc2-9a51-3f1f2f0c8a10", "before:"),
         ("/v1/sessions?before=nobody", "before:"),
         ("/v1/sessions/bad%20id", "session_id"),
         ("/v1/sessions/bad%20id/items", "session_id"),
@@ -268,23 +161,14 @@ async fn bad_queries_and_paths_name_the_parameter(db: TestDb) {
         // Unknown and repeated parameters are refused, not ignored.
         ("/v1/sessions?user=alice", "user: is not a query parameter"),
         ("/v1/sessions?metadata.user=alice", "metadata.user: is not"),
-        (
-            "/v1/sessions?limit=2&limit=3",
-            "limit: may be given only once",
-        ),
-        (
-            "/v1/sessions?metadata[u]=a&metadata[u]=b",
-            "metadata[u]: may be",
-        ),
+        ("/v1/sessions?limit=2&limit=3", "limit: may be given only once"),
+        ("/v1/sessions?metadata[u]=a&metadata[u]=b", "metadata[u]: may be"),
         ("/v1/sessions/s/items?metadata[u]=a", "metadata[u]: is not"),
         ("/v1/sessions/s?verbose=1", "verbose: is not"),
         ("/healthz?probe=1", "probe: is not"),
     ];
     for (uri, field) in cases {
-        let detail = app
-            .get(uri)
-            .await
-            .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+        let detail = app.get(uri).await.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
         assert!(detail.starts_with(field), "{uri}: {detail}");
     }
     let detail = app
@@ -315,9 +199,7 @@ async fn bad_queries_and_paths_name_the_parameter(db: TestDb) {
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("metadata:"), "{detail}");
     let filters: Vec<String> = (0..64).map(|i| format!("metadata[k{i}]=v")).collect();
-    app.get(&format!("/v1/sessions?{}", filters.join("&")))
-        .await
-        .expect(StatusCode::OK);
+    app.get(&format!("/v1/sessions?{}", filters.join("&"))).await.expect(StatusCode::OK);
 }
 
 async fn items_json_libraries_cannot_read_are_refused(db: TestDb) {
@@ -352,9 +234,7 @@ async fn items_json_libraries_cannot_read_are_refused(db: TestDb) {
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.contains("deeper than 128 levels"), "{detail}");
-    app.get("/v1/sessions/strict")
-        .await
-        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    app.get("/v1/sessions/strict").await.expect_problem(StatusCode::NOT_FOUND, "session_not_found");
     // Within the limits all of it is fine: a surrogate pair, 100 levels, a big integer.
     let fine = format!(
         r#"{{"items":[{{"pair":"\ud83c\udf0d","deep":{}1{},"big":123456789012345678901234567890}}]}}"#,
@@ -377,15 +257,10 @@ async fn oversized_bodies_are_413_and_other_media_types_415() {
         .await
         .expect_problem(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
     assert!(detail.contains("limit of 1024 bytes (1 KiB"), "{detail}");
-    app.get("/v1/sessions/s")
+    app.get("/v1/sessions/s").await.expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    app.post("/v1/sessions/s/items", json!({"items": [{"text": "small"}]}))
         .await
-        .expect_problem(StatusCode::NOT_FOUND, "session_not_found");
-    app.post(
-        "/v1/sessions/s/items",
-        json!({"items": [{"text": "small"}]}),
-    )
-    .await
-    .expect(StatusCode::CREATED);
+        .expect(StatusCode::CREATED);
 
     let form = Request::post("/v1/sessions")
         .header("content-type", "application/x-www-form-urlencoded")
@@ -395,29 +270,19 @@ async fn oversized_bodies_are_413_and_other_media_types_415() {
         .await
         .expect_problem(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
     // No content type at all is read as JSON; a +json type is JSON too.
-    let bare = Request::post("/v1/sessions")
-        .body(Body::from(r#"{"id":"bare"}"#))
-        .unwrap();
+    let bare = Request::post("/v1/sessions").body(Body::from(r#"{"id":"bare"}"#)).unwrap();
     app.send(bare).await.expect(StatusCode::CREATED);
     let merge = Request::patch("/v1/sessions/bare")
-        .header(
-            "content-type",
-            "application/merge-patch+json; charset=utf-8",
-        )
+        .header("content-type", "application/merge-patch+json; charset=utf-8")
         .body(Body::from(r#"{"metadata":{"a":"b"}}"#))
         .unwrap();
-    assert_eq!(
-        app.send(merge).await.expect(StatusCode::OK)["metadata"],
-        json!({"a": "b"})
-    );
+    assert_eq!(app.send(merge).await.expect(StatusCode::OK)["metadata"], json!({"a": "b"}));
 }
 
 #[tokio::test]
 async fn unknown_routes_and_methods_are_problems() {
     let app = TestApp::sqlite().await;
-    app.get("/v2/nothing")
-        .await
-        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.get("/v2/nothing").await.expect_problem(StatusCode::NOT_FOUND, "not_found");
     let response = app.call(Method::PUT, "/v1/sessions", None).await;
     response.expect_problem(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed");
     assert!(response.header("allow").unwrap().contains("POST"));

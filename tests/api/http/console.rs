@@ -7,25 +7,13 @@ use crate::helpers::TestApp;
 async fn the_console_is_served_with_its_content_types() {
     let app = TestApp::sqlite().await;
     for (path, content_type, needle) in [
-        (
-            "/console",
-            "text/html; charset=utf-8",
-            "<script src=\"/console/app.js\"",
-        ),
-        (
-            "/console/app.js",
-            "text/javascript; charset=utf-8",
-            "'use strict';",
-        ),
+        ("/console", "text/html; charset=utf-8", "<script src=\"/console/app.js\""),
+        ("/console/app.js", "text/javascript; charset=utf-8", "'use strict';"),
         ("/console/app.css", "text/css; charset=utf-8", ":root"),
     ] {
         let response = app.get(path).await;
         assert_eq!(response.status, StatusCode::OK, "{path}");
-        assert_eq!(
-            response.header("content-type"),
-            Some(content_type),
-            "{path}"
-        );
+        assert_eq!(response.header("content-type"), Some(content_type), "{path}");
         assert_eq!(response.header("x-content-type-options"), Some("nosniff"));
         assert!(response.text.contains(needle), "{path}: {}", response.text);
     }
@@ -36,9 +24,7 @@ async fn the_console_forbids_inline_script_and_other_origins() {
     let app = TestApp::sqlite().await;
     for path in ["/console", "/console/app.js", "/console/app.css"] {
         let response = app.get(path).await;
-        let policy = response
-            .header("content-security-policy")
-            .expect("a content security policy");
+        let policy = response.header("content-security-policy").expect("a content security policy");
         for directive in [
             "default-src 'self'",
             "script-src 'self'",
@@ -64,16 +50,9 @@ async fn a_known_etag_is_answered_with_304_and_no_body() {
     assert_eq!(first.header("cache-control"), Some("no-cache"));
 
     let revalidate = |tag: String| {
-        Request::get("/console/app.js")
-            .header("if-none-match", tag)
-            .body(Body::empty())
-            .unwrap()
+        Request::get("/console/app.js").header("if-none-match", tag).body(Body::empty()).unwrap()
     };
-    for tag in [
-        etag.clone(),
-        format!("W/{etag}"),
-        format!("\"other\", {etag}"),
-    ] {
+    for tag in [etag.clone(), format!("W/{etag}"), format!("\"other\", {etag}")] {
         let again = app.send(revalidate(tag.clone())).await;
         assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{tag}");
         assert!(again.text.is_empty());

@@ -7,14 +7,9 @@ use crate::helpers::TestApp;
 #[tokio::test]
 async fn every_response_carries_a_request_id() {
     let app = TestApp::sqlite().await;
-    let given = Request::get("/healthz")
-        .header("x-request-id", "trace-me-42")
-        .body(Body::empty())
-        .unwrap();
-    assert_eq!(
-        app.send(given).await.header("x-request-id"),
-        Some("trace-me-42")
-    );
+    let given =
+        Request::get("/healthz").header("x-request-id", "trace-me-42").body(Body::empty()).unwrap();
+    assert_eq!(app.send(given).await.header("x-request-id"), Some("trace-me-42"));
     for response in [
         app.get("/healthz").await,
         app.get("/v1/sessions/missing").await,
@@ -29,14 +24,8 @@ async fn every_response_carries_a_request_id() {
 #[tokio::test]
 async fn health_and_readiness() {
     let app = TestApp::sqlite().await;
-    assert_eq!(
-        app.get("/healthz").await.expect(StatusCode::OK),
-        json!({"status": "ok"})
-    );
-    assert_eq!(
-        app.get("/readyz").await.expect(StatusCode::OK),
-        json!({"status": "ok"})
-    );
+    assert_eq!(app.get("/healthz").await.expect(StatusCode::OK), json!({"status": "ok"}));
+    assert_eq!(app.get("/readyz").await.expect(StatusCode::OK), json!({"status": "ok"}));
 }
 
 #[sqlx::test(migrations = "./migrations/postgres")]
@@ -51,33 +40,20 @@ async fn a_lost_database_is_503_everywhere(pool: sqlx::PgPool) {
     assert_eq!(response.header("retry-after"), Some("1"));
     let detail = response.expect_problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable");
     assert_eq!(detail, "the database is not reachable");
-    assert!(
-        !response.text.to_lowercase().contains("pool"),
-        "{}",
-        response.text
-    );
+    assert!(!response.text.to_lowercase().contains("pool"), "{}", response.text);
 }
 
 #[sqlx::test(migrations = "./migrations/postgres")]
 async fn internal_errors_are_opaque_500s(pool: sqlx::PgPool) {
     let app = TestApp::postgres(pool.clone());
-    app.post(
-        "/v1/sessions/broken/items",
-        json!({"items": [{"ok": true}]}),
-    )
-    .await
-    .expect(StatusCode::CREATED);
-    // Damage the stored item behind the service's back.
-    sqlx::query("update items set body = 'not json'")
-        .execute(&pool)
+    app.post("/v1/sessions/broken/items", json!({"items": [{"ok": true}]}))
         .await
-        .unwrap();
+        .expect(StatusCode::CREATED);
+    // Damage the stored item behind the service's back.
+    sqlx::query("update items set body = 'not json'").execute(&pool).await.unwrap();
     let response = app.get("/v1/sessions/broken/items").await;
     let detail = response.expect_problem(StatusCode::INTERNAL_SERVER_ERROR, "internal_error");
-    assert_eq!(
-        detail, "an internal error occurred",
-        "internal causes stay in the log"
-    );
+    assert_eq!(detail, "an internal error occurred", "internal causes stay in the log");
     assert!(!response.text.contains("not JSON"), "{}", response.text);
 }
 
@@ -87,14 +63,10 @@ async fn metrics_count_requests_by_route_and_report_the_pool() {
     app.get("/v1/sessions/a").await;
     app.get("/v1/sessions/b").await;
     app.get("/healthz").await;
-    app.call("BREW".parse().unwrap(), "/v1/sessions", None)
-        .await;
+    app.call("BREW".parse().unwrap(), "/v1/sessions", None).await;
     let response = app.get("/metrics").await;
     assert_eq!(response.status, StatusCode::OK);
-    assert!(response
-        .header("content-type")
-        .unwrap()
-        .starts_with("application/openmetrics-text"));
+    assert!(response.header("content-type").unwrap().starts_with("application/openmetrics-text"));
     let text = &response.text;
     assert!(
         text.contains(
@@ -102,18 +74,9 @@ async fn metrics_count_requests_by_route_and_report_the_pool() {
         ),
         "{text}"
     );
-    assert!(
-        text.contains(r#"http_request_duration_seconds_bucket{"#),
-        "{text}"
-    );
-    assert!(
-        text.contains(r#"db_pool_connections{state="idle"}"#),
-        "{text}"
-    );
-    assert!(
-        text.contains(r#"db_pool_connections{state="in_use"}"#),
-        "{text}"
-    );
+    assert!(text.contains(r#"http_request_duration_seconds_bucket{"#), "{text}");
+    assert!(text.contains(r#"db_pool_connections{state="idle"}"#), "{text}");
+    assert!(text.contains(r#"db_pool_connections{state="in_use"}"#), "{text}");
 }
 
 #[tokio::test]
@@ -140,11 +103,7 @@ async fn the_committed_openapi_yaml_is_what_the_code_generates() {
     assert_eq!(root.header("location"), Some("/console"));
     let docs = app.get("/docs/").await;
     assert_eq!(docs.status, StatusCode::OK);
-    assert!(
-        docs.text.contains("swagger"),
-        "{}",
-        &docs.text[..200.min(docs.text.len())]
-    );
+    assert!(docs.text.contains("swagger"), "{}", &docs.text[..200.min(docs.text.len())]);
 }
 
 #[sqlx::test(migrations = "./migrations/postgres")]
@@ -152,9 +111,7 @@ async fn a_request_over_the_time_limit_is_503(pool: sqlx::PgPool) {
     let mut config = crate::helpers::test_config();
     config.request_timeout_secs = 1;
     let app = TestApp::new(crate::helpers::TestDb::postgres(pool.clone()), &config);
-    app.post("/v1/sessions", json!({"id": "locked"}))
-        .await
-        .expect(StatusCode::CREATED);
+    app.post("/v1/sessions", json!({"id": "locked"})).await.expect(StatusCode::CREATED);
     // Hold the session's row lock, so the patch waits for it.
     let mut blocker = pool.begin().await.unwrap();
     sqlx::query("select 1 from sessions where id = 'locked' for update")
@@ -168,13 +125,8 @@ async fn a_request_over_the_time_limit_is_503(pool: sqlx::PgPool) {
     assert!(detail.contains('1'), "{detail}");
     blocker.rollback().await.unwrap();
     // The abandoned patch changed nothing; the next one goes through.
-    assert_eq!(
-        app.get("/v1/sessions/locked").await.expect(StatusCode::OK)["metadata"],
-        json!({})
-    );
-    app.patch("/v1/sessions/locked", json!({"metadata": {"a": "b"}}))
-        .await
-        .expect(StatusCode::OK);
+    assert_eq!(app.get("/v1/sessions/locked").await.expect(StatusCode::OK)["metadata"], json!({}));
+    app.patch("/v1/sessions/locked", json!({"metadata": {"a": "b"}})).await.expect(StatusCode::OK);
 }
 
 #[tokio::test]
@@ -194,14 +146,8 @@ async fn cors_answers_only_for_configured_origins() {
     config.cors_allowed_origins = vec!["https://app.example".into()];
     let open = TestApp::new(crate::helpers::TestDb::sqlite().await, &config);
     let response = open.send(preflight("https://app.example")).await;
-    assert_eq!(
-        response.header("access-control-allow-origin"),
-        Some("https://app.example")
-    );
-    assert!(response
-        .header("access-control-allow-methods")
-        .unwrap()
-        .contains("POST"));
+    assert_eq!(response.header("access-control-allow-origin"), Some("https://app.example"));
+    assert!(response.header("access-control-allow-methods").unwrap().contains("POST"));
     let response = open.send(preflight("https://other.example")).await;
     assert_eq!(response.header("access-control-allow-origin"), None);
 }

@@ -12,10 +12,7 @@ async fn session_lifecycle_over_http() {
         .await
         .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
     assert!(detail.contains("`triage`"), "{detail}");
-    let agent = app
-        .post("/v1/agents", json!({"name": "triage"}))
-        .await
-        .expect(StatusCode::CREATED);
+    let agent = app.post("/v1/agents", json!({"name": "triage"})).await.expect(StatusCode::CREATED);
     let created = app
         .post(
             "/v1/sessions",
@@ -36,12 +33,7 @@ async fn session_lifecycle_over_http() {
     assert!(created_at.ends_with('Z'), "RFC 3339 UTC: {created_at}");
     assert!(chrono::DateTime::parse_from_rfc3339(created_at).is_ok());
 
-    assert_eq!(
-        app.get("/v1/sessions/chat:42@web")
-            .await
-            .expect(StatusCode::OK),
-        session
-    );
+    assert_eq!(app.get("/v1/sessions/chat:42@web").await.expect(StatusCode::OK), session);
 
     app.patch("/v1/sessions/chat:42@web", json!({"agent_id": "typo"}))
         .await
@@ -62,9 +54,7 @@ async fn session_lifecycle_over_http() {
     assert_eq!(cleared["metadata"], json!({}));
 
     assert_eq!(
-        app.delete("/v1/sessions/chat:42@web")
-            .await
-            .expect(StatusCode::NO_CONTENT),
+        app.delete("/v1/sessions/chat:42@web").await.expect(StatusCode::NO_CONTENT),
         json!(null)
     );
     app.get("/v1/sessions/chat:42@web")
@@ -80,25 +70,17 @@ async fn session_lifecycle_over_http() {
 #[tokio::test]
 async fn generated_ids_are_uuid_v7_and_taken_ids_conflict() {
     let app = TestApp::sqlite().await;
-    let session = app
-        .post("/v1/sessions", json!({}))
-        .await
-        .expect(StatusCode::CREATED);
+    let session = app.post("/v1/sessions", json!({})).await.expect(StatusCode::CREATED);
     let id = uuid::Uuid::parse_str(session["id"].as_str().unwrap()).unwrap();
     assert_eq!(id.get_version_num(), 7);
     let nulls = app
-        .post(
-            "/v1/sessions",
-            json!({"id": null, "metadata": null, "agent_id": null}),
-        )
+        .post("/v1/sessions", json!({"id": null, "metadata": null, "agent_id": null}))
         .await
         .expect(StatusCode::CREATED);
     assert_ne!(nulls["id"], session["id"]);
     assert_eq!(nulls["metadata"], json!({}));
 
-    app.post("/v1/sessions", json!({"id": "taken"}))
-        .await
-        .expect(StatusCode::CREATED);
+    app.post("/v1/sessions", json!({"id": "taken"})).await.expect(StatusCode::CREATED);
     let detail = app
         .post("/v1/sessions", json!({"id": "taken"}))
         .await
@@ -110,12 +92,9 @@ async fn generated_ids_are_uuid_v7_and_taken_ids_conflict() {
 async fn sessions_list_by_metadata_and_page_with_cursors() {
     let app = TestApp::sqlite().await;
     for (id, user) in [("a", "alice"), ("b", "bob"), ("c", "alice"), ("d", "alice")] {
-        app.post(
-            "/v1/sessions",
-            json!({"id": id, "metadata": {"user": user, "app": "web"}}),
-        )
-        .await
-        .expect(StatusCode::CREATED);
+        app.post("/v1/sessions", json!({"id": id, "metadata": {"user": user, "app": "web"}}))
+            .await
+            .expect(StatusCode::CREATED);
     }
     let ids = |page: &serde_json::Value| -> Vec<String> {
         page["data"]
@@ -128,19 +107,13 @@ async fn sessions_list_by_metadata_and_page_with_cursors() {
     let all = app.get("/v1/sessions").await.expect(StatusCode::OK);
     assert_eq!(ids(&all), ["d", "c", "b", "a"]);
     assert_eq!(
-        (
-            all["first_id"].as_str(),
-            all["last_id"].as_str(),
-            all["has_more"].as_bool()
-        ),
+        (all["first_id"].as_str(), all["last_id"].as_str(), all["has_more"].as_bool()),
         (Some("d"), Some("a"), Some(false))
     );
 
     // Brackets percent-encoded, as clients send them, and raw.
-    let alice = app
-        .get("/v1/sessions?metadata%5Buser%5D=alice&limit=2")
-        .await
-        .expect(StatusCode::OK);
+    let alice =
+        app.get("/v1/sessions?metadata%5Buser%5D=alice&limit=2").await.expect(StatusCode::OK);
     assert_eq!(ids(&alice), ["d", "c"]);
     assert_eq!(alice["has_more"], true);
     let rest = app
@@ -149,19 +122,10 @@ async fn sessions_list_by_metadata_and_page_with_cursors() {
         .expect(StatusCode::OK);
     assert_eq!(ids(&rest), ["a"]);
     assert_eq!(rest["has_more"], false);
-    let asc = app
-        .get("/v1/sessions?order=asc&before=c")
-        .await
-        .expect(StatusCode::OK);
+    let asc = app.get("/v1/sessions?order=asc&before=c").await.expect(StatusCode::OK);
     assert_eq!(ids(&asc), ["a", "b"]);
-    let none = app
-        .get("/v1/sessions?metadata[user]=carol")
-        .await
-        .expect(StatusCode::OK);
-    assert_eq!(
-        none,
-        json!({"data": [], "first_id": null, "last_id": null, "has_more": false})
-    );
+    let none = app.get("/v1/sessions?metadata[user]=carol").await.expect(StatusCode::OK);
+    assert_eq!(none, json!({"data": [], "first_id": null, "last_id": null, "has_more": false}));
     let detail = app
         .get("/v1/sessions?after=zzz")
         .await

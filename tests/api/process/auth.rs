@@ -20,10 +20,7 @@ async fn an_open_port_is_not_served_without_authentication() {
 
     let (ok, printed) = run_to_exit(&[], &[env[0], env[1], ("ADMIN_API_KEY", "short")]).await;
     assert!(!ok, "{printed}");
-    assert!(
-        printed.contains("ADMIN_API_KEY must be at least 32"),
-        "{printed}"
-    );
+    assert!(printed.contains("ADMIN_API_KEY must be at least 32"), "{printed}");
     assert!(!printed.contains("short\""), "{printed}");
 }
 
@@ -32,9 +29,7 @@ async fn keys_made_on_the_command_line_work_and_logs_never_show_them() {
     let dir = TempDir::new().unwrap();
     let url = format!("sqlite://{}", dir.path().join("keys.db").display());
     let (ok, printed) = run_to_exit(
-        &[
-            "keys", "create", "--tenant", "acme", "--name", "ops", "--scopes", "read",
-        ],
+        &["keys", "create", "--tenant", "acme", "--name", "ops", "--scopes", "read"],
         &[("DATABASE_URL", &url)],
     )
     .await;
@@ -53,12 +48,7 @@ async fn keys_made_on_the_command_line_work_and_logs_never_show_them() {
 
     let server = Server::start_with(&url, &[("ADMIN_API_KEY", ADMIN_KEY)]).await;
     let http = reqwest::Client::new();
-    let read = http
-        .get(server.url("/v1/sessions"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap();
+    let read = http.get(server.url("/v1/sessions")).bearer_auth(&key).send().await.unwrap();
     assert_eq!(read.status(), 200);
     let write = http
         .post(server.url("/v1/sessions"))

@@ -66,11 +66,7 @@ impl Server {
             .await
             .expect("the server listens within 30 s")
             .expect("the server logged its address");
-        Server {
-            child,
-            base: format!("http://{addr}"),
-            events,
-        }
+        Server { child, base: format!("http://{addr}"), events }
     }
 
     fn url(&self, path: &str) -> String {
@@ -79,19 +75,13 @@ impl Server {
 
     fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("the server runs").to_string();
-        let status = std::process::Command::new("kill")
-            .args([signal, &pid])
-            .status()
-            .unwrap();
+        let status = std::process::Command::new("kill").args([signal, &pid]).status().unwrap();
         assert!(status.success());
     }
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap()
+    reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap()
 }
 
 /// Sessions the kill -9 test writes to, and clients writing to each at once: enough
@@ -108,10 +98,7 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
     let acknowledged: Arc<Mutex<HashMap<String, (i64, i64)>>> = Arc::default();
     let mut clients = Vec::new();
     for client_no in 0..CRASH_CLIENTS {
-        let url = server.url(&format!(
-            "/v1/sessions/crash-{}/items",
-            client_no % CRASH_SESSIONS
-        ));
+        let url = server.url(&format!("/v1/sessions/crash-{}/items", client_no % CRASH_SESSIONS));
         let acknowledged = acknowledged.clone();
         clients.push(tokio::spawn(async move {
             let http = client();
@@ -143,14 +130,7 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let metrics = client()
-        .get(server.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = client().get(server.url("/metrics")).send().await.unwrap().text().await.unwrap();
     let counter = |name: &str| -> u64 {
         metrics
             .lines()
@@ -158,10 +138,7 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
             .and_then(|value| value.parse().ok())
             .unwrap_or_else(|| panic!("{name} in /metrics"))
     };
-    let (appends, transactions) = (
-        counter("appends_total"),
-        counter("append_transactions_total"),
-    );
+    let (appends, transactions) = (counter("appends_total"), counter("append_transactions_total"));
     assert!(
         appends > transactions,
         "no appends were combined: {appends} appends in {transactions} transactions"
@@ -172,11 +149,7 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
         client.await.unwrap();
     }
     let acknowledged = acknowledged.lock().unwrap().clone();
-    assert!(
-        acknowledged.len() >= 20,
-        "too few writes before the kill: {}",
-        acknowledged.len()
-    );
+    assert!(acknowledged.len() >= 20, "too few writes before the kill: {}", acknowledged.len());
 
     let server = Server::start(database_url).await;
     let http = client();
@@ -205,37 +178,20 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
         for pair in stored.chunks(2) {
             assert_eq!(pair.len(), 2, "half a batch was stored");
             let batch = pair[0]["item"]["batch"].as_str().unwrap().to_owned();
+            assert_eq!(pair[1]["item"]["batch"], batch.as_str(), "batches interleaved");
             assert_eq!(
-                pair[1]["item"]["batch"],
-                batch.as_str(),
-                "batches interleaved"
-            );
-            assert_eq!(
-                (
-                    pair[0]["item"]["part"].as_i64(),
-                    pair[1]["item"]["part"].as_i64()
-                ),
+                (pair[0]["item"]["part"].as_i64(), pair[1]["item"]["part"].as_i64()),
                 (Some(0), Some(1))
             );
-            let seqs = (
-                pair[0]["seq"].as_i64().unwrap(),
-                pair[1]["seq"].as_i64().unwrap(),
-            );
-            assert!(
-                found.insert(batch.clone(), seqs).is_none(),
-                "batch {batch} stored twice"
-            );
+            let seqs = (pair[0]["seq"].as_i64().unwrap(), pair[1]["seq"].as_i64().unwrap());
+            assert!(found.insert(batch.clone(), seqs).is_none(), "batch {batch} stored twice");
         }
         let info: Value =
             get_json(&http, server.url(&format!("/v1/sessions/crash-{session}"))).await;
         assert_eq!(info["item_count"].as_u64(), Some(stored.len() as u64));
     }
     for (batch, seqs) in &acknowledged {
-        assert_eq!(
-            found.get(batch),
-            Some(seqs),
-            "acknowledged batch {batch} is lost"
-        );
+        assert_eq!(found.get(batch), Some(seqs), "acknowledged batch {batch} is lost");
     }
 }
 
@@ -257,11 +213,8 @@ async fn acknowledged_writes_survive_kill_9_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_the_request_in_flight_finish() {
     let dir = TempDir::new().unwrap();
-    let mut server = Server::start(&format!(
-        "sqlite://{}",
-        dir.path().join("term.db").display()
-    ))
-    .await;
+    let mut server =
+        Server::start(&format!("sqlite://{}", dir.path().join("term.db").display())).await;
     let (body_tx, body_rx) = tokio::sync::mpsc::channel::<Result<&'static str, std::io::Error>>(4);
     let stream = tokio_stream_from(body_rx);
     let request = client()
@@ -270,33 +223,18 @@ async fn sigterm_lets_the_request_in_flight_finish() {
         .body(reqwest::Body::wrap_stream(stream))
         .send();
     let in_flight = tokio::spawn(request);
-    body_tx
-        .send(Ok(r#"{"items": [{"role": "user", "#))
-        .await
-        .unwrap();
+    body_tx.send(Ok(r#"{"items": [{"role": "user", "#)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     server.signal("-TERM");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        server.child.try_wait().unwrap().is_none(),
-        "the server quit with a request in flight"
-    );
-    body_tx
-        .send(Ok(r#""content": "finish me"}]}"#))
-        .await
-        .unwrap();
+    assert!(server.child.try_wait().unwrap().is_none(), "the server quit with a request in flight");
+    body_tx.send(Ok(r#""content": "finish me"}]}"#)).await.unwrap();
     drop(body_tx);
 
-    let response = in_flight
-        .await
-        .unwrap()
-        .expect("the request in flight is answered");
+    let response = in_flight.await.unwrap().expect("the request in flight is answered");
     assert_eq!(response.status(), 201);
-    let request_id = response.headers()["x-request-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let request_id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["data"][0]["item"]["content"], "finish me");
     let status = tokio::time::timeout(Duration::from_secs(10), server.child.wait())
@@ -372,15 +310,10 @@ async fn a_slow_client_cannot_hold_the_server() {
 
     // Headers that never end: the server hangs up after the time limit.
     let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
-        .await
-        .unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await.unwrap();
     let mut buf = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(10), slow.read_to_end(&mut buf)).await;
-    assert!(
-        read.is_ok(),
-        "the server kept a connection without headers open"
-    );
+    assert!(read.is_ok(), "the server kept a connection without headers open");
 
     // And such a client does not keep a stopping server alive.
     let mut stuck = tokio::net::TcpStream::connect(&addr).await.unwrap();

@@ -37,24 +37,9 @@ impl Cluster {
             run("chown", &["postgres", path(dir.path())]);
         }
         let data = dir.path().join("data");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let cluster = Cluster { bin, dir, port };
-        cluster.pg(
-            "initdb",
-            &[
-                "-D",
-                path(&data),
-                "-U",
-                "postgres",
-                "-A",
-                "trust",
-                "--no-sync",
-            ],
-        );
+        cluster.pg("initdb", &["-D", path(&data), "-U", "postgres", "-A", "trust", "--no-sync"]);
         cluster.ctl("start");
         Some(cluster)
     }
@@ -66,25 +51,11 @@ impl Cluster {
     fn ctl(&self, action: &str) {
         let data = self.dir.path().join("data");
         let log = self.dir.path().join("postgres.log");
-        let options = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {}",
-            self.port,
-            path(self.dir.path())
-        );
+        let options =
+            format!("-c listen_addresses=127.0.0.1 -p {} -k {}", self.port, path(self.dir.path()));
         self.pg(
             "pg_ctl",
-            &[
-                "-D",
-                path(&data),
-                "-l",
-                path(&log),
-                "-w",
-                "-m",
-                "fast",
-                "-o",
-                &options,
-                action,
-            ],
+            &["-D", path(&data), "-l", path(&log), "-w", "-m", "fast", "-o", &options, action],
         );
     }
 
@@ -117,10 +88,7 @@ impl Drop for Cluster {
 }
 
 fn is_root() -> bool {
-    StdCommand::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| out.stdout.starts_with(b"0\n"))
+    StdCommand::new("id").arg("-u").output().is_ok_and(|out| out.stdout.starts_with(b"0\n"))
 }
 
 fn path(path: &Path) -> &str {
@@ -167,10 +135,8 @@ async fn a_postgres_restart_loses_nothing_and_answers_503() {
                     .await
                     .expect("the service answers while its database restarts");
                 let status = response.status().as_u16();
-                let retry_after = response
-                    .headers()
-                    .get("retry-after")
-                    .map(|v| v.to_str().unwrap().to_owned());
+                let retry_after =
+                    response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
                 let answer: Value = response.json().await.unwrap();
                 if status == 201 {
                     let seq = answer["data"][0]["seq"].as_i64().unwrap();
@@ -211,22 +177,16 @@ async fn a_postgres_restart_loses_nothing_and_answers_503() {
         acknowledged.lock().unwrap().len()
     );
     for (status, code, retry_after) in &failures {
-        assert_eq!(
-            (*status, code.as_str()),
-            (503, "database_unavailable"),
-            "{failures:?}"
-        );
+        assert_eq!((*status, code.as_str()), (503, "database_unavailable"), "{failures:?}");
         assert_eq!(retry_after.as_deref(), Some("1"), "{failures:?}");
     }
     let acknowledged = acknowledged.lock().unwrap().clone();
     assert!(acknowledged.len() > before, "no writes after the restart");
     let http = client();
     for writer in 0..8 {
-        let page: Value = get_json(
-            &http,
-            server.url(&format!("/v1/sessions/restart-{writer}/items?limit=1000")),
-        )
-        .await;
+        let page: Value =
+            get_json(&http, server.url(&format!("/v1/sessions/restart-{writer}/items?limit=1000")))
+                .await;
         let marks: Vec<&str> = page["data"]
             .as_array()
             .unwrap()
@@ -238,14 +198,9 @@ async fn a_postgres_restart_loses_nothing_and_answers_503() {
         assert_eq!(unique.len(), marks.len(), "a write was stored twice");
         let expected: Vec<String> = (0..marks.len()).map(|n| format!("{writer}-{n}")).collect();
         assert_eq!(marks, expected, "writes lost or out of order");
-        for (mark, seq) in acknowledged
-            .iter()
-            .filter(|(m, _)| m.starts_with(&format!("{writer}-")))
+        for (mark, seq) in acknowledged.iter().filter(|(m, _)| m.starts_with(&format!("{writer}-")))
         {
-            assert!(
-                marks.contains(&mark.as_str()),
-                "acknowledged {mark} (seq {seq}) is lost"
-            );
+            assert!(marks.contains(&mark.as_str()), "acknowledged {mark} (seq {seq}) is lost");
         }
     }
     drop(server);

@@ -47,11 +47,7 @@ async fn kill_9_mid_run(database_url: &str, max_attempts: &str) -> (Value, Vec<V
         wait_for(|| async { Some(get_json(&http, second.url(&run_path)).await).filter(finished) })
             .await;
     let items: Value = get_json(&http, second.url("/v1/sessions/crash/items")).await;
-    (
-        run,
-        items["data"].as_array().unwrap().clone(),
-        llm.requests().len(),
-    )
+    (run, items["data"].as_array().unwrap().clone(), llm.requests().len())
 }
 
 /// Polls `check` until it gives a value, for at most 30 s.

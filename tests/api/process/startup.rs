@@ -46,10 +46,7 @@ async fn help_shows_no_secret_from_the_environment() {
     )
     .await;
     assert!(ok, "{help}");
-    assert!(
-        !help.contains("c2VjcmV0") && !help.contains("admin-very-secret"),
-        "{help}"
-    );
+    assert!(!help.contains("c2VjcmV0") && !help.contains("admin-very-secret"), "{help}");
     assert!(!help.contains("s3cret"), "{help}");
     assert!(!help.contains("sk-very-secret"), "{help}");
     assert!(help.contains("[env: DATABASE_URL]"), "{help}");
@@ -64,26 +61,17 @@ async fn an_address_in_use_is_named_with_the_option_to_change_it() {
     let url = format!("sqlite://{}", dir.path().join("x.db").display());
     let (ok, printed) = run_to_exit(&[], &[("DATABASE_URL", &url), ("LISTEN_ADDR", &addr)]).await;
     assert!(!ok, "{printed}");
-    assert!(
-        printed.contains(&format!("cannot listen on {addr}")),
-        "{printed}"
-    );
+    assert!(printed.contains(&format!("cannot listen on {addr}")), "{printed}");
     assert!(printed.contains("--listen"), "{printed}");
     assert!(printed.contains("Address already in use"), "{printed}");
 }
 
 #[tokio::test]
 async fn an_unreachable_postgres_is_named_without_its_password() {
-    let (ok, printed) = run_to_exit(
-        &[],
-        &[("DATABASE_URL", "postgres://app:s3cret@127.0.0.1:1/x")],
-    )
-    .await;
+    let (ok, printed) =
+        run_to_exit(&[], &[("DATABASE_URL", "postgres://app:s3cret@127.0.0.1:1/x")]).await;
     assert!(!ok, "{printed}");
-    assert!(
-        printed.contains("postgres://app:***@127.0.0.1:1/x"),
-        "{printed}"
-    );
+    assert!(printed.contains("postgres://app:***@127.0.0.1:1/x"), "{printed}");
     assert!(printed.contains("Connection refused"), "{printed}");
     assert!(!printed.contains("s3cret"), "{printed}");
 }
@@ -104,18 +92,13 @@ async fn a_sqlite_file_that_cannot_be_opened_is_named() {
 async fn the_startup_line_says_what_the_process_does() {
     let database = scratch_postgres().await;
     // Trust authentication ignores the password; the log must not show it either way.
-    let url = database
-        .url
-        .replacen("://postgres@", "://postgres:s3cret@", 1);
+    let url = database.url.replacen("://postgres@", "://postgres:s3cret@", 1);
     assert!(url.contains("s3cret"), "{url}");
     let mut server = Server::start_with(&url, &[("RUN_WORKERS", "3"), ("LLM_MODEL", "m-1")]).await;
     server.child.start_kill().unwrap();
     server.child.wait().await.unwrap();
     let events = server.events.lock().unwrap().clone();
-    let line = events
-        .iter()
-        .find(|e| e["message"] == "listening")
-        .expect("a listening line");
+    let line = events.iter().find(|e| e["message"] == "listening").expect("a listening line");
     assert_eq!(line["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(line["workers"], 3);
     assert_eq!(line["llm_model"], "m-1");
@@ -161,22 +144,13 @@ async fn bad_encryption_keys_are_named_without_their_material() {
     let dir = TempDir::new().unwrap();
     let url = format!("sqlite://{}", dir.path().join("x.db").display());
     for (keys, expected) in [
-        (
-            "k1:c2hvcnQta2V5",
-            "the key of `k1` is 9 bytes; AES-256 needs 32",
-        ),
+        ("k1:c2hvcnQta2V5", "the key of `k1` is 9 bytes; AES-256 needs 32"),
         ("k1:%%%notbase64", "the key of `k1` is not valid base64"),
     ] {
         let (ok, printed) =
             run_to_exit(&[], &[("DATABASE_URL", &url), ("ENCRYPTION_KEYS", keys)]).await;
         assert!(!ok, "{printed}");
-        assert!(
-            printed.contains("ENCRYPTION_KEYS") && printed.contains(expected),
-            "{printed}"
-        );
-        assert!(
-            !printed.contains("c2hvcnQ") && !printed.contains("notbase64"),
-            "{printed}"
-        );
+        assert!(printed.contains("ENCRYPTION_KEYS") && printed.contains(expected), "{printed}");
+        assert!(!printed.contains("c2hvcnQ") && !printed.contains("notbase64"), "{printed}");
     }
 }

@@ -36,10 +36,7 @@ const WALK: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{session_id}/runs"),
     ("GET", "/v1/sessions/{session_id}/runs"),
     ("GET", "/v1/sessions/{session_id}/runs/{run_id}"),
-    (
-        "POST",
-        "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
-    ),
+    ("POST", "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs"),
     ("GET", "/v1/sessions/{session_id}/runs/{run_id}/events"),
     // A second run, waiting again, to cancel.
     ("POST", "/v1/sessions/{session_id}/runs"),
@@ -64,17 +61,9 @@ async fn every_example_request_succeeds_in_order() {
         config.admin_api_key = Some(ADMIN_KEY.into());
     })
     .await;
-    t.llm.push(Reply::tool_call(
-        "call_1",
-        "lookup_order",
-        r#"{"number":"4711"}"#,
-    ));
+    t.llm.push(Reply::tool_call("call_1", "lookup_order", r#"{"number":"4711"}"#));
     t.llm.push(Reply::text("Order 4711 has shipped."));
-    t.llm.push(Reply::tool_call(
-        "call_1",
-        "lookup_order",
-        r#"{"number":"4711"}"#,
-    ));
+    t.llm.push(Reply::tool_call("call_1", "lookup_order", r#"{"number":"4711"}"#));
     let spec: Value = serde_norway::from_str(agent_sessions::http::openapi::yaml()).unwrap();
 
     let mut documented = BTreeSet::new();
@@ -83,10 +72,7 @@ async fn every_example_request_succeeds_in_order() {
             documented.insert((method.to_uppercase(), path.clone()));
         }
     }
-    let walked: BTreeSet<_> = WALK
-        .iter()
-        .map(|(m, p)| (m.to_string(), p.to_string()))
-        .collect();
+    let walked: BTreeSet<_> = WALK.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
     assert_eq!(documented, walked, "every operation is walked");
 
     let mut ids: HashMap<&str, String> = HashMap::new();
@@ -103,9 +89,7 @@ async fn every_example_request_succeeds_in_order() {
             match (parameter["in"].as_str().unwrap(), example) {
                 ("path", Some(example)) => uri = uri.replace(&format!("{{{name}}}"), &example),
                 ("path", None) => {
-                    let id = ids
-                        .get(name)
-                        .unwrap_or_else(|| panic!("{path}: no {name} yet"));
+                    let id = ids.get(name).unwrap_or_else(|| panic!("{path}: no {name} yet"));
                     uri = uri.replace(&format!("{{{name}}}"), id);
                 }
                 ("query", Some(example)) => query.push(format!("{name}={example}")),
@@ -116,9 +100,8 @@ async fn every_example_request_succeeds_in_order() {
             uri = format!("{uri}?{}", query.join("&"));
         }
         let body = &operation["requestBody"]["content"]["application/json"]["example"];
-        let mut request = Request::builder()
-            .method(Method::from_bytes(method.as_bytes()).unwrap())
-            .uri(&uri);
+        let mut request =
+            Request::builder().method(Method::from_bytes(method.as_bytes()).unwrap()).uri(&uri);
         if path.starts_with("/v1/api_keys") {
             request = request.header("authorization", format!("Bearer {ADMIN_KEY}"));
         } else if path.starts_with("/v1/") {
@@ -132,9 +115,7 @@ async fn every_example_request_succeeds_in_order() {
             );
             request.body(Body::empty())
         } else {
-            request
-                .header("content-type", "application/json")
-                .body(Body::from(body.to_string()))
+            request.header("content-type", "application/json").body(Body::from(body.to_string()))
         };
         let response = t.app.send(request.unwrap()).await;
         assert!(

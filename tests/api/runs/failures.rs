@@ -27,10 +27,7 @@ on_both_backends!(
 async fn llm_failures_fail_the_run_and_keep_the_history(db: TestDb) {
     let t = RunsApp::configured(db, |c| c.llm_max_retries = 1).await;
     t.app
-        .post(
-            "/v1/sessions/f/items",
-            json!({"items": [{"role": "user", "content": "before"}]}),
-        )
+        .post("/v1/sessions/f/items", json!({"items": [{"role": "user", "content": "before"}]}))
         .await
         .expect(StatusCode::CREATED);
     let before = t.items("f").await;
@@ -69,41 +66,27 @@ async fn llm_failures_fail_the_run_and_keep_the_history(db: TestDb) {
     // The retried 429 and 500 came back, and the next run succeeds.
     t.llm.push(Reply::status(500));
     t.llm.push(Reply::text("recovered"));
-    let run = t
-        .app
-        .post("/v1/sessions/f/runs", json!({"input": "again"}))
-        .await
-        .expect(StatusCode::OK);
+    let run =
+        t.app.post("/v1/sessions/f/runs", json!({"input": "again"})).await.expect(StatusCode::OK);
     assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(
-        run["usage"]["llm_calls"], 2,
-        "the failed attempt counts: {run}"
-    );
+    assert_eq!(run["usage"]["llm_calls"], 2, "the failed attempt counts: {run}");
     assert_eq!(run["incomplete_details"], json!(null), "{run}");
     assert_eq!(t.items("f").await.len(), before.len() + 2);
 }
 
 async fn an_answer_cut_short_is_marked_incomplete(db: TestDb) {
     let t = RunsApp::new(db).await;
-    for (finish_reason, reason) in [
-        ("length", "max_output_tokens"),
-        ("content_filter", "content_filter"),
-    ] {
-        t.llm.push(Reply::Cut {
-            text: "Once upon a".into(),
-            reason: finish_reason.into(),
-        });
+    for (finish_reason, reason) in
+        [("length", "max_output_tokens"), ("content_filter", "content_filter")]
+    {
+        t.llm.push(Reply::Cut { text: "Once upon a".into(), reason: finish_reason.into() });
         let run = t
             .app
             .post("/v1/sessions/cut/runs", json!({"input": "a story"}))
             .await
             .expect(StatusCode::OK);
         assert_eq!(run["status"], "completed", "{run}");
-        assert_eq!(
-            run["incomplete_details"],
-            json!({"reason": reason}),
-            "{run}"
-        );
+        assert_eq!(run["incomplete_details"], json!({"reason": reason}), "{run}");
         let items = t.items("cut").await;
         let answer = items.last().unwrap();
         assert_eq!(answer["status"], "incomplete", "{answer}");
@@ -160,17 +143,11 @@ async fn truncation_keeps_calls_with_their_outputs() {
     let messages = t.llm.requests()[0]["messages"].as_array().unwrap().clone();
     assert_eq!(messages[0]["role"], "system");
     assert_eq!(messages.last().unwrap()["content"], "now");
-    let calls = messages
-        .iter()
-        .filter(|m| m.get("tool_calls").is_some())
-        .count();
+    let calls = messages.iter().filter(|m| m.get("tool_calls").is_some()).count();
     let outputs = messages.iter().filter(|m| m["role"] == "tool").count();
     assert_eq!(calls, outputs, "{messages:?}");
     assert!(messages.iter().any(|m| m["content"] == "recent"));
-    assert!(
-        messages.len() < 6,
-        "the oldest history was dropped: {messages:?}"
-    );
+    assert!(messages.len() < 6, "the oldest history was dropped: {messages:?}");
 }
 
 /// Postgres closes every connection while a run waits for the model (a restart under
@@ -247,14 +224,9 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
         metadata: Metadata::new(BTreeMap::new()).unwrap(),
         idempotency: None,
     };
-    let start = StartNow {
-        worker: Uuid::now_v7(),
-        lease: Duration::from_secs(30),
-    };
-    let created = store
-        .create_run(DEFAULT_TENANT, &session, run, IfBusy::Reject, Some(start))
-        .await
-        .unwrap();
+    let start = StartNow { worker: Uuid::now_v7(), lease: Duration::from_secs(30) };
+    let created =
+        store.create_run(DEFAULT_TENANT, &session, run, IfBusy::Reject, Some(start)).await.unwrap();
     let claim = created.claim.expect("an idle session's run starts");
     let others = "select count(*) from pg_stat_activity \
                   where datname = current_database() and pid <> pg_backend_pid()";
@@ -262,37 +234,17 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
         .execute(&mut raw)
         .await
         .unwrap();
-    while sqlx::query_scalar::<_, i64>(others)
-        .fetch_one(&mut raw)
-        .await
-        .unwrap()
-        > 0
-    {
+    while sqlx::query_scalar::<_, i64>(others).fetch_one(&mut raw).await.unwrap() > 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let mut record = claim.record.clone();
     record.run.output.push(run_items::user_message("there"));
-    let last = record.end(
-        RunStatus::Completed,
-        None,
-        claim.last_event_seq,
-        chrono::Utc::now(),
-    );
+    let last = record.end(RunStatus::Completed, None, claim.last_event_seq, chrono::Utc::now());
     assert!(store.finish_run(&claim, &record, &[last]).await.unwrap());
-    let stored = store
-        .get_run(DEFAULT_TENANT, &session, record.run.id)
-        .await
-        .unwrap();
+    let stored = store.get_run(DEFAULT_TENANT, &session, record.run.id).await.unwrap();
     assert_eq!(stored.status, RunStatus::Completed);
-    let newest = PageRequest {
-        limit: 10,
-        order: Order::Asc,
-        cursor: None,
-    };
-    let items = store
-        .list_items(DEFAULT_TENANT, &session, &newest)
-        .await
-        .unwrap();
+    let newest = PageRequest { limit: 10, order: Order::Asc, cursor: None };
+    let items = store.list_items(DEFAULT_TENANT, &session, &newest).await.unwrap();
     assert_eq!(items.data.len(), 2);
     raw.close().await.unwrap();
     drop(store);

@@ -34,10 +34,7 @@ impl RunsApp {
         config.llm_base_url = llm.base_url();
         config.llm_idle_timeout_secs = 1;
         change(&mut config);
-        Self {
-            app: TestApp::new(db, &config),
-            llm,
-        }
+        Self { app: TestApp::new(db, &config), llm }
     }
 
     /// The items of a session, as stored objects.
@@ -47,12 +44,7 @@ impl RunsApp {
             .get(&format!("/v1/sessions/{session}/items?limit=1000"))
             .await
             .expect(StatusCode::OK);
-        page["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["item"].clone())
-            .collect()
+        page["data"].as_array().unwrap().iter().map(|i| i["item"].clone()).collect()
     }
 }
 

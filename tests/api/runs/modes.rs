@@ -26,10 +26,7 @@ async fn a_sync_run_appends_the_turn_and_sends_history(db: TestDb) {
     t.llm.push(Reply::text("Hello, Ada!"));
     let run = t
         .app
-        .post(
-            "/v1/sessions/s1/runs",
-            json!({"input": "Hi, I am Ada", "agent_id": agent["id"]}),
-        )
+        .post("/v1/sessions/s1/runs", json!({"input": "Hi, I am Ada", "agent_id": agent["id"]}))
         .await
         .expect(StatusCode::OK);
     assert_eq!(run["status"], "completed", "{run}");
@@ -47,10 +44,7 @@ async fn a_sync_run_appends_the_turn_and_sends_history(db: TestDb) {
     t.llm.push(Reply::text("You are Ada."));
     let second = t
         .app
-        .post(
-            "/v1/sessions/s1/runs",
-            json!({"input": "Who am I?", "agent_id": agent["id"]}),
-        )
+        .post("/v1/sessions/s1/runs", json!({"input": "Who am I?", "agent_id": agent["id"]}))
         .await
         .expect(StatusCode::OK);
     assert_eq!(second["status"], "completed");
@@ -58,46 +52,27 @@ async fn a_sync_run_appends_the_turn_and_sends_history(db: TestDb) {
     assert_eq!(sent["stream"], true);
     assert_eq!(sent["stream_options"]["include_usage"], true);
     let messages = sent["messages"].as_array().unwrap();
-    assert_eq!(
-        messages[0],
-        json!({"role": "system", "content": "Be brief."})
-    );
+    assert_eq!(messages[0], json!({"role": "system", "content": "Be brief."}));
     assert_eq!(messages[1]["content"], "Hi, I am Ada");
     assert_eq!(messages[2]["content"], "Hello, Ada!");
     assert_eq!(messages[3]["content"], "Who am I?");
     let session = t.app.get("/v1/sessions/s1").await.expect(StatusCode::OK);
     assert_eq!(session["item_count"], 4);
     assert_eq!(session["usage"]["llm_calls"], 2);
-    let runs = t
-        .app
-        .get("/v1/sessions/s1/runs")
-        .await
-        .expect(StatusCode::OK);
+    let runs = t.app.get("/v1/sessions/s1/runs").await.expect(StatusCode::OK);
     assert_eq!(runs["data"][0]["id"], second["id"], "newest first");
     assert_eq!(runs["data"].as_array().unwrap().len(), 2);
-    let items = t
-        .app
-        .get("/v1/sessions/s1/items")
-        .await
-        .expect(StatusCode::OK);
+    let items = t.app.get("/v1/sessions/s1/items").await.expect(StatusCode::OK);
     assert_eq!(items["data"][3]["run_id"], second["id"]);
 }
 
 async fn a_streamed_run_sends_numbered_events_and_replays_them(db: TestDb) {
     let t = RunsApp::new(db).await;
     t.llm.push(Reply::text("one two three four"));
-    let response = t
-        .app
-        .post(
-            "/v1/sessions/s2/runs",
-            json!({"input": "count", "stream": true}),
-        )
-        .await;
+    let response =
+        t.app.post("/v1/sessions/s2/runs", json!({"input": "count", "stream": true})).await;
     assert_eq!(response.status, StatusCode::OK);
-    assert!(response
-        .header("content-type")
-        .unwrap()
-        .starts_with("text/event-stream"));
+    assert!(response.header("content-type").unwrap().starts_with("text/event-stream"));
     let events = parse_sse(&response.text);
     let names: Vec<&str> = events.iter().map(|(e, _, _)| e.as_str()).collect();
     assert_eq!(names.first(), Some(&"run.created"));
@@ -116,28 +91,16 @@ async fn a_streamed_run_sends_numbered_events_and_replays_them(db: TestDb) {
     assert_eq!(run["status"], "completed");
 
     // Replays: everything, then only what follows Last-Event-ID.
-    let path = format!(
-        "/v1/sessions/s2/runs/{}/events",
-        run["id"].as_str().unwrap()
-    );
+    let path = format!("/v1/sessions/s2/runs/{}/events", run["id"].as_str().unwrap());
     let replay = t.app.get(&path).await;
     assert_eq!(parse_sse(&replay.text), events);
-    let request = Request::get(&path)
-        .header("last-event-id", "3")
-        .body(Body::empty())
-        .unwrap();
+    let request = Request::get(&path).header("last-event-id", "3").body(Body::empty()).unwrap();
     let tail = t.app.send(request).await;
     assert_eq!(parse_sse(&tail.text), events[3..].to_vec());
     for id in ["x", "-1", "+3", "3.0", "1234567890123456789"] {
-        let bad = Request::get(&path)
-            .header("last-event-id", id)
-            .body(Body::empty())
-            .unwrap();
-        let detail = t
-            .app
-            .send(bad)
-            .await
-            .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+        let bad = Request::get(&path).header("last-event-id", id).body(Body::empty()).unwrap();
+        let detail =
+            t.app.send(bad).await.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
         assert!(detail.starts_with("Last-Event-ID"), "{id}: {detail}");
     }
 }
@@ -147,31 +110,18 @@ async fn configuration_layers_from_the_session_to_the_run(db: TestDb) {
     let t = RunsApp::new(db).await;
     let agent = |body: serde_json::Value| {
         let app = &t.app;
-        async move {
-            app.post("/v1/agents", body)
-                .await
-                .expect(StatusCode::CREATED)
-        }
+        async move { app.post("/v1/agents", body).await.expect(StatusCode::CREATED) }
     };
     let own = agent(json!({"instructions": "Session agent.", "temperature": 0.5})).await;
     let named = agent(json!({"model": "named-model", "temperature": 1.0})).await;
     t.app
-        .post(
-            "/v1/sessions",
-            json!({"id": "layers", "agent_id": own["id"]}),
-        )
+        .post("/v1/sessions", json!({"id": "layers", "agent_id": own["id"]}))
         .await
         .expect(StatusCode::CREATED);
 
-    let run = t
-        .app
-        .post("/v1/sessions/layers/runs", json!({"input": "a"}))
-        .await
-        .expect(StatusCode::OK);
-    assert_eq!(
-        run["model"], "test-model",
-        "LLM_MODEL where no agent sets one"
-    );
+    let run =
+        t.app.post("/v1/sessions/layers/runs", json!({"input": "a"})).await.expect(StatusCode::OK);
+    assert_eq!(run["model"], "test-model", "LLM_MODEL where no agent sets one");
     let sent = &t.llm.requests()[0];
     assert_eq!(sent["messages"][0]["content"], "Session agent.");
     assert_eq!(sent["temperature"], 0.5);
@@ -186,10 +136,7 @@ async fn configuration_layers_from_the_session_to_the_run(db: TestDb) {
         .expect(StatusCode::OK);
     assert_eq!(run["model"], "named-model");
     let sent = &t.llm.requests()[1];
-    assert_eq!(
-        sent["messages"][0]["content"], "Session agent.",
-        "kept from below"
-    );
+    assert_eq!(sent["messages"][0]["content"], "Session agent.", "kept from below");
     assert_eq!(sent["temperature"], 0.0, "inline wins");
 
     // The session's agent is looked up when a run starts: once deleted, runs say so.
@@ -213,20 +160,12 @@ async fn a_background_run_answers_at_once(db: TestDb) {
         usage: None,
         delay: std::time::Duration::from_millis(200),
     });
-    let response = t
-        .app
-        .post(
-            "/v1/sessions/s3/runs",
-            json!({"input": "hi", "background": true}),
-        )
-        .await;
+    let response =
+        t.app.post("/v1/sessions/s3/runs", json!({"input": "hi", "background": true})).await;
     let run = response.expect(StatusCode::ACCEPTED);
     assert_eq!(run["status"], "queued");
     let location = response.header("location").unwrap().to_owned();
-    assert_eq!(
-        location,
-        format!("/v1/sessions/s3/runs/{}", run["id"].as_str().unwrap())
-    );
+    assert_eq!(location, format!("/v1/sessions/s3/runs/{}", run["id"].as_str().unwrap()));
     let events = t.app.get(&format!("{location}/events")).await;
     let events = parse_sse(&events.text);
     assert_eq!(events.last().unwrap().0, "run.completed");
@@ -235,10 +174,7 @@ async fn a_background_run_answers_at_once(db: TestDb) {
     assert!(done["started_at"].is_string() && done["finished_at"].is_string());
     assert_eq!(t.items("s3").await.len(), 2);
     t.app
-        .post(
-            "/v1/sessions/s3/runs",
-            json!({"input": "hi", "background": true, "stream": true}),
-        )
+        .post("/v1/sessions/s3/runs", json!({"input": "hi", "background": true, "stream": true}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     t.app
@@ -279,9 +215,7 @@ async fn a_disconnected_stream_leaves_the_run_running() {
     });
     let request = Request::post("/v1/sessions/gone/runs")
         .header("content-type", "application/json")
-        .body(Body::from(
-            json!({"input": "hi", "stream": true}).to_string(),
-        ))
+        .body(Body::from(json!({"input": "hi", "stream": true}).to_string()))
         .unwrap();
     let response = t.app.router.clone().oneshot(request).await.unwrap();
     let mut body = response.into_body();
@@ -289,10 +223,7 @@ async fn a_disconnected_stream_leaves_the_run_running() {
     let created = parse_sse(std::str::from_utf8(&first).unwrap());
     let run_id = created[0].2["id"].as_str().unwrap().to_owned();
     drop(body);
-    let events = t
-        .app
-        .get(&format!("/v1/sessions/gone/runs/{run_id}/events"))
-        .await;
+    let events = t.app.get(&format!("/v1/sessions/gone/runs/{run_id}/events")).await;
     assert_eq!(parse_sse(&events.text).last().unwrap().0, "run.completed");
     assert_eq!(t.items("gone").await.len(), 2);
 }
@@ -306,27 +237,15 @@ async fn bad_run_bodies_name_the_field() {
         (json!({"input": 42}), "input"),
         (json!({"input": []}), "input"),
         (json!({"input": ["not an object"]}), "input[0]"),
-        (
-            json!({"input": "hi", "agent": {"temperature": 3}}),
-            "agent.temperature",
-        ),
-        (
-            json!({"input": "hi", "agent": {"max_turns": 0}}),
-            "agent.max_turns",
-        ),
+        (json!({"input": "hi", "agent": {"temperature": 3}}), "agent.temperature"),
+        (json!({"input": "hi", "agent": {"max_turns": 0}}), "agent.max_turns"),
         (json!({"input": "hi", "agent": {"modle": "x"}}), "agent"),
         (
             json!({"input": "hi", "agent": {"max_output_tokens": 4_294_967_296_u64}}),
             "agent.max_output_tokens",
         ),
-        (
-            json!({"input": "hi", "agent": {"max_turns": 1.5}}),
-            "agent.max_turns",
-        ),
-        (
-            json!({"input": "hi", "stream": true, "background": true}),
-            "stream",
-        ),
+        (json!({"input": "hi", "agent": {"max_turns": 1.5}}), "agent.max_turns"),
+        (json!({"input": "hi", "stream": true, "background": true}), "stream"),
         (json!({"input": "hi", "agent_id": "no/slash"}), "agent_id"),
         // A turn on nothing is refused.
         (json!({"input": ""}), "input: must not be empty"),
@@ -345,10 +264,7 @@ async fn bad_run_bodies_name_the_field() {
         assert!(detail.starts_with(field), "{body}: {detail}");
     }
     t.app
-        .post(
-            "/v1/sessions/bad/runs",
-            json!({"input": "hi", "agent_id": "missing"}),
-        )
+        .post("/v1/sessions/bad/runs", json!({"input": "hi", "agent_id": "missing"}))
         .await
         .expect_problem(StatusCode::NOT_FOUND, "agent_not_found");
     assert!(t.llm.requests().is_empty());

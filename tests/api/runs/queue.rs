@@ -62,10 +62,7 @@ async fn cancel_drops_the_call_and_keeps_the_history(db: TestDb) {
     t.llm.push(Reply::HangMidStream);
     let run = t
         .app
-        .post(
-            "/v1/sessions/c/runs",
-            json!({"input": "go", "background": true}),
-        )
+        .post("/v1/sessions/c/runs", json!({"input": "go", "background": true}))
         .await
         .expect(StatusCode::ACCEPTED);
     let path = format!("/v1/sessions/c/runs/{}", run["id"].as_str().unwrap());
@@ -77,11 +74,7 @@ async fn cancel_drops_the_call_and_keeps_the_history(db: TestDb) {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let cancelled = t
-        .app
-        .post(&format!("{path}/cancel"), json!({}))
-        .await
-        .expect(StatusCode::OK);
+    let cancelled = t.app.post(&format!("{path}/cancel"), json!({})).await.expect(StatusCode::OK);
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
     // The call the cancel cut off was made (and billed): it counts.
     assert_eq!(cancelled["usage"]["llm_calls"], 1, "{cancelled}");
@@ -96,11 +89,8 @@ async fn cancel_drops_the_call_and_keeps_the_history(db: TestDb) {
         .expect_problem(StatusCode::CONFLICT, "run_finished");
     // The session is free again.
     t.llm.push(Reply::text("done"));
-    let next = t
-        .app
-        .post("/v1/sessions/c/runs", json!({"input": "again"}))
-        .await
-        .expect(StatusCode::OK);
+    let next =
+        t.app.post("/v1/sessions/c/runs", json!({"input": "again"})).await.expect(StatusCode::OK);
     assert_eq!(next["status"], "completed");
 }
 
@@ -113,32 +103,18 @@ async fn a_lost_worker_is_replaced_then_given_up_on(db: TestDb) {
     .await;
     let run = t
         .app
-        .post(
-            "/v1/sessions/l/runs",
-            json!({"input": "hi", "background": true}),
-        )
+        .post("/v1/sessions/l/runs", json!({"input": "hi", "background": true}))
         .await
         .expect(StatusCode::ACCEPTED);
     let path = format!("/v1/sessions/l/runs/{}", run["id"].as_str().unwrap());
     // A worker claims the run and dies: its lease lapses.
     let lease = Duration::from_millis(50);
-    store
-        .claim_run(Uuid::now_v7(), lease, None)
-        .await
-        .unwrap()
-        .expect("a claim");
+    store.claim_run(Uuid::now_v7(), lease, None).await.unwrap().expect("a claim");
     tokio::time::sleep(lease * 2).await;
     assert_eq!(t.app.runs.recover_expired().await.unwrap(), (1, 0));
-    assert_eq!(
-        t.app.get(&path).await.expect(StatusCode::OK)["status"],
-        "queued"
-    );
+    assert_eq!(t.app.get(&path).await.expect(StatusCode::OK)["status"], "queued");
     // The second claim dies too: the run fails, never left running.
-    store
-        .claim_run(Uuid::now_v7(), lease, None)
-        .await
-        .unwrap()
-        .expect("a claim");
+    store.claim_run(Uuid::now_v7(), lease, None).await.unwrap().expect("a claim");
     tokio::time::sleep(lease * 2).await;
     assert_eq!(t.app.runs.recover_expired().await.unwrap(), (0, 1));
     let failed = t.app.get(&path).await.expect(StatusCode::OK);
@@ -149,27 +125,17 @@ async fn a_lost_worker_is_replaced_then_given_up_on(db: TestDb) {
     // A re-queued run is executed by a live worker.
     let run = t
         .app
-        .post(
-            "/v1/sessions/l2/runs",
-            json!({"input": "hi", "background": true}),
-        )
+        .post("/v1/sessions/l2/runs", json!({"input": "hi", "background": true}))
         .await
         .expect(StatusCode::ACCEPTED);
-    store
-        .claim_run(Uuid::now_v7(), lease, None)
-        .await
-        .unwrap()
-        .expect("a claim");
+    store.claim_run(Uuid::now_v7(), lease, None).await.unwrap().expect("a claim");
     tokio::time::sleep(lease * 2).await;
     t.app.runs.recover_expired().await.unwrap();
     t.llm.push(Reply::text("recovered"));
     assert_eq!(t.app.runs.run_pending().await.unwrap(), 1);
     let done = t
         .app
-        .get(&format!(
-            "/v1/sessions/l2/runs/{}",
-            run["id"].as_str().unwrap()
-        ))
+        .get(&format!("/v1/sessions/l2/runs/{}", run["id"].as_str().unwrap()))
         .await
         .expect(StatusCode::OK);
     assert_eq!(done["status"], "completed", "{done}");
@@ -183,21 +149,11 @@ async fn concurrent_runs_on_one_session_admit_one(db: TestDb) {
         usage: None,
         delay: Duration::from_millis(300),
     });
-    let attempts = (0..8).map(|_| {
-        t.app.post(
-            "/v1/sessions/race/runs",
-            json!({"input": "hi", "background": true}),
-        )
-    });
+    let attempts = (0..8)
+        .map(|_| t.app.post("/v1/sessions/race/runs", json!({"input": "hi", "background": true})));
     let answers = futures::future::join_all(attempts).await;
-    let accepted = answers
-        .iter()
-        .filter(|a| a.status == StatusCode::ACCEPTED)
-        .count();
-    let busy = answers
-        .iter()
-        .filter(|a| a.status == StatusCode::CONFLICT)
-        .count();
+    let accepted = answers.iter().filter(|a| a.status == StatusCode::ACCEPTED).count();
+    let busy = answers.iter().filter(|a| a.status == StatusCode::CONFLICT).count();
     assert_eq!((accepted, busy), (1, 7));
 }
 
@@ -212,21 +168,15 @@ async fn concurrent_sync_runs_queue_and_execute_one_at_a_time(db: TestDb) {
         delay: Duration::from_millis(50),
     });
     let attempts = (0..8).map(|i| {
-        t.app.post(
-            "/v1/sessions/line/runs",
-            json!({"input": format!("m{i}"), "if_busy": "enqueue"}),
-        )
+        t.app
+            .post("/v1/sessions/line/runs", json!({"input": format!("m{i}"), "if_busy": "enqueue"}))
     });
     let answers = futures::future::join_all(attempts).await;
     for answer in &answers {
         assert_eq!(answer.expect(StatusCode::OK)["status"], "completed");
     }
-    let mut seen: Vec<usize> = t
-        .llm
-        .requests()
-        .iter()
-        .map(|r| r["messages"].as_array().unwrap().len())
-        .collect();
+    let mut seen: Vec<usize> =
+        t.llm.requests().iter().map(|r| r["messages"].as_array().unwrap().len()).collect();
     seen.sort_unstable();
     assert_eq!(seen, [1, 3, 5, 7, 9, 11, 13, 15]);
     assert_eq!(t.items("line").await.len(), 16);
@@ -235,18 +185,12 @@ async fn concurrent_sync_runs_queue_and_execute_one_at_a_time(db: TestDb) {
 async fn every_run_path_names_an_unknown_run(db: TestDb) {
     let t = RunsApp::new(db).await;
     t.app
-        .post(
-            "/v1/sessions/u/items",
-            json!({"items": [{"role": "user", "content": "x"}]}),
-        )
+        .post("/v1/sessions/u/items", json!({"items": [{"role": "user", "content": "x"}]}))
         .await
         .expect(StatusCode::CREATED);
     for run in ["not-a-uuid", &Uuid::now_v7().to_string()] {
         let path = format!("/v1/sessions/u/runs/{run}");
-        t.app
-            .get(&path)
-            .await
-            .expect_problem(StatusCode::NOT_FOUND, "run_not_found");
+        t.app.get(&path).await.expect_problem(StatusCode::NOT_FOUND, "run_not_found");
         t.app
             .get(&format!("{path}/events"))
             .await
@@ -279,21 +223,12 @@ async fn every_run_path_names_an_unknown_run(db: TestDb) {
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("after:"), "{detail}");
     // A run of another session is no cursor of this one, though this one has runs after it.
-    let elsewhere = t
-        .app
-        .post("/v1/sessions/v/runs", json!({"input": "x"}))
-        .await
-        .expect(StatusCode::OK);
-    t.app
-        .post("/v1/sessions/u/runs", json!({"input": "y"}))
-        .await
-        .expect(StatusCode::OK);
+    let elsewhere =
+        t.app.post("/v1/sessions/v/runs", json!({"input": "x"})).await.expect(StatusCode::OK);
+    t.app.post("/v1/sessions/u/runs", json!({"input": "y"})).await.expect(StatusCode::OK);
     let detail = t
         .app
-        .get(&format!(
-            "/v1/sessions/u/runs?order=asc&after={}",
-            elsewhere["id"].as_str().unwrap()
-        ))
+        .get(&format!("/v1/sessions/u/runs?order=asc&after={}", elsewhere["id"].as_str().unwrap()))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("after:"), "{detail}");
@@ -323,18 +258,10 @@ async fn runs_started_at_creation_share_the_worker_slots(db: TestDb) {
         let second = t.app.post("/v1/sessions/b/runs", json!({"input": "wait"}));
         let meanwhile = async {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            let waiting = t
-                .app
-                .get("/v1/sessions/b/runs")
-                .await
-                .expect(StatusCode::OK);
+            let waiting = t.app.get("/v1/sessions/b/runs").await.expect(StatusCode::OK);
             assert_eq!(waiting["data"][0]["status"], "queued", "{waiting}");
             assert_eq!(t.llm.requests().len(), 1);
-            let hanging = t
-                .app
-                .get("/v1/sessions/a/runs")
-                .await
-                .expect(StatusCode::OK);
+            let hanging = t.app.get("/v1/sessions/a/runs").await.expect(StatusCode::OK);
             let id = hanging["data"][0]["id"].as_str().unwrap();
             t.app
                 .post(&format!("/v1/sessions/a/runs/{id}/cancel"), json!({}))
@@ -356,29 +283,21 @@ async fn a_cancel_from_another_replica_ends_the_stream_here(db: TestDb) {
     let store = db.store.clone();
     let t = RunsApp::configured(db, |c| c.llm_idle_timeout_secs = 30).await;
     t.llm.push(Reply::HangMidStream);
-    let stream = t.app.post(
-        "/v1/sessions/x/runs",
-        json!({"input": "go", "stream": true}),
-    );
+    let stream = t.app.post("/v1/sessions/x/runs", json!({"input": "go", "stream": true}));
     let cancel = async {
         while t.llm.requests().is_empty() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let runs = t
-            .app
-            .get("/v1/sessions/x/runs")
-            .await
-            .expect(StatusCode::OK);
+        let runs = t.app.get("/v1/sessions/x/runs").await.expect(StatusCode::OK);
         let id = Uuid::parse_str(runs["data"][0]["id"].as_str().unwrap()).unwrap();
         let session = agent_sessions::model::SessionId::parse("id", "x".into()).unwrap();
         store.cancel_run("default", &session, id).await.unwrap();
     };
-    let (stream, ()) = tokio::time::timeout(Duration::from_secs(10), async {
-        tokio::join!(stream, cancel)
-    })
-    .await
-    .expect("the stream ends");
+    let (stream, ()) =
+        tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(stream, cancel) })
+            .await
+            .expect("the stream ends");
     let events = super::parse_sse(&stream.text);
     let (last, _, run) = events.last().unwrap();
     assert_eq!(last, "run.cancelled", "{events:?}");
@@ -394,9 +313,5 @@ async fn a_cancel_from_another_replica_ends_the_stream_here(db: TestDb) {
     .body(axum::body::Body::empty())
     .unwrap();
     let again = super::parse_sse(&t.app.send(request).await.text);
-    assert_eq!(
-        again.last().map(|e| e.0.as_str()),
-        Some("run.cancelled"),
-        "{again:?}"
-    );
+    assert_eq!(again.last().map(|e| e.0.as_str()), Some("run.cancelled"), "{again:?}");
 }

@@ -32,26 +32,16 @@ async fn a_retried_run_is_answered_with_the_first_run(db: TestDb) {
     let t = RunsApp::new(db).await;
     t.llm.set_default(Reply::text("hello"));
     let body = json!({"input": "hi"});
-    let first = t
-        .app
-        .send(keyed("/v1/sessions/k/runs", "key-1", &body))
-        .await;
+    let first = t.app.send(keyed("/v1/sessions/k/runs", "key-1", &body)).await;
     assert!(!replayed(&first));
     let first = first.expect(StatusCode::OK);
     assert_eq!(first["status"], "completed");
 
-    let retry = t
-        .app
-        .send(keyed("/v1/sessions/k/runs", "key-1", &body))
-        .await;
+    let retry = t.app.send(keyed("/v1/sessions/k/runs", "key-1", &body)).await;
     assert!(replayed(&retry));
     assert_eq!(retry.expect(StatusCode::OK), first);
     assert_eq!(t.llm.requests().len(), 1, "the model ran once");
-    assert_eq!(
-        t.items("k").await.len(),
-        2,
-        "the turn is in the history once"
-    );
+    assert_eq!(t.items("k").await.len(), 2, "the turn is in the history once");
 
     // A background retry answers with the same run, as it is now.
     let background = json!({"input": "later", "background": true});
@@ -60,20 +50,12 @@ async fn a_retried_run_is_answered_with_the_first_run(db: TestDb) {
         .send(keyed("/v1/sessions/k/runs", "key-2", &background))
         .await
         .expect(StatusCode::ACCEPTED);
-    let again = t
-        .app
-        .send(keyed("/v1/sessions/k/runs", "key-2", &background))
-        .await;
+    let again = t.app.send(keyed("/v1/sessions/k/runs", "key-2", &background)).await;
     assert!(replayed(&again));
     assert_eq!(again.expect(StatusCode::ACCEPTED)["id"], queued["id"]);
     // The stream ends with the run: the session is idle for the next run below.
-    let events = t
-        .app
-        .get(&format!(
-            "/v1/sessions/k/runs/{}/events",
-            queued["id"].as_str().unwrap()
-        ))
-        .await;
+    let events =
+        t.app.get(&format!("/v1/sessions/k/runs/{}/events", queued["id"].as_str().unwrap())).await;
     let events = super::parse_sse(&events.text);
     assert_eq!(events.last().unwrap().0, "run.completed");
 
@@ -82,21 +64,14 @@ async fn a_retried_run_is_answered_with_the_first_run(db: TestDb) {
     for (path, body) in [
         ("/v1/sessions/k/runs", json!({"input": "something else"})),
         ("/v1/sessions/other/runs", body.clone()),
-        (
-            "/v1/sessions/k/items",
-            json!({"items": [{"role": "user", "content": "hi"}]}),
-        ),
+        ("/v1/sessions/k/items", json!({"items": [{"role": "user", "content": "hi"}]})),
     ] {
         t.app
             .send(keyed(path, "key-1", &body))
             .await
             .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused");
     }
-    let runs = t
-        .app
-        .get("/v1/sessions/k/runs")
-        .await
-        .expect(StatusCode::OK);
+    let runs = t.app.get("/v1/sessions/k/runs").await.expect(StatusCode::OK);
     assert_eq!(runs["data"].as_array().unwrap().len(), 2);
     t.app
         .get("/v1/sessions/other")
@@ -110,39 +85,24 @@ async fn a_retried_run_is_answered_with_the_first_run(db: TestDb) {
         .await
         .expect(StatusCode::CREATED);
     let with_agent = json!({"input": "hi", "agent_id": agent["id"]});
-    let first_with_agent = t
-        .app
-        .send(keyed("/v1/sessions/k/runs", "key-3", &with_agent))
-        .await
-        .expect(StatusCode::OK);
+    let first_with_agent =
+        t.app.send(keyed("/v1/sessions/k/runs", "key-3", &with_agent)).await.expect(StatusCode::OK);
     t.app
         .delete(&format!("/v1/agents/{}", agent["id"].as_str().unwrap()))
         .await
         .expect(StatusCode::NO_CONTENT);
-    let retry = t
-        .app
-        .send(keyed("/v1/sessions/k/runs", "key-3", &with_agent))
-        .await;
+    let retry = t.app.send(keyed("/v1/sessions/k/runs", "key-3", &with_agent)).await;
     assert!(replayed(&retry));
     assert_eq!(retry.expect(StatusCode::OK)["id"], first_with_agent["id"]);
 
     // Once the first run is gone with its session, a retry creates the run again.
-    t.app
-        .delete("/v1/sessions/k")
-        .await
-        .expect(StatusCode::NO_CONTENT);
-    let again = t
-        .app
-        .send(keyed("/v1/sessions/k/runs", "key-1", &body))
-        .await;
+    t.app.delete("/v1/sessions/k").await.expect(StatusCode::NO_CONTENT);
+    let again = t.app.send(keyed("/v1/sessions/k/runs", "key-1", &body)).await;
     assert!(!replayed(&again));
     let again = again.expect(StatusCode::OK);
     assert_eq!(again["status"], "completed");
     assert_ne!(again["id"], first["id"]);
-    let retry = t
-        .app
-        .send(keyed("/v1/sessions/k/runs", "key-1", &body))
-        .await;
+    let retry = t.app.send(keyed("/v1/sessions/k/runs", "key-1", &body)).await;
     assert!(replayed(&retry));
     assert_eq!(retry.expect(StatusCode::OK)["id"], again["id"]);
 }
@@ -158,10 +118,8 @@ async fn concurrent_retries_start_one_run(db: TestDb) {
     let body = json!({"input": "hi", "background": true});
     let attempts = (0..6).map(|_| t.app.send(keyed("/v1/sessions/race/runs", "same", &body)));
     let answers = futures::future::join_all(attempts).await;
-    let ids: Vec<Value> = answers
-        .iter()
-        .map(|a| a.expect(StatusCode::ACCEPTED)["id"].clone())
-        .collect();
+    let ids: Vec<Value> =
+        answers.iter().map(|a| a.expect(StatusCode::ACCEPTED)["id"].clone()).collect();
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
     assert_eq!(answers.iter().filter(|a| replayed(a)).count(), 5);
 
@@ -174,10 +132,7 @@ async fn concurrent_retries_start_one_run(db: TestDb) {
         .expect_problem(StatusCode::CONFLICT, "session_busy");
     let path = format!("/v1/sessions/race/runs/{}/events", ids[0].as_str().unwrap());
     t.app.get(&path).await;
-    let done = t
-        .app
-        .send(keyed("/v1/sessions/race/runs", "next", &next))
-        .await;
+    let done = t.app.send(keyed("/v1/sessions/race/runs", "next", &next)).await;
     assert!(!replayed(&done));
     assert_eq!(done.expect(StatusCode::OK)["status"], "completed");
     assert_eq!(t.llm.requests().len(), 2);

@@ -22,17 +22,10 @@ async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
         )
         .await
         .expect(StatusCode::CREATED);
-    t.llm.push(Reply::tool_call(
-        "call_1",
-        "get_weather",
-        r#"{"city":"Oslo"}"#,
-    ));
+    t.llm.push(Reply::tool_call("call_1", "get_weather", r#"{"city":"Oslo"}"#));
     let run = t
         .app
-        .post(
-            "/v1/sessions/w/runs",
-            json!({"input": "Weather in Oslo?", "agent_id": agent["id"]}),
-        )
+        .post("/v1/sessions/w/runs", json!({"input": "Weather in Oslo?", "agent_id": agent["id"]}))
         .await
         .expect(StatusCode::OK);
     assert_eq!(run["status"], "requires_action", "{run}");
@@ -41,15 +34,9 @@ async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
         calls[0],
         json!({"call_id": "call_1", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"})
     );
-    assert!(
-        t.items("w").await.is_empty(),
-        "nothing is appended while the run waits"
-    );
+    assert!(t.items("w").await.is_empty(), "nothing is appended while the run waits");
     let session = t.app.get("/v1/sessions/w").await.expect(StatusCode::OK);
-    assert_eq!(
-        session["updated_at"], session["created_at"],
-        "a pause leaves the session alone"
-    );
+    assert_eq!(session["updated_at"], session["created_at"], "a pause leaves the session alone");
     let path = format!("/v1/sessions/w/runs/{}", run["id"].as_str().unwrap());
     // Another run is refused while this one waits.
     let busy = t
@@ -68,10 +55,7 @@ async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
     for (body, field) in [
         (json!({"outputs": []}), "outputs"),
         (json!({"outputs": [{"call_id": "call_1"}]}), "outputs[0]"),
-        (
-            json!({"outputs": [{"call_id": "call_1", "output": "x"}], "stream": "yes"}),
-            "stream",
-        ),
+        (json!({"outputs": [{"call_id": "call_1", "output": "x"}], "stream": "yes"}), "stream"),
     ] {
         let detail = t
             .app
@@ -92,26 +76,12 @@ async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
     assert_eq!(events.first().unwrap().0, "run.started", "{events:?}");
     assert_eq!(events.last().unwrap().0, "run.completed");
     let items = t.items("w").await;
-    let types: Vec<&str> = items
-        .iter()
-        .map(|i| i["type"].as_str().unwrap_or("message"))
-        .collect();
-    assert_eq!(
-        types,
-        [
-            "message",
-            "function_call",
-            "function_call_output",
-            "message"
-        ]
-    );
+    let types: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap_or("message")).collect();
+    assert_eq!(types, ["message", "function_call", "function_call_output", "message"]);
     assert_eq!(items[2]["output"], "sunny, 21C");
     let sent = &t.llm.requests()[1]["messages"];
     assert_eq!(sent[1]["tool_calls"][0]["id"], "call_1");
-    assert_eq!(
-        sent[2],
-        json!({"role": "tool", "content": "sunny, 21C", "tool_call_id": "call_1"})
-    );
+    assert_eq!(sent[2], json!({"role": "tool", "content": "sunny, 21C", "tool_call_id": "call_1"}));
     t.app
         .post(
             &format!("{path}/tool_outputs"),
@@ -151,10 +121,7 @@ async fn webhook_tools_run_on_allowed_hosts_only() {
     assert!(detail.starts_with("tools[0].webhook.url:"), "{detail}");
     refused
         .app
-        .post(
-            "/v1/sessions/x/runs",
-            json!({"input": "hi", "agent": {"tools": [tool]}}),
-        )
+        .post("/v1/sessions/x/runs", json!({"input": "hi", "agent": {"tools": [tool]}}))
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
 
@@ -162,24 +129,17 @@ async fn webhook_tools_run_on_allowed_hosts_only() {
         c.tool_webhook_allowed_hosts = vec![format!("127.0.0.1:{port}")];
     })
     .await;
-    t.llm
-        .push(Reply::tool_call("c9", "weather", r#"{"city":"Rome"}"#));
+    t.llm.push(Reply::tool_call("c9", "weather", r#"{"city":"Rome"}"#));
     t.llm.push(Reply::text("Rome is warm."));
     let run = t
         .app
-        .post(
-            "/v1/sessions/h/runs",
-            json!({"input": "Rome?", "agent": {"tools": [tool]}}),
-        )
+        .post("/v1/sessions/h/runs", json!({"input": "Rome?", "agent": {"tools": [tool]}}))
         .await
         .expect(StatusCode::OK);
     assert_eq!(run["status"], "completed", "{run}");
     let items = t.items("h").await;
     assert_eq!(items[2]["type"], "function_call_output");
-    assert_eq!(
-        items[2]["output"],
-        "weather for {\"city\":\"Rome\"} (weather of default/h)"
-    );
+    assert_eq!(items[2]["output"], "weather for {\"city\":\"Rome\"} (weather of default/h)");
 }
 
 /// `max_turns` counts LLM calls; a call that asks for tools on the last turn fails the
@@ -190,10 +150,7 @@ async fn a_run_out_of_turns_fails_before_its_tools_run(db: TestDb) {
     t.llm.set_default(Reply::tool_call("call_x", "ghost", "{}"));
     let run = t
         .app
-        .post(
-            "/v1/sessions/turns/runs",
-            json!({"input": "loop", "agent": {"max_turns": 2}}),
-        )
+        .post("/v1/sessions/turns/runs", json!({"input": "loop", "agent": {"max_turns": 2}}))
         .await
         .expect(StatusCode::OK);
     assert_eq!(run["status"], "failed", "{run}");

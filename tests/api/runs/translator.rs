@@ -51,8 +51,7 @@ async fn lines(runs: &Runs, session: &str, run_id: &str, after: i64) -> Vec<Stri
 
 async fn a_translator_outside_the_engine_reads_replay_and_live_alike(db: TestDb) {
     let t = RunsApp::new(db).await;
-    t.llm
-        .push(Reply::tool_call("call_1", "lookup", r#"{"q":"x"}"#));
+    t.llm.push(Reply::tool_call("call_1", "lookup", r#"{"q":"x"}"#));
     t.llm.push(Reply::Text {
         deltas: vec!["Found".into(), " it".into(), ".".into()],
         usage: Some((5, 3)),
@@ -80,15 +79,10 @@ async fn a_translator_outside_the_engine_reads_replay_and_live_alike(db: TestDb)
     );
 
     let session = SessionId::parse("session", "tr".to_owned()).unwrap();
-    let output = ToolOutput {
-        call_id: "call_1".into(),
-        output: "x is here".into(),
-    };
+    let output = ToolOutput { call_id: "call_1".into(), output: "x is here".into() };
     let run_id = id.parse().unwrap();
-    let after = (t.app.runs)
-        .submit_tool_outputs("default", &session, run_id, &[output])
-        .await
-        .unwrap();
+    let after =
+        (t.app.runs).submit_tool_outputs("default", &session, run_id, &[output]).await.unwrap();
     assert_eq!(after, 4);
     // Followed live while the model streams: the first text line arrives before the run
     // has finished.
@@ -99,11 +93,7 @@ async fn a_translator_outside_the_engine_reads_replay_and_live_alike(db: TestDb)
             let event = event.unwrap();
             let first_text = !seen.iter().any(|l| l.contains("text"));
             if matches!(event.kind, RunEventKind::TextDelta(_)) && first_text {
-                let now = t
-                    .app
-                    .get(&format!("/v1/sessions/tr/runs/{id}"))
-                    .await
-                    .json();
+                let now = t.app.get(&format!("/v1/sessions/tr/runs/{id}")).await.json();
                 assert_eq!(now["status"], "running", "the text came while the run ran");
             }
             seen.push(line(&event));
@@ -118,9 +108,8 @@ async fn a_translator_outside_the_engine_reads_replay_and_live_alike(db: TestDb)
         .unwrap();
     let (live, native) = tokio::join!(live, t.app.send(native));
     let native: Vec<i64> = parse_sse(&native.text).iter().map(|e| e.1).collect();
-    let seqs: Vec<i64> = (live.iter())
-        .map(|l| l.split(':').next().unwrap().parse().unwrap())
-        .collect();
+    let seqs: Vec<i64> =
+        (live.iter()).map(|l| l.split(':').next().unwrap().parse().unwrap()).collect();
     assert_eq!(native, seqs);
     let continued = [
         "5: status running",
@@ -141,18 +130,12 @@ async fn a_translator_outside_the_engine_reads_replay_and_live_alike(db: TestDb)
 async fn a_translator_resumes_after_any_event(db: TestDb) {
     let t = RunsApp::new(db).await;
     t.llm.push(Reply::text("Hello there"));
-    let run = t
-        .app
-        .post("/v1/sessions/tr2/runs", json!({"input": "hi"}))
-        .await
-        .expect(StatusCode::OK);
+    let run =
+        t.app.post("/v1/sessions/tr2/runs", json!({"input": "hi"})).await.expect(StatusCode::OK);
     let id = run["id"].as_str().unwrap();
     let all = lines(&t.app.runs, "tr2", id, 0).await;
     assert_eq!(all.first().map(String::as_str), Some("1: status queued"));
-    assert_eq!(
-        all.last().map(String::as_str),
-        Some(&*format!("{}: status completed", all.len()))
-    );
+    assert_eq!(all.last().map(String::as_str), Some(&*format!("{}: status completed", all.len())));
     for after in 0..all.len() {
         let tail = lines(&t.app.runs, "tr2", id, after as i64).await;
         assert_eq!(tail, all[after..], "after event {after}");

@@ -34,11 +34,7 @@ fn spawn_pair(
     let items = bodies(&texts);
     let idempotency =
         key.map(|key| IdempotencyKey::new(key, &sid(&session), &items).expect("a valid key"));
-    tokio::spawn(async move {
-        store
-            .append_items(T, &sid(&session), items, idempotency)
-            .await
-    })
+    tokio::spawn(async move { store.append_items(T, &sid(&session), items, idempotency).await })
 }
 
 /// Runs `appends` while the store's writes are held, so that they queue behind one
@@ -54,11 +50,7 @@ where
     tokio::time::sleep(Duration::from_millis(150)).await;
     held.release().await;
     blocked.await.unwrap().expect("the held append succeeds");
-    join_all(tasks)
-        .await
-        .into_iter()
-        .map(|t| t.expect("the task ran"))
-        .collect()
+    join_all(tasks).await.into_iter().map(|t| t.expect("the task ran")).collect()
 }
 
 /// The items of a session, oldest first, as `(client, part, seq)`.
@@ -71,11 +63,7 @@ async fn stored(db: &TestDb, session: &str) -> Vec<(i64, i64, i64)> {
         .iter()
         .map(|i| {
             let v: serde_json::Value = serde_json::from_str(i.item.get()).unwrap();
-            (
-                v["client"].as_i64().unwrap(),
-                v["part"].as_i64().unwrap(),
-                i.seq,
-            )
+            (v["client"].as_i64().unwrap(), v["part"].as_i64().unwrap(), i.seq)
         })
         .collect()
 }
@@ -110,10 +98,7 @@ async fn assert_pairs(db: &TestDb, session: &str, clients: &[usize]) {
 /// pairs whole, in contiguous seqs from 1, and the answers match what was stored.
 async fn appends_to_64_sessions_combine_and_keep_each_sessions_order(db: TestDb) {
     for s in 0..32 {
-        db.store
-            .create_session(T, new_session(&format!("s{s}"), &[]))
-            .await
-            .unwrap();
+        db.store.create_session(T, new_session(&format!("s{s}"), &[])).await.unwrap();
     }
     let before = db.store.append_stats();
     let results = combined(&db, || {
@@ -126,10 +111,7 @@ async fn appends_to_64_sessions_combine_and_keep_each_sessions_order(db: TestDb)
     let transactions = stats.transactions - before.transactions;
     let appends = stats.appends - before.appends;
     assert_eq!(appends, 129);
-    assert!(
-        transactions <= 10,
-        "129 appends took {transactions} transactions"
-    );
+    assert!(transactions <= 10, "129 appends took {transactions} transactions");
     assert_eq!(stats.fallbacks, 0);
 
     let mut answered: HashMap<String, Vec<(usize, i64)>> = HashMap::new();
@@ -147,11 +129,7 @@ async fn appends_to_64_sessions_combine_and_keep_each_sessions_order(db: TestDb)
         assert_pairs(&db, &session, &[s, s + 64]).await;
         // Each answer names the seqs its items were stored at.
         for &(client, seq) in &answered[&session] {
-            let at = stored(&db, &session)
-                .await
-                .into_iter()
-                .find(|i| i.2 == seq)
-                .unwrap();
+            let at = stored(&db, &session).await.into_iter().find(|i| i.2 == seq).unwrap();
             assert_eq!((at.0, at.1), (client as i64, 0));
         }
     }
@@ -171,15 +149,9 @@ async fn keyed_appends_to_one_session_combine_and_replay(db: TestDb) {
     })
     .await;
     let stats = db.store.append_stats();
-    assert!(
-        stats.transactions <= 12,
-        "65 appends took {} transactions",
-        stats.transactions
-    );
-    let results: Vec<Appended> = results
-        .into_iter()
-        .map(|r| r.expect("the append succeeds"))
-        .collect();
+    assert!(stats.transactions <= 12, "65 appends took {} transactions", stats.transactions);
+    let results: Vec<Appended> =
+        results.into_iter().map(|r| r.expect("the append succeeds")).collect();
     // One of the two requests with one key appended, the other got its answer.
     let (first, second) = (&results[62], &results[63]);
     assert_ne!(first.replayed, second.replayed);
@@ -188,10 +160,7 @@ async fn keyed_appends_to_one_session_combine_and_replay(db: TestDb) {
 
     for (client, result) in results.iter().enumerate() {
         let items = bodies(&[0, 1].map(|part| {
-            format!(
-                r#"{{"session":"shared","client":{},"part":{part}}}"#,
-                who(client)
-            )
+            format!(r#"{{"session":"shared","client":{},"part":{part}}}"#, who(client))
         }));
         let retried = db
             .store
@@ -276,14 +245,7 @@ async fn two_replicas_combining_on_one_database_never_deadlock(db: TestDb) {
         .collect();
     tokio::time::sleep(Duration::from_millis(150)).await;
     let appends: Vec<_> = (0..192)
-        .map(|client| {
-            spawn_pair(
-                &stores[client % 2],
-                format!("r{}", client % 8),
-                client,
-                None,
-            )
-        })
+        .map(|client| spawn_pair(&stores[client % 2], format!("r{}", client % 8), client, None))
         .collect();
     tokio::time::sleep(Duration::from_millis(150)).await;
     held.release().await;

@@ -24,9 +24,7 @@ async fn append_keyed(
     items: &[ItemBody],
 ) -> Result<Appended, StoreError> {
     let idempotency = key(key_text, session, items);
-    db.store
-        .append_items(T, &sid(session), items.to_vec(), idempotency)
-        .await
+    db.store.append_items(T, &sid(session), items.to_vec(), idempotency).await
 }
 
 async fn a_repeated_key_returns_the_first_append(db: TestDb) {
@@ -39,14 +37,7 @@ async fn a_repeated_key_returns_the_first_append(db: TestDb) {
     assert_eq!(ids(&again), ids(&first));
     assert_eq!(again.items[0].item.get(), r#"{"a":1}"#);
     assert_eq!(again.items[0].created_at, first.items[0].created_at);
-    assert_eq!(
-        db.store
-            .get_session(T, &sid("idem"))
-            .await
-            .unwrap()
-            .item_count,
-        2
-    );
+    assert_eq!(db.store.get_session(T, &sid("idem")).await.unwrap().item_count, 2);
 
     // After a pop, the answer holds what is left of the first append, and nothing is
     // appended again; once the items are all gone, it holds none (deletion sticks: the
@@ -58,14 +49,7 @@ async fn a_repeated_key_returns_the_first_append(db: TestDb) {
     db.store.clear_items(T, &sid("idem")).await.unwrap();
     let later = append_keyed(&db, "idem", "k-1", &items).await.unwrap();
     assert!(later.replayed && later.items.is_empty());
-    assert_eq!(
-        db.store
-            .get_session(T, &sid("idem"))
-            .await
-            .unwrap()
-            .item_count,
-        0
-    );
+    assert_eq!(db.store.get_session(T, &sid("idem")).await.unwrap().item_count, 0);
 }
 
 async fn a_key_with_another_request_is_refused(db: TestDb) {
@@ -73,28 +57,12 @@ async fn a_key_with_another_request_is_refused(db: TestDb) {
     append_keyed(&db, "s1", "k", &items).await.unwrap();
     let other_items = bodies(&[r#"{"a":2}"#.into()]);
     let reused = append_keyed(&db, "s1", "k", &other_items).await;
-    assert!(
-        matches!(reused, Err(StoreError::IdempotencyKeyReused)),
-        "{reused:?}"
-    );
+    assert!(matches!(reused, Err(StoreError::IdempotencyKeyReused)), "{reused:?}");
     // The same body for another session is another request too.
     let elsewhere = append_keyed(&db, "s2", "k", &items).await;
-    assert!(
-        matches!(elsewhere, Err(StoreError::IdempotencyKeyReused)),
-        "{elsewhere:?}"
-    );
-    assert!(matches!(
-        db.store.get_session(T, &sid("s2")).await,
-        Err(StoreError::SessionNotFound)
-    ));
-    assert_eq!(
-        db.store
-            .get_session(T, &sid("s1"))
-            .await
-            .unwrap()
-            .item_count,
-        1
-    );
+    assert!(matches!(elsewhere, Err(StoreError::IdempotencyKeyReused)), "{elsewhere:?}");
+    assert!(matches!(db.store.get_session(T, &sid("s2")).await, Err(StoreError::SessionNotFound)));
+    assert_eq!(db.store.get_session(T, &sid("s1")).await.unwrap().item_count, 1);
 }
 
 async fn concurrent_requests_with_one_key_append_once(db: TestDb) {
@@ -115,11 +83,7 @@ async fn concurrent_requests_with_one_key_append_once(db: TestDb) {
     assert_eq!(results.iter().filter(|a| !a.replayed).count(), 1);
     let first_id = results[0].items[0].id;
     assert!(results.iter().all(|a| a.items[0].id == first_id));
-    let stored = db
-        .store
-        .list_items(T, &sid("once"), &page(10, Order::Asc))
-        .await
-        .unwrap();
+    let stored = db.store.list_items(T, &sid("once"), &page(10, Order::Asc)).await.unwrap();
     assert_eq!(stored.data.len(), 1);
 }
 
@@ -134,14 +98,7 @@ async fn keys_expire_after_a_day(db: TestDb) {
     age_key(&db, "aged").await;
     let retried = append_keyed(&db, "old", "aged", &items).await.unwrap();
     assert!(!retried.replayed, "an expired key is a new key");
-    assert_eq!(
-        db.store
-            .get_session(T, &sid("old"))
-            .await
-            .unwrap()
-            .item_count,
-        3
-    );
+    assert_eq!(db.store.get_session(T, &sid("old")).await.unwrap().item_count, 3);
 
     age_key(&db, "fresh").await;
     assert_eq!(db.store.purge_idempotency_keys(cutoff()).await.unwrap(), 1);

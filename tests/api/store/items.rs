@@ -26,18 +26,10 @@ async fn items_read_back_exactly_as_given(db: TestDb) {
     ]
     .map(String::from)
     .to_vec();
-    let appended = db
-        .store
-        .append_items(T, &sid("exact"), bodies(&texts), None)
-        .await
-        .unwrap();
+    let appended = db.store.append_items(T, &sid("exact"), bodies(&texts), None).await.unwrap();
     let returned: Vec<&str> = appended.items.iter().map(|i| i.item.get()).collect();
     assert_eq!(returned, texts);
-    let listed = db
-        .store
-        .list_items(T, &sid("exact"), &page(100, Order::Asc))
-        .await
-        .unwrap();
+    let listed = db.store.list_items(T, &sid("exact"), &page(100, Order::Asc)).await.unwrap();
     let stored: Vec<&str> = listed.data.iter().map(|i| i.item.get()).collect();
     assert_eq!(stored, texts);
     for item in &listed.data {
@@ -55,26 +47,15 @@ async fn append_creates_the_session_and_numbers_items(db: TestDb) {
     ));
     let first = db
         .store
-        .append_items(
-            T,
-            &sid("auto"),
-            bodies(&[r#"{"a":1}"#.into(), r#"{"b":2}"#.into()]),
-            None,
-        )
+        .append_items(T, &sid("auto"), bodies(&[r#"{"a":1}"#.into(), r#"{"b":2}"#.into()]), None)
         .await
         .unwrap();
     assert!(!first.replayed);
-    assert_eq!(
-        first.items.iter().map(|i| i.seq).collect::<Vec<_>>(),
-        [1, 2]
-    );
+    assert_eq!(first.items.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2]);
     assert!(first.items.iter().all(|i| i.run_id.is_none()));
     assert!(first.items.iter().all(|i| i.id.get_version_num() == 7));
-    let second = db
-        .store
-        .append_items(T, &sid("auto"), bodies(&[r#"{"c":3}"#.into()]), None)
-        .await
-        .unwrap();
+    let second =
+        db.store.append_items(T, &sid("auto"), bodies(&[r#"{"c":3}"#.into()]), None).await.unwrap();
     assert_eq!(second.items[0].seq, 3);
     let session = db.store.get_session(T, &sid("auto")).await.unwrap();
     assert_eq!(session.item_count, 3);
@@ -82,66 +63,36 @@ async fn append_creates_the_session_and_numbers_items(db: TestDb) {
     assert!(session.updated_at >= second.items[0].created_at);
 
     // Appending to a session created with metadata keeps the metadata.
-    db.store
-        .create_session(T, new_session("made", &[("k", "v")]))
-        .await
-        .unwrap();
+    db.store.create_session(T, new_session("made", &[("k", "v")])).await.unwrap();
     append_numbered(&*db.store, "made", 1).await;
-    assert_eq!(
-        db.store
-            .get_session(T, &sid("made"))
-            .await
-            .unwrap()
-            .metadata
-            .len(),
-        1
-    );
+    assert_eq!(db.store.get_session(T, &sid("made")).await.unwrap().metadata.len(), 1);
 }
 
 async fn items_page_in_both_orders_with_cursors(db: TestDb) {
     let texts = append_numbered(&*db.store, "paged", 10).await;
-    let all = db
-        .store
-        .list_items(T, &sid("paged"), &page(100, Order::Asc))
-        .await
-        .unwrap();
-    assert_eq!(
-        all.data.iter().map(|i| i.item.get()).collect::<Vec<_>>(),
-        texts
-    );
+    let all = db.store.list_items(T, &sid("paged"), &page(100, Order::Asc)).await.unwrap();
+    assert_eq!(all.data.iter().map(|i| i.item.get()).collect::<Vec<_>>(), texts);
     assert!(!all.has_more);
     let id = |n: usize| all.data[n].id.to_string();
 
-    let request = |limit, order, cursor| PageRequest {
-        limit,
-        order,
-        cursor,
-    };
+    let request = |limit, order, cursor| PageRequest { limit, order, cursor };
     let seqs = |page: &agent_sessions::model::Page<agent_sessions::model::Item>| {
         page.data.iter().map(|i| i.seq).collect::<Vec<_>>()
     };
     let store = &db.store;
     let s = sid("paged");
 
-    let got = store
-        .list_items(T, &s, &request(3, Order::Asc, None))
-        .await
-        .unwrap();
+    let got = store.list_items(T, &s, &request(3, Order::Asc, None)).await.unwrap();
     assert_eq!((seqs(&got), got.has_more), (vec![1, 2, 3], true));
     assert_eq!(got.first_id, Some(id(0)));
     assert_eq!(got.last_id, Some(id(2)));
 
-    let got = store
-        .list_items(T, &s, &request(3, Order::Asc, Some(Cursor::After(id(7)))))
-        .await
-        .unwrap();
+    let got =
+        store.list_items(T, &s, &request(3, Order::Asc, Some(Cursor::After(id(7))))).await.unwrap();
     assert_eq!((seqs(&got), got.has_more), (vec![9, 10], false));
 
     // The SDKs' get_items(limit=3): newest three, newest first.
-    let got = store
-        .list_items(T, &s, &request(3, Order::Desc, None))
-        .await
-        .unwrap();
+    let got = store.list_items(T, &s, &request(3, Order::Desc, None)).await.unwrap();
     assert_eq!((seqs(&got), got.has_more), (vec![10, 9, 8], true));
     let got = store
         .list_items(T, &s, &request(3, Order::Desc, Some(Cursor::After(id(7)))))
@@ -166,33 +117,21 @@ async fn items_page_in_both_orders_with_cursors(db: TestDb) {
     assert_eq!((seqs(&got), got.has_more), (vec![9, 8, 7], true));
 
     for cursor in ["not-a-uuid".to_string(), Uuid::now_v7().to_string()] {
-        let got = store
-            .list_items(T, &s, &request(3, Order::Asc, Some(Cursor::After(cursor))))
-            .await;
+        let got =
+            store.list_items(T, &s, &request(3, Order::Asc, Some(Cursor::After(cursor)))).await;
         assert!(matches!(got, Err(StoreError::UnknownCursor)), "{got:?}");
     }
     // An item of another session is no cursor here.
     append_numbered(&**store, "other", 1).await;
-    let other = store
-        .list_items(T, &sid("other"), &page(1, Order::Asc))
-        .await
-        .unwrap();
+    let other = store.list_items(T, &sid("other"), &page(1, Order::Asc)).await.unwrap();
     let foreign = Some(Cursor::After(other.data[0].id.to_string()));
     assert!(matches!(
-        store
-            .list_items(T, &s, &request(3, Order::Asc, foreign))
-            .await,
+        store.list_items(T, &s, &request(3, Order::Asc, foreign)).await,
         Err(StoreError::UnknownCursor)
     ));
 
-    let empty_session = store
-        .create_session(T, new_session("empty", &[]))
-        .await
-        .unwrap();
-    let got = store
-        .list_items(T, &sid(&empty_session.id), &page(5, Order::Asc))
-        .await
-        .unwrap();
+    let empty_session = store.create_session(T, new_session("empty", &[])).await.unwrap();
+    let got = store.list_items(T, &sid(&empty_session.id), &page(5, Order::Asc)).await.unwrap();
     assert!(
         got.data.is_empty() && !got.has_more && got.first_id.is_none() && got.last_id.is_none()
     );
@@ -200,17 +139,9 @@ async fn items_page_in_both_orders_with_cursors(db: TestDb) {
 
 async fn get_and_delete_one_item(db: TestDb) {
     append_numbered(&*db.store, "one", 3).await;
-    let items = db
-        .store
-        .list_items(T, &sid("one"), &page(10, Order::Asc))
-        .await
-        .unwrap()
-        .data;
+    let items = db.store.list_items(T, &sid("one"), &page(10, Order::Asc)).await.unwrap().data;
     let middle = items[1].id;
-    assert_eq!(
-        db.store.get_item(T, &sid("one"), middle).await.unwrap().seq,
-        2
-    );
+    assert_eq!(db.store.get_item(T, &sid("one"), middle).await.unwrap().seq, 2);
     db.store.delete_item(T, &sid("one"), middle).await.unwrap();
     assert!(matches!(
         db.store.get_item(T, &sid("one"), middle).await,
@@ -228,21 +159,9 @@ async fn get_and_delete_one_item(db: TestDb) {
         db.store.delete_item(T, &sid("none"), middle).await,
         Err(StoreError::SessionNotFound)
     ));
-    let left = db
-        .store
-        .list_items(T, &sid("one"), &page(10, Order::Asc))
-        .await
-        .unwrap()
-        .data;
+    let left = db.store.list_items(T, &sid("one"), &page(10, Order::Asc)).await.unwrap().data;
     assert_eq!(left.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 3]);
-    assert_eq!(
-        db.store
-            .get_session(T, &sid("one"))
-            .await
-            .unwrap()
-            .item_count,
-        2
-    );
+    assert_eq!(db.store.get_session(T, &sid("one")).await.unwrap().item_count, 2);
 }
 
 async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
@@ -254,12 +173,7 @@ async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
         Err(StoreError::ItemNotFound)
     ));
     let next = append_numbered(&*db.store, "stack", 1).await;
-    let items = db
-        .store
-        .list_items(T, &sid("stack"), &page(10, Order::Asc))
-        .await
-        .unwrap()
-        .data;
+    let items = db.store.list_items(T, &sid("stack"), &page(10, Order::Asc)).await.unwrap().data;
     assert_eq!(items.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 3]);
     assert_eq!(items[1].item.get(), next[0]);
     db.store.pop_last_item(T, &sid("stack")).await.unwrap();
@@ -272,21 +186,11 @@ async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
         db.store.pop_last_item(T, &sid("nobody")).await,
         Err(StoreError::SessionNotFound)
     ));
-    assert_eq!(
-        db.store
-            .get_session(T, &sid("stack"))
-            .await
-            .unwrap()
-            .item_count,
-        0
-    );
+    assert_eq!(db.store.get_session(T, &sid("stack")).await.unwrap().item_count, 0);
 }
 
 async fn clear_keeps_the_session(db: TestDb) {
-    db.store
-        .create_session(T, new_session("wipe", &[("k", "v")]))
-        .await
-        .unwrap();
+    db.store.create_session(T, new_session("wipe", &[("k", "v")])).await.unwrap();
     append_numbered(&*db.store, "wipe", 5).await;
     db.store.clear_items(T, &sid("wipe")).await.unwrap();
     let session = db.store.get_session(T, &sid("wipe")).await.unwrap();
@@ -304,16 +208,8 @@ async fn clear_keeps_the_session(db: TestDb) {
         Err(StoreError::SessionNotFound)
     ));
     let after = append_numbered(&*db.store, "wipe", 1).await;
-    let items = db
-        .store
-        .list_items(T, &sid("wipe"), &page(10, Order::Asc))
-        .await
-        .unwrap()
-        .data;
-    assert_eq!(
-        (items.len(), items[0].seq, items[0].item.get()),
-        (1, 6, after[0].as_str())
-    );
+    let items = db.store.list_items(T, &sid("wipe"), &page(10, Order::Asc)).await.unwrap().data;
+    assert_eq!((items.len(), items[0].seq, items[0].item.get()), (1, 6, after[0].as_str()));
 }
 
 /// Three 7 MiB items: a page takes two (14 MiB) and says more follow, as the third would
@@ -321,16 +217,9 @@ async fn clear_keeps_the_session(db: TestDb) {
 async fn pages_of_large_items_stop_at_the_byte_budget(db: TestDb) {
     let large = |n: usize| format!(r#"{{"n":{n},"text":"{}"}}"#, "x".repeat(7 * 1024 * 1024));
     for n in 0..3 {
-        db.store
-            .append_items(T, &sid("large"), bodies(&[large(n)]), None)
-            .await
-            .unwrap();
+        db.store.append_items(T, &sid("large"), bodies(&[large(n)]), None).await.unwrap();
     }
-    let first = db
-        .store
-        .list_items(T, &sid("large"), &page(100, Order::Asc))
-        .await
-        .unwrap();
+    let first = db.store.list_items(T, &sid("large"), &page(100, Order::Asc)).await.unwrap();
     assert_eq!(first.data.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2]);
     assert!(first.has_more);
     let next = PageRequest {
@@ -347,11 +236,7 @@ async fn pages_of_large_items_stop_at_the_byte_budget(db: TestDb) {
         order: Order::Asc,
         cursor: Some(Cursor::Before(second.first_id.unwrap())),
     };
-    let back = db
-        .store
-        .list_items(T, &sid("large"), &before)
-        .await
-        .unwrap();
+    let back = db.store.list_items(T, &sid("large"), &before).await.unwrap();
     assert_eq!(back.data.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2]);
     assert!(!back.has_more);
 }

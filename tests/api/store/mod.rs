@@ -22,10 +22,8 @@ pub fn sid(id: &str) -> SessionId {
 }
 
 pub fn new_session(id: &str, metadata: &[(&str, &str)]) -> NewSession {
-    let pairs: BTreeMap<String, String> = metadata
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let pairs: BTreeMap<String, String> =
+        metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     NewSession {
         id: sid(id),
         metadata: Metadata::new(pairs).expect("valid metadata"),
@@ -35,11 +33,8 @@ pub fn new_session(id: &str, metadata: &[(&str, &str)]) -> NewSession {
 }
 
 pub fn body(json: &str) -> ItemBody {
-    ItemBody::new(
-        "item",
-        RawValue::from_string(json.to_owned()).expect("valid JSON"),
-    )
-    .expect("a JSON object")
+    ItemBody::new("item", RawValue::from_string(json.to_owned()).expect("valid JSON"))
+        .expect("a JSON object")
 }
 
 pub fn bodies(jsons: &[String]) -> Vec<ItemBody> {
@@ -47,19 +42,12 @@ pub fn bodies(jsons: &[String]) -> Vec<ItemBody> {
 }
 
 pub fn page(limit: u32, order: Order) -> PageRequest {
-    PageRequest {
-        limit,
-        order,
-        cursor: None,
-    }
+    PageRequest { limit, order, cursor: None }
 }
 
 /// Appends `n` items `{"n": i}` and returns their JSON texts.
 pub async fn append_numbered(store: &dyn SessionStore, session: &str, n: usize) -> Vec<String> {
     let texts: Vec<String> = (0..n).map(|i| format!(r#"{{"n":{i}}}"#)).collect();
-    store
-        .append_items(T, &sid(session), bodies(&texts), None)
-        .await
-        .expect("the append succeeds");
+    store.append_items(T, &sid(session), bodies(&texts), None).await.expect("the append succeeds");
     texts
 }

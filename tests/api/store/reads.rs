@@ -9,9 +9,7 @@ use crate::helpers::{on_both_backends, TestDb};
 on_both_backends!(concurrent_page_reads_each_get_their_own_session);
 
 fn texts(session: usize) -> Vec<String> {
-    (0..5)
-        .map(|n| format!(r#"{{"session":{session},"n":{n}}}"#))
-        .collect()
+    (0..5).map(|n| format!(r#"{{"session":{session},"n":{n}}}"#)).collect()
 }
 
 /// Far more reads at once than connections kept, some of them cut short by the byte
@@ -20,10 +18,7 @@ fn texts(session: usize) -> Vec<String> {
 async fn concurrent_page_reads_each_get_their_own_session(db: TestDb) {
     for s in 0..8 {
         let id = sid(&format!("s{s}"));
-        db.store
-            .append_items(T, &id, bodies(&texts(s)), None)
-            .await
-            .unwrap();
+        db.store.append_items(T, &id, bodies(&texts(s)), None).await.unwrap();
     }
     let large = format!(r#"{{"text":"{}"}}"#, "x".repeat(9 * 1024 * 1024));
     for _ in 0..2 {
@@ -35,20 +30,13 @@ async fn concurrent_page_reads_each_get_their_own_session(db: TestDb) {
     let db = &db;
     let reads = (0..64).map(|i| async move {
         if i % 16 == 0 {
-            let cut = db
-                .store
-                .list_items(T, &sid("large"), &page(100, Order::Asc))
-                .await
-                .unwrap();
+            let cut = db.store.list_items(T, &sid("large"), &page(100, Order::Asc)).await.unwrap();
             assert_eq!((cut.data.len(), cut.has_more), (1, true));
             return;
         }
         let s = i % 8;
-        let listed = db
-            .store
-            .list_items(T, &sid(&format!("s{s}")), &page(100, Order::Asc))
-            .await
-            .unwrap();
+        let listed =
+            db.store.list_items(T, &sid(&format!("s{s}")), &page(100, Order::Asc)).await.unwrap();
         let read: Vec<&str> = listed.data.iter().map(|i| i.item.get()).collect();
         assert_eq!(read, texts(s));
     });
@@ -61,10 +49,7 @@ async fn concurrent_page_reads_each_get_their_own_session(db: TestDb) {
 async fn page_reads_recover_when_kept_connections_are_closed(pool: PgPool) {
     let db = TestDb::postgres(pool.clone());
     let id = sid("kept");
-    db.store
-        .append_items(T, &id, bodies(&texts(0)), None)
-        .await
-        .unwrap();
+    db.store.append_items(T, &id, bodies(&texts(0)), None).await.unwrap();
     let newest = page(100, Order::Asc);
     let read = || db.store.list_items(T, &id, &newest);
     // Reads at once take, and then keep, a connection each.

@@ -34,11 +34,7 @@ async fn created_session_reads_back(db: TestDb) {
     assert_eq!(read, created);
 
     let generated = SessionId::generate();
-    let created = db
-        .store
-        .create_session(T, new_session(generated.as_str(), &[]))
-        .await
-        .unwrap();
+    let created = db.store.create_session(T, new_session(generated.as_str(), &[])).await.unwrap();
     assert!(uuid::Uuid::parse_str(&created.id).is_ok(), "{}", created.id);
     assert!(matches!(
         db.store.get_session(T, &sid("missing")).await,
@@ -47,28 +43,16 @@ async fn created_session_reads_back(db: TestDb) {
 }
 
 async fn taken_id_is_refused(db: TestDb) {
-    db.store
-        .create_session(T, new_session("dup", &[("v", "1")]))
-        .await
-        .unwrap();
-    let again = db
-        .store
-        .create_session(T, new_session("dup", &[("v", "2")]))
-        .await;
+    db.store.create_session(T, new_session("dup", &[("v", "1")])).await.unwrap();
+    let again = db.store.create_session(T, new_session("dup", &[("v", "2")])).await;
     assert!(matches!(again, Err(StoreError::SessionExists)), "{again:?}");
     let kept = db.store.get_session(T, &sid("dup")).await.unwrap();
-    assert_eq!(
-        kept.metadata.iter().next(),
-        Some((&"v".to_string(), &"1".to_string()))
-    );
+    assert_eq!(kept.metadata.iter().next(), Some((&"v".to_string(), &"1".to_string())));
 }
 
 async fn sessions_list_newest_first_across_pages(db: TestDb) {
     for i in 0..7 {
-        db.store
-            .create_session(T, new_session(&format!("s{i}"), &[]))
-            .await
-            .unwrap();
+        db.store.create_session(T, new_session(&format!("s{i}"), &[])).await.unwrap();
     }
     // Newest first, three at a time.
     let mut seen = Vec::new();
@@ -86,27 +70,17 @@ async fn sessions_list_newest_first_across_pages(db: TestDb) {
     }
     assert_eq!(seen, ["s6", "s5", "s4", "s3", "s2", "s1", "s0"]);
 
-    let oldest = db
-        .store
-        .list_sessions(T, &[], &page(2, Order::Asc))
-        .await
-        .unwrap();
+    let oldest = db.store.list_sessions(T, &[], &page(2, Order::Asc)).await.unwrap();
     assert_eq!(ids(&oldest.data), ["s0", "s1"]);
     assert!(oldest.has_more);
 
     // The page before s2 in newest-first order holds the sessions newer than s2.
-    let before = PageRequest {
-        limit: 2,
-        order: Order::Desc,
-        cursor: Some(Cursor::Before("s2".into())),
-    };
+    let before =
+        PageRequest { limit: 2, order: Order::Desc, cursor: Some(Cursor::Before("s2".into())) };
     let got = db.store.list_sessions(T, &[], &before).await.unwrap();
     assert_eq!(ids(&got.data), ["s4", "s3"]);
     assert!(got.has_more, "s5 and s6 precede this page");
-    let before_all = PageRequest {
-        cursor: Some(Cursor::Before("s5".into())),
-        ..before
-    };
+    let before_all = PageRequest { cursor: Some(Cursor::Before("s5".into())), ..before };
     let got = db.store.list_sessions(T, &[], &before_all).await.unwrap();
     assert_eq!(ids(&got.data), ["s6"]);
     assert!(!got.has_more);
@@ -114,18 +88,10 @@ async fn sessions_list_newest_first_across_pages(db: TestDb) {
 
 async fn listing_is_deterministic_when_timestamps_tie(db: TestDb) {
     for i in 0..5 {
-        db.store
-            .create_session(T, new_session(&format!("t{i}"), &[]))
-            .await
-            .unwrap();
+        db.store.create_session(T, new_session(&format!("t{i}"), &[])).await.unwrap();
     }
-    db.execute("update sessions set created_at = (select min(created_at) from sessions)")
-        .await;
-    let first = db
-        .store
-        .list_sessions(T, &[], &page(2, Order::Desc))
-        .await
-        .unwrap();
+    db.execute("update sessions set created_at = (select min(created_at) from sessions)").await;
+    let first = db.store.list_sessions(T, &[], &page(2, Order::Desc)).await.unwrap();
     let second = db
         .store
         .list_sessions(
@@ -141,19 +107,12 @@ async fn listing_is_deterministic_when_timestamps_tie(db: TestDb) {
         .unwrap();
     let mut all = ids(&first.data);
     all.extend(ids(&second.data));
-    assert_eq!(
-        all,
-        ["t4", "t3", "t2", "t1", "t0"],
-        "insertion order breaks the tie"
-    );
+    assert_eq!(all, ["t4", "t3", "t2", "t1", "t0"], "insertion order breaks the tie");
 }
 
 async fn unknown_cursor_is_refused(db: TestDb) {
-    let request = PageRequest {
-        limit: 10,
-        order: Order::Desc,
-        cursor: Some(Cursor::After("nobody".into())),
-    };
+    let request =
+        PageRequest { limit: 10, order: Order::Desc, cursor: Some(Cursor::After("nobody".into())) };
     let got = db.store.list_sessions(T, &[], &request).await;
     assert!(matches!(got, Err(StoreError::UnknownCursor)), "{got:?}");
 }
@@ -167,22 +126,12 @@ async fn metadata_filters_combine_with_and(db: TestDb) {
         .create_session(T, new_session("b", &[("user", "alice"), ("tier", "free")]))
         .await
         .unwrap();
-    db.store
-        .create_session(T, new_session("c", &[("user", "bob")]))
-        .await
-        .unwrap();
+    db.store.create_session(T, new_session("c", &[("user", "bob")])).await.unwrap();
     let filter = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     };
     let all = page(100, Order::Asc);
-    let alice = db
-        .store
-        .list_sessions(T, &filter(&[("user", "alice")]), &all)
-        .await
-        .unwrap();
+    let alice = db.store.list_sessions(T, &filter(&[("user", "alice")]), &all).await.unwrap();
     assert_eq!(ids(&alice.data), ["a", "b"]);
     let alice_pro = db
         .store
@@ -196,21 +145,14 @@ async fn metadata_filters_combine_with_and(db: TestDb) {
         .await
         .unwrap();
     assert!(nobody.data.is_empty());
-    let quoted = db
-        .store
-        .list_sessions(T, &filter(&[("us\"er", "alice")]), &all)
-        .await
-        .unwrap();
+    let quoted = db.store.list_sessions(T, &filter(&[("us\"er", "alice")]), &all).await.unwrap();
     assert!(quoted.data.is_empty(), "keys are matched literally");
 }
 
 async fn patch_merges_metadata_and_sets_agent(db: TestDb) {
     let created = db
         .store
-        .create_session(
-            T,
-            new_session("p", &[("keep", "1"), ("drop", "2"), ("change", "3")]),
-        )
+        .create_session(T, new_session("p", &[("keep", "1"), ("drop", "2"), ("change", "3")]))
         .await
         .unwrap();
     let changes = BTreeMap::from([
@@ -231,21 +173,14 @@ async fn patch_merges_metadata_and_sets_agent(db: TestDb) {
         )
         .await
         .unwrap();
-    let pairs: Vec<(&str, &str)> = patched
-        .metadata
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let pairs: Vec<(&str, &str)> =
+        patched.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     assert_eq!(pairs, [("add", "4"), ("change", "33"), ("keep", "1")]);
     assert_eq!(patched.agent_id.as_deref(), Some("helper"));
     assert!(patched.updated_at >= created.updated_at);
     assert_eq!(patched.created_at, created.created_at);
 
-    let untouched = db
-        .store
-        .update_session(T, &sid("p"), SessionPatch::default())
-        .await
-        .unwrap();
+    let untouched = db.store.update_session(T, &sid("p"), SessionPatch::default()).await.unwrap();
     assert_eq!(untouched.metadata, patched.metadata);
     assert_eq!(untouched.agent_id.as_deref(), Some("helper"));
 
@@ -264,22 +199,14 @@ async fn patch_merges_metadata_and_sets_agent(db: TestDb) {
         .unwrap();
     assert!(cleared.metadata.is_empty());
     assert_eq!(cleared.agent_id, None);
-    let missing = db
-        .store
-        .update_session(T, &sid("nope"), SessionPatch::default())
-        .await;
+    let missing = db.store.update_session(T, &sid("nope"), SessionPatch::default()).await;
     assert!(matches!(missing, Err(StoreError::SessionNotFound)));
 }
 
 async fn patch_over_the_key_limit_changes_nothing(db: TestDb) {
-    let full: Vec<(String, String)> = (0..64)
-        .map(|i| (format!("k{i}"), "v".to_string()))
-        .collect();
+    let full: Vec<(String, String)> = (0..64).map(|i| (format!("k{i}"), "v".to_string())).collect();
     let pairs: Vec<(&str, &str)> = full.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    db.store
-        .create_session(T, new_session("full", &pairs))
-        .await
-        .unwrap();
+    db.store.create_session(T, new_session("full", &pairs)).await.unwrap();
     let one_more = BTreeMap::from([("k64".to_string(), Some("v".to_string()))]);
     let result = db
         .store
@@ -297,15 +224,7 @@ async fn patch_over_the_key_limit_changes_nothing(db: TestDb) {
         Err(StoreError::Invalid(field)) => assert_eq!(field.field, "metadata"),
         other => panic!("expected a metadata error, got {other:?}"),
     }
-    assert_eq!(
-        db.store
-            .get_session(T, &sid("full"))
-            .await
-            .unwrap()
-            .metadata
-            .len(),
-        64
-    );
+    assert_eq!(db.store.get_session(T, &sid("full")).await.unwrap().metadata.len(), 64);
 }
 
 async fn delete_removes_the_session_with_its_items(db: TestDb) {
@@ -317,37 +236,24 @@ async fn delete_removes_the_session_with_its_items(db: TestDb) {
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        db.store
-            .list_items(T, &sid("gone"), &page(10, Order::Asc))
-            .await,
+        db.store.list_items(T, &sid("gone"), &page(10, Order::Asc)).await,
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
         db.store.delete_session(T, &sid("gone")).await,
         Err(StoreError::SessionNotFound)
     ));
-    let kept = db
-        .store
-        .list_items(T, &sid("kept"), &page(10, Order::Asc))
-        .await
-        .unwrap();
+    let kept = db.store.list_items(T, &sid("kept"), &page(10, Order::Asc)).await.unwrap();
     assert_eq!(kept.data.len(), 2);
     // A session created again under the old id starts empty.
     append_numbered(&*db.store, "gone", 1).await;
-    let again = db
-        .store
-        .list_items(T, &sid("gone"), &page(10, Order::Asc))
-        .await
-        .unwrap();
+    let again = db.store.list_items(T, &sid("gone"), &page(10, Order::Asc)).await.unwrap();
     assert_eq!(again.data.len(), 1);
 }
 
 async fn tenants_never_see_each_other(db: TestDb) {
     let store = &db.store;
-    store
-        .create_session("acme", new_session("shared-id", &[("owner", "acme")]))
-        .await
-        .unwrap();
+    store.create_session("acme", new_session("shared-id", &[("owner", "acme")])).await.unwrap();
     store
         .append_items(
             "acme",
@@ -362,24 +268,15 @@ async fn tenants_never_see_each_other(db: TestDb) {
         store.get_session("umbrella", &sid("shared-id")).await,
         Err(StoreError::SessionNotFound)
     ));
-    let listed = store
-        .list_sessions("umbrella", &[], &page(100, Order::Desc))
-        .await
-        .unwrap();
+    let listed = store.list_sessions("umbrella", &[], &page(100, Order::Desc)).await.unwrap();
     assert!(listed.data.is_empty());
     let filtered = store
-        .list_sessions(
-            "umbrella",
-            &[("owner".into(), "acme".into())],
-            &page(100, Order::Desc),
-        )
+        .list_sessions("umbrella", &[("owner".into(), "acme".into())], &page(100, Order::Desc))
         .await
         .unwrap();
     assert!(filtered.data.is_empty());
     assert!(matches!(
-        store
-            .list_items("umbrella", &sid("shared-id"), &page(10, Order::Asc))
-            .await,
+        store.list_items("umbrella", &sid("shared-id"), &page(10, Order::Asc)).await,
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
@@ -394,46 +291,25 @@ async fn tenants_never_see_each_other(db: TestDb) {
         store.delete_session("umbrella", &sid("shared-id")).await,
         Err(StoreError::SessionNotFound)
     ));
-    let acme_items = store
-        .list_items("acme", &sid("shared-id"), &page(10, Order::Asc))
-        .await
-        .unwrap();
+    let acme_items =
+        store.list_items("acme", &sid("shared-id"), &page(10, Order::Asc)).await.unwrap();
     let item_id = acme_items.data[0].id;
     assert!(matches!(
         store.get_item("umbrella", &sid("shared-id"), item_id).await,
         Err(StoreError::SessionNotFound)
     ));
     // The same id in another tenant is another session.
-    store
-        .create_session("umbrella", new_session("shared-id", &[]))
-        .await
-        .unwrap();
+    store.create_session("umbrella", new_session("shared-id", &[])).await.unwrap();
     assert!(matches!(
         store.get_item("umbrella", &sid("shared-id"), item_id).await,
         Err(StoreError::ItemNotFound)
     ));
     assert!(matches!(
-        store
-            .delete_item("umbrella", &sid("shared-id"), item_id)
-            .await,
+        store.delete_item("umbrella", &sid("shared-id"), item_id).await,
         Err(StoreError::ItemNotFound)
     ));
-    assert_eq!(
-        store
-            .get_session("acme", &sid("shared-id"))
-            .await
-            .unwrap()
-            .item_count,
-        1
-    );
-    assert_eq!(
-        store
-            .get_session("umbrella", &sid("shared-id"))
-            .await
-            .unwrap()
-            .item_count,
-        0
-    );
+    assert_eq!(store.get_session("acme", &sid("shared-id")).await.unwrap().item_count, 1);
+    assert_eq!(store.get_session("umbrella", &sid("shared-id")).await.unwrap().item_count, 0);
 }
 
 fn ids(sessions: &[agent_sessions::model::Session]) -> Vec<String> {
