@@ -33,7 +33,7 @@ async fn main() {
     let mut targets = Vec::new();
     for auth in [false, true] {
         let mut config = config.clone();
-        config.admin_api_key = auth.then(|| ADMIN_KEY.to_owned());
+        config.admin_api_key = auth.then(|| ADMIN_KEY.into());
         let app = Application::with_store(&config, store.clone()).await.unwrap();
         let base = format!("http://{}", app.local_addr().unwrap());
         servers.push(tokio::spawn(app.run(shutdown.clone())));

@@ -57,7 +57,7 @@ impl Startup {
             schema_version: store::schema_version(url),
             llm_base_url: config.llm_base_url.clone(),
             llm_model: config.llm_model.clone(),
-            llm_key_missing: config.llm_api_key.as_deref().unwrap_or_default().is_empty(),
+            llm_key_missing: config.llm_api_key.as_ref().is_none_or(|key| key.expose().is_empty()),
             workers: config.run_workers,
         }
     }

@@ -20,6 +20,8 @@ pub mod reencrypt;
 /// The run engine: the worker pool that claims queued runs, calls the LLM, runs tools and
 /// commits turns, and the streams of run events.
 pub mod runs;
+/// Values that logs must not show.
+pub mod secret;
 /// Persistence behind the `SessionStore` trait, for Postgres and SQLite.
 pub mod store;
 /// Logging set-up.

@@ -5,7 +5,8 @@ mod settings;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-pub use redaction::describe_database;
+use crate::secret::Secret;
+pub use redaction::{describe_database, DatabaseUrl};
 pub use settings::StartupError;
 
 /// Where runs go unless `LLM_BASE_URL` says otherwise.
@@ -61,7 +62,8 @@ pub enum KeysCommand {
     },
 }
 
-#[derive(Clone, Parser)]
+/// Its `Debug` output, which the log shows at start, hides every secret.
+#[derive(Debug, Clone, Parser)]
 pub struct Config {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long = "listen", env = "LISTEN_ADDR", default_value = "127.0.0.1:8080", global = true)]
@@ -69,7 +71,7 @@ pub struct Config {
 
     /// `postgres://…` or `sqlite:…`; unset means the SQLite file `./agent-sessions.db`.
     #[arg(long, env = "DATABASE_URL", global = true, hide_env_values = true)]
-    pub database_url: Option<String>,
+    pub database_url: Option<DatabaseUrl>,
 
     /// Largest number of connections to Postgres.
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", global = true, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
@@ -102,7 +104,7 @@ pub struct Config {
 
     /// Sent as `Authorization: Bearer …`; local servers usually need none.
     #[arg(long, env = "LLM_API_KEY", global = true, hide_env_values = true)]
-    pub llm_api_key: Option<String>,
+    pub llm_api_key: Option<Secret>,
 
     /// The model of runs whose agent names none.
     #[arg(long, env = "LLM_MODEL", global = true)]
@@ -145,7 +147,7 @@ pub struct Config {
     /// Turns authentication on: every `/v1` request then needs an API key, and this key
     /// (at least 32 characters) manages them.
     #[arg(long, env = "ADMIN_API_KEY", global = true, hide_env_values = true)]
-    pub admin_api_key: Option<String>,
+    pub admin_api_key: Option<Secret>,
 
     /// Serve without authentication on an address other than loopback.
     #[arg(long, env = "ALLOW_UNAUTHENTICATED", global = true)]
@@ -163,7 +165,7 @@ pub struct Config {
     /// `key_id:BASE64_32_BYTES,…`: encrypt what conversations say at rest with the first
     /// key (AES-256-GCM); every listed key decrypts. Unset stores values in plain.
     #[arg(long, env = "ENCRYPTION_KEYS", global = true, hide_env_values = true)]
-    pub encryption_keys: Option<String>,
+    pub encryption_keys: Option<Secret>,
 
     /// Runs of one tenant that may execute at once, across replicas; unset is no limit.
     #[arg(long, env = "TENANT_MAX_ACTIVE_RUNS", global = true)]
@@ -191,7 +193,7 @@ pub struct Config {
 impl Config {
     /// The database to use: `DATABASE_URL`, or the SQLite file of the embedded default.
     pub fn database_url(&self) -> &str {
-        self.database_url.as_deref().unwrap_or("sqlite://agent-sessions.db")
+        self.database_url.as_ref().map_or("sqlite://agent-sessions.db", DatabaseUrl::expose)
     }
 }
 

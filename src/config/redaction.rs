@@ -1,41 +1,16 @@
-//! The configuration as logs may show it: every secret hidden.
+//! The configuration as logs may show it: the database password hidden.
 
-use std::fmt;
+use crate::secret::{Redaction, Secret};
 
-use super::Config;
+/// A database URL, which keeps its password out of `Debug` output and so out of logs.
+pub type DatabaseUrl = Secret<PasswordHidden>;
 
-/// Hides the database password, which must never reach a log.
-impl fmt::Debug for Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Config")
-            .field("listen_addr", &self.listen_addr)
-            .field("database", &redact_password(self.database_url()))
-            .field("database_max_connections", &self.database_max_connections)
-            .field("log_format", &self.log_format)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field("request_timeout_secs", &self.request_timeout_secs)
-            .field("cors_allowed_origins", &self.cors_allowed_origins)
-            .field("llm_base_url", &self.llm_base_url)
-            .field("llm_api_key", &self.llm_api_key.as_ref().map(|_| "***"))
-            .field("llm_model", &self.llm_model)
-            .field("llm_max_retries", &self.llm_max_retries)
-            .field("llm_idle_timeout_secs", &self.llm_idle_timeout_secs)
-            .field("llm_timeout_secs", &self.llm_timeout_secs)
-            .field("run_workers", &self.run_workers)
-            .field("run_lease_secs", &self.run_lease_secs)
-            .field("run_max_attempts", &self.run_max_attempts)
-            .field("run_wait_secs", &self.run_wait_secs)
-            .field("tool_webhook_allowed_hosts", &self.tool_webhook_allowed_hosts)
-            .field("admin_api_key", &self.admin_api_key.as_ref().map(|_| "***"))
-            .field("allow_unauthenticated", &self.allow_unauthenticated)
-            .field("auth_cache_secs", &self.auth_cache_secs)
-            .field("rate_limit_per_key", &self.rate_limit_per_key)
-            .field("tenant_max_active_runs", &self.tenant_max_active_runs)
-            .field("session_expires_after_secs", &self.session_expires_after_secs)
-            .field("sweep_interval_secs", &self.sweep_interval_secs)
-            .field("key_census_interval_secs", &self.key_census_interval_secs)
-            .field("encryption_keys", &self.encryption_keys.as_ref().map(|_| "***"))
-            .finish()
+/// A URL without its password.
+pub struct PasswordHidden;
+
+impl Redaction for PasswordHidden {
+    fn redact(url: &str) -> String {
+        format!("{:?}", redact_password(url))
     }
 }
 

@@ -4,12 +4,13 @@
 use std::time::Duration;
 
 use super::Config;
+use crate::secret::Secret;
 
 impl Config {
     pub fn llm_settings(&self) -> crate::llm::LlmSettings {
         crate::llm::LlmSettings {
             base_url: self.llm_base_url.clone(),
-            api_key: self.llm_api_key.clone().filter(|key| !key.is_empty()),
+            api_key: self.llm_api_key.clone().filter(|key| !key.expose().is_empty()),
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(self.llm_timeout_secs),
             idle_timeout: Duration::from_secs(self.llm_idle_timeout_secs),
@@ -33,7 +34,8 @@ impl Config {
 
     /// Authentication as configured; an admin key that is too short is refused.
     pub fn auth_settings(&self) -> Result<crate::auth::AuthSettings, StartupError> {
-        let admin_key = self.admin_api_key.clone().filter(|key| !key.is_empty());
+        let admin_key = self.admin_api_key.as_ref().map(|key| key.expose().to_owned());
+        let admin_key = admin_key.filter(|key| !key.is_empty());
         if admin_key.as_ref().is_some_and(|key| key.chars().count() < 32) {
             return Err(StartupError::ShortAdminKey);
         }
@@ -46,7 +48,8 @@ impl Config {
 
     /// How stored payloads are kept: encrypted under `ENCRYPTION_KEYS`, or plain.
     pub fn payload_codec(&self) -> Result<crate::store::PayloadCodec, StartupError> {
-        let keys = crate::store::Keyring::parse(self.encryption_keys.as_deref().unwrap_or(""))?;
+        let keys =
+            crate::store::Keyring::parse(self.encryption_keys.as_ref().map_or("", Secret::expose))?;
         Ok(crate::store::PayloadCodec::new(keys))
     }
 

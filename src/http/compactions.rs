@@ -104,12 +104,9 @@ async fn list_compactions(
     session: TenantSession,
     query: ListQuery,
 ) -> Result<Json<Page<Compaction>>> {
-    state
-        .store
-        .list_compactions(&session.tenant, &session.id, &query.page(Order::Desc))
-        .await
-        .map(Json)
-        .map_err(|e| query.store_error(e, Some(session.id.as_str())))
+    let answer =
+        state.store.list_compactions(&session.tenant, &session.id, &query.page(Order::Desc)).await;
+    answer.map(Json).map_err(|e| query.store_error(e, Some(session.id.as_str())))
 }
 
 /// What a run sends of the session: the latest summary, then every item after it (every

@@ -51,12 +51,9 @@ async fn list_items(
     session: TenantSession,
     query: ListQuery,
 ) -> Result<Json<Page<Item>>> {
-    state
-        .store
-        .list_items(&session.tenant, &session.id, &query.page(Order::Asc))
-        .await
-        .map(Json)
-        .map_err(|e| query.store_error(e, Some(session.id.as_str())))
+    let answer =
+        state.store.list_items(&session.tenant, &session.id, &query.page(Order::Asc)).await;
+    answer.map(Json).map_err(|e| query.store_error(e, Some(session.id.as_str())))
 }
 
 /// Append items to a session, creating the session if it does not exist.
@@ -95,24 +92,16 @@ async fn append_items(
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/items/{item_id}", tag = "items",
     params(TenantItem), responses((status = 200, description = "The item", body = Item), Lookup))]
 async fn get_item(State(state): State<AppState>, item: TenantItem) -> Result<Json<Item>> {
-    state
-        .store
-        .get_item(&item.tenant, &item.session, item.id)
-        .await
-        .map(Json)
-        .map_err(|e| item.store_error(e))
+    let answer = state.store.get_item(&item.tenant, &item.session, item.id).await;
+    answer.map(Json).map_err(|e| item.store_error(e))
 }
 
 /// Delete one item.
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}/items/{item_id}", tag = "items",
     params(TenantItem), responses((status = 204, description = "Deleted"), Lookup))]
 async fn delete_item(State(state): State<AppState>, item: TenantItem) -> Result<NoContent> {
-    state
-        .store
-        .delete_item(&item.tenant, &item.session, item.id)
-        .await
-        .map_err(|e| item.store_error(e))?;
-    Ok(NoContent)
+    let done = state.store.delete_item(&item.tenant, &item.session, item.id).await;
+    done.map(|()| NoContent).map_err(|e| item.store_error(e))
 }
 
 /// Remove and return the newest item (the SDKs' `pop_item`).
@@ -123,22 +112,14 @@ async fn pop_last_item(
     State(state): State<AppState>,
     session: TenantSession,
 ) -> Result<Json<Item>> {
-    state
-        .store
-        .pop_last_item(&session.tenant, &session.id)
-        .await
-        .map(Json)
-        .map_err(|e| session.store_error(e))
+    let answer = state.store.pop_last_item(&session.tenant, &session.id).await;
+    answer.map(Json).map_err(|e| session.store_error(e))
 }
 
 /// Remove every item and keep the session (the SDKs' `clear_session`).
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}/items", tag = "items",
     params(TenantSession), responses((status = 204, description = "Cleared"), Lookup))]
 async fn clear_items(State(state): State<AppState>, session: TenantSession) -> Result<NoContent> {
-    state
-        .store
-        .clear_items(&session.tenant, &session.id)
-        .await
-        .map_err(|e| session.store_error(e))?;
-    Ok(NoContent)
+    let done = state.store.clear_items(&session.tenant, &session.id).await;
+    done.map(|()| NoContent).map_err(|e| session.store_error(e))
 }

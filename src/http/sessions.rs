@@ -164,12 +164,8 @@ async fn get_session(
     State(state): State<AppState>,
     session: TenantSession,
 ) -> Result<Json<Session>> {
-    state
-        .store
-        .get_session(&session.tenant, &session.id)
-        .await
-        .map(Json)
-        .map_err(|e| session.store_error(e))
+    let answer = state.store.get_session(&session.tenant, &session.id).await;
+    answer.map(Json).map_err(|e| session.store_error(e))
 }
 
 /// Change a session's metadata (a JSON merge patch) or agent.
@@ -189,12 +185,8 @@ async fn update_session(
     if let Some(Some(agent_id)) = &patch.agent_id {
         find_agent(&state, &session.tenant, agent_id.as_str()).await?;
     }
-    state
-        .store
-        .update_session(&session.tenant, &session.id, patch)
-        .await
-        .map(Json)
-        .map_err(|e| session.store_error(e))
+    let answer = state.store.update_session(&session.tenant, &session.id, patch).await;
+    answer.map(Json).map_err(|e| session.store_error(e))
 }
 
 /// Delete a session with all its items.
@@ -204,10 +196,6 @@ async fn delete_session(
     State(state): State<AppState>,
     session: TenantSession,
 ) -> Result<NoContent> {
-    state
-        .store
-        .delete_session(&session.tenant, &session.id)
-        .await
-        .map_err(|e| session.store_error(e))?;
-    Ok(NoContent)
+    let done = state.store.delete_session(&session.tenant, &session.id).await;
+    done.map(|()| NoContent).map_err(|e| session.store_error(e))
 }

@@ -12,6 +12,8 @@ use async_trait::async_trait;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use crate::secret::Secret;
+
 pub use openai::OpenAiClient;
 
 /// A response body cut off after `limit` bytes, as text: a peer cannot make the service
@@ -230,11 +232,11 @@ pub trait LlmClient: Send + Sync {
 }
 
 /// Where the OpenAI-compatible endpoint is and how patient to be with it.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct LlmSettings {
     /// Up to and including `/v1`: requests go to `{base_url}/chat/completions`.
     pub base_url: String,
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     pub connect_timeout: Duration,
     /// The whole request, from sending to the last chunk.
     pub request_timeout: Duration,
@@ -246,20 +248,4 @@ pub struct LlmSettings {
     pub retry_base_delay: Duration,
     /// No backoff, and no `Retry-After`, waits longer than this.
     pub retry_max_delay: Duration,
-}
-
-/// Keeps the API key out of logs.
-impl std::fmt::Debug for LlmSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LlmSettings")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
-            .field("connect_timeout", &self.connect_timeout)
-            .field("request_timeout", &self.request_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("max_retries", &self.max_retries)
-            .field("retry_base_delay", &self.retry_base_delay)
-            .field("retry_max_delay", &self.retry_max_delay)
-            .finish()
-    }
 }

@@ -20,6 +20,7 @@ use super::{
     read_limited, ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message,
     Progress, ToolSpec,
 };
+use crate::secret::Secret;
 use errors::{provider_message, retry_after, retryable, status_code, timed_out, transport_error};
 use stream::Accumulator;
 
@@ -107,7 +108,7 @@ impl OpenAiClient {
         let mut request =
             self.http.post(&self.url).header(CONTENT_TYPE, "application/json").body(body);
         if let Some(key) = &self.settings.api_key {
-            request = request.bearer_auth(key);
+            request = request.bearer_auth(key.expose());
         }
         let response = timeout(idle, request.send())
             .await
@@ -155,7 +156,9 @@ impl OpenAiClient {
 
     /// Some providers echo the key they rejected; it must not reach logs or clients.
     fn redact(&self, mut error: LlmError) -> LlmError {
-        if let Some(key) = self.settings.api_key.as_deref().filter(|k| !k.is_empty()) {
+        if let Some(key) =
+            self.settings.api_key.as_ref().map(Secret::expose).filter(|k| !k.is_empty())
+        {
             error.message = error.message.replace(key, "***");
         }
         error

@@ -16,7 +16,7 @@ const KEY: &str = "sk-test-secret";
 fn settings(base_url: String) -> LlmSettings {
     LlmSettings {
         base_url,
-        api_key: Some(KEY.to_owned()),
+        api_key: Some(KEY.parse().unwrap()),
         connect_timeout: Duration::from_secs(1),
         request_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_millis(500),

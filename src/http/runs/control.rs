@@ -59,12 +59,8 @@ pub async fn get_run(State(state): State<AppState>, run: TenantRun) -> Result<Js
         (status = 409, response = Conflict),
     ))]
 pub async fn cancel_run(State(state): State<AppState>, run: TenantRun) -> Result<Json<Run>> {
-    state
-        .runs
-        .cancel(&run.tenant, &run.session, run.id)
-        .await
-        .map(Json)
-        .map_err(|e| run.runs_error(e))
+    let answer = state.runs.cancel(&run.tenant, &run.session, run.id).await;
+    answer.map(Json).map_err(|e| run.runs_error(e))
 }
 
 /// Answer a `requires_action` run's client tool calls; the run goes on.
