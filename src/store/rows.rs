@@ -86,20 +86,29 @@ pub(super) fn live(alias: &str, now: &str) -> String {
     )
 }
 
-/// The columns of a session's retention: its anchor, seconds and expiry time, for a
-/// session made at `created_at` and last active at `last_active_at`.
+/// The columns of a session's retention: its anchor, seconds and expiry time, which
+/// statements always bind together (with `bind_expiry`).
+#[derive(Clone, Copy)]
+pub(super) struct ExpiryColumns {
+    pub anchor: Option<&'static str>,
+    pub seconds: Option<i64>,
+    pub expires_at: Option<Timestamp>,
+}
+
+/// The retention columns of a session made at `created_at` and last active at
+/// `last_active_at`.
 pub(super) fn expiry_columns(
     expiry: Option<ExpiresAfter>,
     created_at: Timestamp,
     last_active_at: Timestamp,
-) -> (Option<&'static str>, Option<i64>, Option<Timestamp>) {
+) -> ExpiryColumns {
     match expiry {
-        Some(e) => (
-            Some(e.anchor.as_str()),
-            Some(e.seconds as i64),
-            Some(Timestamp(e.expires_at(created_at.0, last_active_at.0))),
-        ),
-        None => (None, None, None),
+        Some(e) => ExpiryColumns {
+            anchor: Some(e.anchor.as_str()),
+            seconds: Some(e.seconds as i64),
+            expires_at: Some(Timestamp(e.expires_at(created_at.0, last_active_at.0))),
+        },
+        None => ExpiryColumns { anchor: None, seconds: None, expires_at: None },
     }
 }
 

@@ -17,11 +17,7 @@ pub use path::{Tenant, TenantAgent, TenantItem, TenantRun, TenantSession};
 /// A JSON request body. A missing `Content-Type` is taken as JSON.
 pub struct AppJson<T>(pub T);
 
-impl<T, S> FromRequest<S> for AppJson<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
@@ -65,11 +61,7 @@ pub struct BodyLimit(pub usize);
 /// A JSON request body together with its text, for a fingerprint of the request.
 pub struct AppJsonText<T>(pub T, pub String);
 
-impl<T, S> FromRequest<S> for AppJsonText<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJsonText<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {

@@ -4,6 +4,7 @@
 //! document.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
@@ -75,65 +76,70 @@ impl IntoParams for TenantSession {
 /// Item ids are UUIDs; any other text names no item, and is looked up as the nil UUID
 /// (which no item has) so that an unknown session still answers `session_not_found`
 /// first.
-pub struct TenantItem {
-    pub tenant: String,
-    pub session: SessionId,
-    pub id: Uuid,
-    /// The id as the path gave it, for the errors to name.
-    raw: String,
-}
-
-impl TenantItem {
-    /// A store error of a request about this item.
-    pub fn store_error(&self, error: StoreError) -> ApiError {
-        ApiError::from_store(error, self.session.as_str(), Some(&self.raw))
-    }
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for TenantItem {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let (tenant, session, id, raw) = session_row(parts, state, "item_id").await?;
-        Ok(Self { tenant, session, id, raw })
-    }
-}
-
-impl IntoParams for TenantItem {
-    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        vec![path_doc("session_id", "The session id"), path_doc("item_id", "The item id")]
-    }
-}
+pub type TenantItem = SessionRow<ItemParam>;
 
 /// The run of the `{session_id}` and `{run_id}` of the path, in the caller's tenant;
 /// like an item id, text that is no UUID names no run.
-pub struct TenantRun {
+pub type TenantRun = SessionRow<RunParam>;
+
+/// A row of a session that the path names by UUID after the session's id.
+pub struct SessionRow<P> {
     pub tenant: String,
     pub session: SessionId,
     pub id: Uuid,
     /// The id as the path gave it, for the errors to name.
     raw: String,
+    param: PhantomData<P>,
 }
 
-impl TenantRun {
-    /// A run use case's error of a request about this run.
+/// The path parameter that names a session's row, and its description.
+pub trait RowParam {
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+}
+
+pub struct ItemParam;
+
+impl RowParam for ItemParam {
+    const NAME: &'static str = "item_id";
+    const DESCRIPTION: &'static str = "The item id";
+}
+
+pub struct RunParam;
+
+impl RowParam for RunParam {
+    const NAME: &'static str = "run_id";
+    const DESCRIPTION: &'static str = "The run id";
+}
+
+impl<P> SessionRow<P> {
+    /// A store error of a request about this row.
+    pub fn store_error(&self, error: StoreError) -> ApiError {
+        ApiError::from_store(error, self.session.as_str(), Some(&self.raw))
+    }
+
+    /// A run use case's error of a request about this row.
     pub fn runs_error(&self, error: RunsError) -> ApiError {
         ApiError::from_runs(error, self.session.as_str(), Some(&self.raw))
     }
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for TenantRun {
+impl<P: RowParam, S: Send + Sync> FromRequestParts<S> for SessionRow<P> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let (tenant, session, id, raw) = session_row(parts, state, "run_id").await?;
-        Ok(Self { tenant, session, id, raw })
+        let TenantSession { tenant, id: session } =
+            TenantSession::from_request_parts(parts, state).await?;
+        let raw = path_param(parts, state, P::NAME).await?;
+        // Text that is no UUID gives the nil UUID, which names no row.
+        let id = Uuid::parse_str(&raw).unwrap_or(Uuid::nil());
+        Ok(Self { tenant, session, id, raw, param: PhantomData })
     }
 }
 
-impl IntoParams for TenantRun {
+impl<P: RowParam> IntoParams for SessionRow<P> {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        vec![path_doc("session_id", "The session id"), path_doc("run_id", "The run id")]
+        vec![path_doc("session_id", "The session id"), path_doc(P::NAME, P::DESCRIPTION)]
     }
 }
 
@@ -164,20 +170,6 @@ impl IntoParams for TenantAgent {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
         vec![path_doc("agent_id", "The agent id")]
     }
-}
-
-/// The caller's tenant, the `{session_id}` of the path, and the row of that session which
-/// the path parameter `name` names by UUID, with its text; text that is no UUID gives the
-/// nil UUID, which names no row.
-async fn session_row<S: Send + Sync>(
-    parts: &mut Parts,
-    state: &S,
-    name: &str,
-) -> Result<(String, SessionId, Uuid, String), ApiError> {
-    let TenantSession { tenant, id } = TenantSession::from_request_parts(parts, state).await?;
-    let raw = path_param(parts, state, name).await?;
-    let row = Uuid::parse_str(&raw).unwrap_or(Uuid::nil());
-    Ok((tenant, id, row, raw))
 }
 
 async fn path_param<S: Send + Sync>(

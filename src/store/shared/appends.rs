@@ -5,6 +5,7 @@
 use super::backend::{insert_items, touch, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
 use super::sessions::forget_expired;
+use super::sessions::BindExpiry;
 use super::Conn;
 use crate::model::{ExpiresAfter, Item, SessionId};
 use crate::store::combiner::Append;
@@ -37,7 +38,7 @@ pub(crate) async fn reserve_seqs(
             live("sessions", NOW)
         )
     });
-    let (anchor, seconds, expires_at) = expiry_columns(expiry, now, now);
+    let retention = expiry_columns(expiry, now, now);
     loop {
         let bumped = sqlx::query_as(&BUMP)
             .bind(tenant)
@@ -62,9 +63,7 @@ pub(crate) async fn reserve_seqs(
         .bind(id.as_str())
         .bind(count)
         .bind(now)
-        .bind(anchor)
-        .bind(seconds)
-        .bind(expires_at)
+        .bind_expiry(retention)
         .fetch_optional(&mut *conn)
         .await?;
         if let Some(reserved) = created {

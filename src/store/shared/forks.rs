@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::backend::{new_id, Store, NOW, SNAPSHOT};
 use super::idempotency_keys::{claim_key, keep_response};
 use super::sessions::forget_expired;
+use super::sessions::BindExpiry;
 use super::Conn;
 use crate::model::{ForkPoint, Metadata, NewFork, SessionId};
 use crate::store::compactions::{fork_response, replayed_fork};
@@ -90,8 +91,7 @@ pub(super) async fn fork(
     let (source_pk, Json(metadata), agent_id, anchor, seconds) =
         found.ok_or(StoreError::SessionNotFound)?;
     // The fork keeps its source's retention, counted from now.
-    let (anchor, seconds, expires_at) =
-        expiry_columns(stored_expiry(anchor.as_deref(), seconds), now, now);
+    let retention = expiry_columns(stored_expiry(anchor.as_deref(), seconds), now, now);
     // An expired session under the fork's id frees it.
     forget_expired(&mut tx, tenant, &fork.id).await?;
     let through = fork_through(&mut tx, tenant, source_pk, fork.point).await?;
@@ -132,9 +132,7 @@ pub(super) async fn fork(
     .bind(copied)
     .bind(source.as_str())
     .bind(newest_id)
-    .bind(anchor)
-    .bind(seconds)
-    .bind(expires_at)
+    .bind_expiry(retention)
     .fetch_optional(&mut *tx)
     .await?;
     let created = created.ok_or(StoreError::SessionExists)?;

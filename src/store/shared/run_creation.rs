@@ -6,6 +6,7 @@ use super::backend::{touch, Store, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
 use super::runs::find_run;
 use super::sessions::forget_expired;
+use super::sessions::BindExpiry;
 use super::Conn;
 use crate::model::{IdempotencyKey, IfBusy, NewRun, Run, SessionId};
 use crate::store::idempotency::{replayed_run_id, run_response};
@@ -72,7 +73,7 @@ pub(super) async fn create(
     // The upsert takes the session's row lock (Postgres), which orders
     // concurrent run creation. A run is activity; an expired session is
     // forgotten and its id starts a new one.
-    let (anchor, seconds, expires_at) = expiry_columns(store.default_expiry, now, now);
+    let retention = expiry_columns(store.default_expiry, now, now);
     // The session's item count, read under that lock: a run started on an
     // empty session has no history to read.
     static UPSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -91,9 +92,7 @@ pub(super) async fn create(
             .bind(tenant)
             .bind(session_id.as_str())
             .bind(now)
-            .bind(anchor)
-            .bind(seconds)
-            .bind(expires_at)
+            .bind_expiry(retention)
             .fetch_optional(&mut *tx)
             .await?;
         match upserted {

@@ -1,8 +1,9 @@
 //! Sessions: create, read, list, patch, delete and sweep them, and the lookups of a
 //! session that the other flows compose within their transactions.
 
+use sqlx::query::QueryAs;
 use sqlx::types::Json;
-use sqlx::QueryBuilder;
+use sqlx::{Database, QueryBuilder};
 
 use super::backend::{push_metadata_filter, Db, Store, FOR_UPDATE, NOW, SKIP_LOCKED};
 use super::Conn;
@@ -10,10 +11,23 @@ use crate::model::{
     AgentId, Anchor, Metadata, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
 };
 use crate::store::pages::{beyond, direction};
-use crate::store::rows::{expiry_columns, live, stored_expiry, SessionRow, SESSION_COLUMNS};
+use crate::store::rows::{
+    expiry_columns, live, stored_expiry, ExpiryColumns, SessionRow, SESSION_COLUMNS,
+};
 use crate::store::run_rows::UNFINISHED;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError, Swept};
+
+/// Binds a session's retention columns, in their order.
+pub(super) trait BindExpiry {
+    fn bind_expiry(self, columns: ExpiryColumns) -> Self;
+}
+
+impl<'q, O> BindExpiry for QueryAs<'q, Db, O, <Db as Database>::Arguments<'q>> {
+    fn bind_expiry(self, columns: ExpiryColumns) -> Self {
+        self.bind(columns.anchor).bind(columns.seconds).bind(columns.expires_at)
+    }
+}
 
 /// The session's key, its row locked (where the backend locks rows) for the rest of the
 /// transaction, so that changes to one session queue.
@@ -58,7 +72,7 @@ pub(super) async fn forget_expired(conn: &mut Conn, tenant: &str, id: &SessionId
 pub(super) async fn create(store: &Store, tenant: &str, session: NewSession) -> Result<Session> {
     let now = Timestamp::now();
     let expiry = session.expires_after.unwrap_or(store.default_expiry);
-    let (anchor, seconds, expires_at) = expiry_columns(expiry, now, now);
+    let retention = expiry_columns(expiry, now, now);
     let mut tx = store.writer().begin().await?;
     // Taken by an expired session, the id is freed and the insert made again.
     let row = loop {
@@ -74,9 +88,7 @@ pub(super) async fn create(store: &Store, tenant: &str, session: NewSession) -> 
         .bind(now)
         .bind(Json(&session.metadata))
         .bind(session.agent_id.as_ref().map(AgentId::as_str))
-        .bind(anchor)
-        .bind(seconds)
-        .bind(expires_at)
+        .bind_expiry(retention)
         .fetch_optional(&mut *tx)
         .await?;
         if row.is_some() || !forget_expired(&mut tx, tenant, &session.id).await? {
@@ -181,7 +193,7 @@ pub(super) async fn update(
         Some(e) if e.anchor == Anchor::LastActiveAt && patch.expires_after.is_some() => now,
         _ => current.last_active_at,
     };
-    let (anchor, seconds, expires_at) = expiry_columns(expiry, current.created_at, last_active);
+    let retention = expiry_columns(expiry, current.created_at, last_active);
     let (metadata, agent_id) = patch.apply(current.metadata.0, current.agent_id)?;
     let row: SessionRow = sqlx::query_as(&format!(
         r"update sessions set metadata = $3, agent_id = $4, updated_at = $5, last_active_at = $6,
@@ -195,9 +207,7 @@ pub(super) async fn update(
     .bind(agent_id)
     .bind(now)
     .bind(last_active)
-    .bind(anchor)
-    .bind(seconds)
-    .bind(expires_at)
+    .bind_expiry(retention)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
