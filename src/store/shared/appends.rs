@@ -40,14 +40,8 @@ pub(crate) async fn reserve_seqs(
     });
     let retention = expiry_columns(expiry, now, now);
     loop {
-        let bumped = sqlx::query_as(&BUMP)
-            .bind(tenant)
-            .bind(id.as_str())
-            .bind(count)
-            .bind(now)
-            .fetch_optional(&mut *conn)
-            .await?;
-        if let Some(reserved) = bumped {
+        let bump = sqlx::query_as(&BUMP).bind(tenant).bind(id.as_str()).bind(count).bind(now);
+        if let Some(reserved) = bump.fetch_optional(&mut *conn).await? {
             return Ok(reserved);
         }
         // A concurrent insert of the same session makes this one wait, then do nothing;

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::backend::Store;
-use super::sessions::{read_session_pk, session_pk};
+use super::sessions::{read_session_pk, row_value, session_pk};
 use super::{forks, Conn};
 use crate::model::{Compaction, NewFork, Page, PageRequest, SessionId};
 use crate::store::pages::{beyond, direction, uuid_cursor};
@@ -164,17 +164,11 @@ impl CompactionStore for Store {
         let session_pk = read_session_pk(&mut conn, tenant, session_id).await?;
         let cursor = uuid_cursor(page);
         let cursor_pk: Option<i64> = match cursor {
-            Some(id) => Some(
-                sqlx::query_scalar(
-                    "select pk from compactions where tenant_id = $1 and session_pk = $2 and id = $3",
-                )
-                .bind(tenant)
-                .bind(session_pk)
-                .bind(id)
-                .fetch_optional(&mut *conn)
-                .await?
-                .ok_or(StoreError::UnknownCursor)?,
-            ),
+            Some(id) => {
+                let session = (tenant, session_pk);
+                let pk = row_value(&mut conn, "select pk from compactions", "id", session, id);
+                Some(pk.await?.ok_or(StoreError::UnknownCursor)?)
+            }
             None => None,
         };
         let scan = page.scan_order();

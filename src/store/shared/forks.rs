@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::backend::{new_id, Store, NOW, SNAPSHOT};
 use super::idempotency_keys::{claim_key, keep_response};
-use super::sessions::forget_expired;
 use super::sessions::BindExpiry;
+use super::sessions::{forget_expired, row_value};
 use super::Conn;
 use crate::model::{ForkPoint, Metadata, NewFork, SessionId};
 use crate::store::compactions::{fork_response, replayed_fork};
@@ -26,35 +26,19 @@ async fn fork_through(
 ) -> Result<i64> {
     match point {
         ForkPoint::All => Ok(i64::MAX),
-        ForkPoint::ThroughItem(item) => sqlx::query_scalar(
-            "select seq from items where tenant_id = $1 and session_pk = $2 and id = $3",
-        )
-        .bind(tenant)
-        .bind(source_pk)
-        .bind(item)
-        .fetch_optional(conn)
-        .await?
-        .ok_or(StoreError::ItemNotFound),
+        ForkPoint::ThroughItem(item) => {
+            let seq = row_value(conn, "select seq from items", "id", (tenant, source_pk), item);
+            seq.await?.ok_or(StoreError::ItemNotFound)
+        }
         ForkPoint::BeforeRun(run) => {
-            let found: Option<i64> = sqlx::query_scalar(
-                "select pk from runs where tenant_id = $1 and session_pk = $2 and id = $3",
-            )
-            .bind(tenant)
-            .bind(source_pk)
-            .bind(run)
-            .fetch_optional(&mut *conn)
-            .await?;
+            let session = (tenant, source_pk);
+            let found: Option<i64> =
+                row_value(&mut *conn, "select pk from runs", "id", session, run).await?;
             found.ok_or(StoreError::RunNotFound)?;
             // A turn is appended whole, so its first item marks where it began.
-            let first: Option<i64> = sqlx::query_scalar(
-                "select min(seq) from items where tenant_id = $1 and session_pk = $2 and run_id = $3",
-            )
-            .bind(tenant)
-            .bind(source_pk)
-            .bind(run)
-            .fetch_one(conn)
-            .await?;
-            Ok(first.map_or(i64::MAX, |seq| seq - 1))
+            let first: Option<Option<i64>> =
+                row_value(conn, "select min(seq) from items", "run_id", session, run).await?;
+            Ok(first.flatten().map_or(i64::MAX, |seq| seq - 1))
         }
     }
 }
@@ -105,14 +89,7 @@ pub(super) async fn fork(
     .await?;
     let newest_id: Option<Uuid> = match newest {
         Some(seq) => {
-            sqlx::query_scalar(
-                "select id from items where tenant_id = $1 and session_pk = $2 and seq = $3",
-            )
-            .bind(tenant)
-            .bind(source_pk)
-            .bind(seq)
-            .fetch_optional(&mut *tx)
-            .await?
+            row_value(&mut tx, "select id from items", "seq", (tenant, source_pk), seq).await?
         }
         None => None,
     };
@@ -138,44 +115,36 @@ pub(super) async fn fork(
     let created = created.ok_or(StoreError::SessionExists)?;
     let fork_pk =
         created.pk.ok_or_else(|| StoreError::Corrupt("a new session without pk".into()))?;
-    // Copies are made by the database: no row passes through the service.
-    sqlx::query(&format!(
-        r"insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
-          select {}, tenant_id, $3, n, created_at, null, body
-          from (select row_number() over (order by seq) as n, tenant_id, created_at, body
-                from items where tenant_id = $1 and session_pk = $2 and seq <= $4) as copied",
-        new_id("$5", "n")
-    ))
-    .bind(tenant)
-    .bind(source_pk)
-    .bind(fork_pk)
-    .bind(through)
-    .bind(id_prefix())
-    .execute(&mut *tx)
-    .await?;
-    // A copied compaction ends at the copy of its item: the item's rank
-    // among the source's items is its seq in the fork.
-    sqlx::query(&format!(
-        r"insert into compactions (tenant_id, id, session_pk, created_at, run_id,
-              through_item_id, through_seq, items_compacted, model,
-              input_tokens, output_tokens, total_tokens, llm_calls, summary)
-          select c.tenant_id, {}, $3, c.created_at, null, n.id, n.seq,
-              c.items_compacted, c.model, c.input_tokens, c.output_tokens,
-              c.total_tokens, c.llm_calls, c.summary
-          from compactions c join items n on n.tenant_id = $1 and n.session_pk = $3
-              and n.seq = (select count(*) from items o where o.tenant_id = $1
-                             and o.session_pk = $2 and o.seq <= c.through_seq)
-          where c.tenant_id = $1 and c.session_pk = $2 and c.through_seq <= $4
-          order by c.pk",
-        new_id("$5", "row_number() over (order by c.pk)")
-    ))
-    .bind(tenant)
-    .bind(source_pk)
-    .bind(fork_pk)
-    .bind(through)
-    .bind(id_prefix())
-    .execute(&mut *tx)
-    .await?;
+    // Copies are made by the database: no row passes through the service. A copied
+    // compaction ends at the copy of its item: the item's rank among the source's items
+    // is its seq in the fork.
+    let copies = [
+        format!(
+            r"insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
+              select {}, tenant_id, $3, n, created_at, null, body
+              from (select row_number() over (order by seq) as n, tenant_id, created_at, body
+                    from items where tenant_id = $1 and session_pk = $2 and seq <= $4) as copied",
+            new_id("$5", "n")
+        ),
+        format!(
+            r"insert into compactions (tenant_id, id, session_pk, created_at, run_id,
+                  through_item_id, through_seq, items_compacted, model,
+                  input_tokens, output_tokens, total_tokens, llm_calls, summary)
+              select c.tenant_id, {}, $3, c.created_at, null, n.id, n.seq,
+                  c.items_compacted, c.model, c.input_tokens, c.output_tokens,
+                  c.total_tokens, c.llm_calls, c.summary
+              from compactions c join items n on n.tenant_id = $1 and n.session_pk = $3
+                  and n.seq = (select count(*) from items o where o.tenant_id = $1
+                                 and o.session_pk = $2 and o.seq <= c.through_seq)
+              where c.tenant_id = $1 and c.session_pk = $2 and c.through_seq <= $4
+              order by c.pk",
+            new_id("$5", "row_number() over (order by c.pk)")
+        ),
+    ];
+    for copy in &copies {
+        let copy = sqlx::query(copy).bind(tenant).bind(source_pk).bind(fork_pk).bind(through);
+        copy.bind(id_prefix()).execute(&mut *tx).await?;
+    }
     if let Some(key) = &fork.idempotency {
         let response = fork_response(fork.id.as_str());
         keep_response(&mut tx, &store.codec, tenant, key, &response).await?;

@@ -43,30 +43,39 @@ pub(super) async fn read_session_pk(conn: &mut Conn, tenant: &str, id: &SessionI
 
 /// The key of the live session `id`, taking `lock` (a row lock's SQL, or none) on it.
 async fn find_pk(conn: &mut Conn, tenant: &str, id: &SessionId, lock: &str) -> Result<i64> {
-    sqlx::query_scalar(&format!(
-        "select pk from sessions where tenant_id = $1 and id = $2 and {}{lock}",
-        live("sessions", NOW)
-    ))
-    .bind(tenant)
-    .bind(id.as_str())
-    .fetch_optional(conn)
-    .await?
-    .ok_or(StoreError::SessionNotFound)
+    let live = live("sessions", NOW);
+    let sql = format!("select pk from sessions where tenant_id = $1 and id = $2 and {live}{lock}");
+    let found = sqlx::query_scalar(&sql).bind(tenant).bind(id.as_str()).fetch_optional(conn);
+    found.await?.ok_or(StoreError::SessionNotFound)
+}
+
+/// The one column that `select` (`select <column> from <table>`) reads from a row of the
+/// session `session_pk` whose `key` is `value`: a table of a session's rows, such as
+/// items, runs or compactions.
+pub(super) async fn row_value<T, V>(
+    conn: &mut Conn,
+    select: &str,
+    key: &str,
+    (tenant, session_pk): (&str, i64),
+    value: V,
+) -> Result<Option<T>>
+where
+    (T,): for<'r> sqlx::FromRow<'r, <Db as Database>::Row>,
+    T: Send + Unpin,
+    V: Send + for<'q> sqlx::Encode<'q, Db> + sqlx::Type<Db>,
+{
+    let sql = format!("{select} where tenant_id = $1 and session_pk = $2 and {key} = $3");
+    let query = sqlx::query_scalar(&sql).bind(tenant).bind(session_pk).bind(value);
+    Ok(query.fetch_optional(conn).await?)
 }
 
 /// Deletes the session `id` if it has expired, so that its id can start a new session at
 /// once, before the sweeper comes by; true when it did.
 pub(super) async fn forget_expired(conn: &mut Conn, tenant: &str, id: &SessionId) -> Result<bool> {
-    let forgotten = sqlx::query(&format!(
-        "delete from sessions where tenant_id = $1 and id = $2 and not {}",
-        live("sessions", NOW)
-    ))
-    .bind(tenant)
-    .bind(id.as_str())
-    .execute(conn)
-    .await?
-    .rows_affected();
-    Ok(forgotten > 0)
+    let live = live("sessions", NOW);
+    let sql = format!("delete from sessions where tenant_id = $1 and id = $2 and not {live}");
+    let forgotten = sqlx::query(&sql).bind(tenant).bind(id.as_str()).execute(conn).await?;
+    Ok(forgotten.rows_affected() > 0)
 }
 
 pub(super) async fn create(store: &Store, tenant: &str, session: NewSession) -> Result<Session> {
