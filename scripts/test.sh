@@ -182,16 +182,26 @@ EOF
 fi
 
 status=0
-cargo test --locked "$@" || status=$?
+# Runs one step of the suite and prints how long it took; a failure is remembered.
+step() {
+  local name=$1 started=$SECONDS
+  shift
+  "$@" || status=$?
+  log "$name: $((SECONDS - started)) s"
+}
+
+step "cargo test" cargo test --locked "$@"
 
 # The Python client's suite and the console's browser tests run against the release
 # binary; skipped when cargo test was given arguments (a filtered run).
 if [[ $status -eq 0 && $# -eq 0 ]]; then
   log "building the release binary for the Python client's tests"
-  cargo build --release --locked
+  step "release build" cargo build --release --locked
   bin="${CARGO_TARGET_DIR:-target}/release/agent-sessions"
-  AGENT_SESSIONS_BIN="$bin" PG_URL="$DATABASE_URL" bash clients/python/scripts/ci.sh || status=$?
-  AGENT_SESSIONS_BIN="$bin" bash scripts/browser-tests.sh || status=$?
-  AGENT_SESSIONS_BIN="$bin" python3 tests/docs/run_blocks.py || status=$?
+  export AGENT_SESSIONS_BIN="$bin"
+  [[ $status -eq 0 ]] || exit "$status"
+  step "Python client" env PG_URL="$DATABASE_URL" bash clients/python/scripts/ci.sh
+  step "browser tests" bash scripts/browser-tests.sh
+  step "docs' blocks" python3 tests/docs/run_blocks.py
 fi
 exit "$status"
