@@ -28,11 +28,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        parts
-            .extensions
-            .get::<Caller>()
-            .and_then(Caller::tenant)
-            .map(|tenant| Tenant(tenant.to_owned()))
+        Self::of(parts).map(Tenant)
+    }
+}
+
+impl Tenant {
+    /// The tenant of the request, for every extractor that acts within one.
+    fn of(parts: &Parts) -> Result<String, ApiError> {
+        let caller = parts.extensions.get::<Caller>().and_then(Caller::tenant);
+        caller
+            .map(str::to_owned)
             .ok_or_else(|| ApiError::Unauthorized("this route needs an API key".into()))
     }
 }
@@ -59,9 +64,16 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantSession {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Tenant(tenant) = Tenant::from_request_parts(parts, state).await?;
-        let id = path_param(parts, state, "session_id").await?;
-        let id = SessionId::parse("session_id", id)?;
+        let tenant = Tenant::of(parts)?;
+        let mut params = path_params(parts, state, "session_id").await?;
+        Self::from_params(tenant, &mut params)
+    }
+}
+
+impl TenantSession {
+    /// The session of the caller's tenant that the path's parameters name.
+    fn from_params(tenant: String, params: &mut PathParams) -> Result<Self, ApiError> {
+        let id = SessionId::parse("session_id", take(params, "session_id")?)?;
         Ok(Self { tenant, id })
     }
 }
@@ -128,9 +140,11 @@ impl<P: RowParam, S: Send + Sync> FromRequestParts<S> for SessionRow<P> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let tenant = Tenant::of(parts)?;
+        let mut params = path_params(parts, state, "session_id").await?;
         let TenantSession { tenant, id: session } =
-            TenantSession::from_request_parts(parts, state).await?;
-        let raw = path_param(parts, state, P::NAME).await?;
+            TenantSession::from_params(tenant, &mut params)?;
+        let raw = take(&mut params, P::NAME)?;
         // Text that is no UUID gives the nil UUID, which names no row.
         let id = Uuid::parse_str(&raw).unwrap_or(Uuid::nil());
         Ok(Self { tenant, session, id, raw, param: PhantomData })
@@ -160,9 +174,9 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantAgent {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Tenant(tenant) = Tenant::from_request_parts(parts, state).await?;
-        let id = path_param(parts, state, "agent_id").await?;
-        Ok(Self { tenant, id })
+        let tenant = Tenant::of(parts)?;
+        let mut params = path_params(parts, state, "agent_id").await?;
+        Ok(Self { tenant, id: take(&mut params, "agent_id")? })
     }
 }
 
@@ -172,14 +186,22 @@ impl IntoParams for TenantAgent {
     }
 }
 
-async fn path_param<S: Send + Sync>(
+type PathParams = HashMap<String, String>;
+
+/// The parameters of the path, read once for all the ids an extractor takes; a path that
+/// cannot be read is blamed on `first`, the first of them.
+async fn path_params<S: Send + Sync>(
     parts: &mut Parts,
     state: &S,
-    name: &str,
-) -> Result<String, ApiError> {
-    let Path(mut params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
-        .await
-        .map_err(|rejection| ApiError::invalid(name, rejection.body_text()))?;
+    first: &str,
+) -> Result<PathParams, ApiError> {
+    let params = Path::<PathParams>::from_request_parts(parts, state).await;
+    params
+        .map(|Path(params)| params)
+        .map_err(|rejection| ApiError::invalid(first, rejection.body_text()))
+}
+
+fn take(params: &mut PathParams, name: &str) -> Result<String, ApiError> {
     params
         .remove(name)
         .ok_or_else(|| ApiError::Internal(format!("the route has no `{name}` parameter")))
