@@ -179,8 +179,17 @@ mod tests {
         }))
         .unwrap();
         let item = RawValue::from_string(r#"{"b":1,"a":"é"}"#.to_owned()).unwrap();
+        let compaction = serde_json::from_value(serde_json::json!({
+            "id": "019a0000-0000-7000-8000-000000000001", "session_id": "s",
+            "created_at": "2026-11-22T10:00:00Z", "run_id": null,
+            "through_item_id": "019a0000-0000-7000-8000-000000000002", "through_seq": 7,
+            "items_compacted": 7, "summary": "Sum\"mary é", "model": "m",
+            "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3, "llm_calls": 1}
+        }))
+        .unwrap();
         let kinds = [
             RunEventKind::Status(Box::new(run)),
+            RunEventKind::CompactionCreated(Box::new(compaction)),
             RunEventKind::TextDelta("Hel\"lo".to_owned()),
             RunEventKind::ItemCreated(item),
         ];

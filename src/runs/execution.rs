@@ -1,5 +1,6 @@
-//! The run a worker is executing: its record as it grows, and the one place its events
-//! are numbered and published.
+//! The run a worker is executing: its record as it grows, and where its events are
+//! numbered and published while it runs (the final status event is numbered by
+//! `RunRecord::end` and published by the worker once its turn is committed).
 
 use std::sync::Arc;
 

@@ -4,8 +4,7 @@
 
 use super::backend::{insert_items, touch, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
-use super::sessions::forget_expired;
-use super::sessions::BindExpiry;
+use super::sessions::{forget_expired, BindExpiry};
 use super::Conn;
 use crate::model::{ExpiresAfter, Item, SessionId};
 use crate::store::combiner::Append;

@@ -6,8 +6,7 @@ use uuid::Uuid;
 
 use super::backend::{new_id, Store, NOW, SNAPSHOT};
 use super::idempotency_keys::{claim_key, keep_response};
-use super::sessions::BindExpiry;
-use super::sessions::{forget_expired, row_value};
+use super::sessions::{forget_expired, row_value, BindExpiry};
 use super::Conn;
 use crate::model::{ForkPoint, Metadata, NewFork, SessionId};
 use crate::store::compactions::{fork_response, replayed_fork};
@@ -117,7 +116,7 @@ pub(super) async fn fork(
         created.pk.ok_or_else(|| StoreError::Corrupt("a new session without pk".into()))?;
     // Copies are made by the database: no row passes through the service. A copied
     // compaction ends at the copy of its item: the item's rank among the source's items
-    // is its seq in the fork.
+    // is its seq in the fork, so the items are copied first.
     let copies = [
         format!(
             r"insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)

@@ -54,8 +54,8 @@ async fn find_pk(conn: &mut Conn, tenant: &str, id: &SessionId, lock: &str) -> R
 /// items, runs or compactions.
 pub(super) async fn row_value<T, V>(
     conn: &mut Conn,
-    select: &str,
-    key: &str,
+    select: &'static str,
+    key: &'static str,
     (tenant, session_pk): (&str, i64),
     value: V,
 ) -> Result<Option<T>>
