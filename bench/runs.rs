@@ -71,6 +71,7 @@ async fn main() {
         tools: Vec::new(),
         temperature: None,
         max_output_tokens: None,
+        sampling: Default::default(),
     };
     // A first tenth of the runs fills the tables before their statistics are gathered;
     // the runs measured come after.

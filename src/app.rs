@@ -19,6 +19,7 @@ use crate::http::{self, AppState};
 use crate::llm::{LlmClient, OpenAiClient};
 use crate::metrics::Metrics;
 use crate::runs::Runs;
+use crate::sealing::Sealer;
 use crate::store::{self, SessionStore};
 use crate::upkeep::{self, KeyCensus};
 
@@ -224,6 +225,8 @@ pub fn state(
 ) -> Result<AppState, StartupError> {
     Ok(AppState {
         auth: Arc::new(Auth::new(&config.auth_settings()?, store.clone())),
+        sealer: Arc::new(Sealer::new(store.clone(), config.keyring()?)),
+        model_aliases: Arc::new(config.model_aliases.clone()),
         runs: Runs::new(store.clone(), llm, config.run_settings()),
         store,
         metrics: Arc::new(Metrics::default()),

@@ -20,6 +20,8 @@ pub mod reencrypt;
 /// The run engine: the worker pool that claims queued runs, calls the LLM, runs tools and
 /// commits turns, and the streams of run events.
 pub mod runs;
+/// Values handed to clients sealed, to take back: opaque, tamper-evident, tenant-bound.
+pub mod sealing;
 /// Values that logs must not show.
 pub mod secret;
 /// Persistence behind the `SessionStore` trait, for Postgres and SQLite.

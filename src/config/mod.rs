@@ -1,11 +1,13 @@
 //! Every option of the service, each a flag and an environment variable.
 
+mod model_aliases;
 mod redaction;
 mod settings;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::secret::Secret;
+pub use model_aliases::ModelAliases;
 pub use redaction::{describe_database, DatabaseUrl};
 pub use settings::StartupError;
 
@@ -109,6 +111,12 @@ pub struct Config {
     /// The model of runs whose agent names none.
     #[arg(long, env = "LLM_MODEL", global = true)]
     pub llm_model: Option<String>,
+
+    /// `requested=upstream,…`: the model the OpenAI-compatible routes send upstream for
+    /// a requested name; `*=upstream` for every other name. Without an alias the name is
+    /// sent as given.
+    #[arg(long, env = "MODEL_ALIASES", global = true, value_parser = ModelAliases::parse, default_value = "")]
+    pub model_aliases: ModelAliases,
 
     /// Retries of an LLM call after 429, 5xx, connection errors and timeouts.
     #[arg(long, env = "LLM_MAX_RETRIES", global = true, default_value_t = 3)]

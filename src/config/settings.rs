@@ -48,9 +48,13 @@ impl Config {
 
     /// How stored payloads are kept: encrypted under `ENCRYPTION_KEYS`, or plain.
     pub fn payload_codec(&self) -> Result<crate::store::PayloadCodec, StartupError> {
-        let keys =
-            crate::store::Keyring::parse(self.encryption_keys.as_ref().map_or("", Secret::expose))?;
-        Ok(crate::store::PayloadCodec::new(keys))
+        Ok(crate::store::PayloadCodec::new(self.keyring()?))
+    }
+
+    /// The keys of `ENCRYPTION_KEYS`, if any.
+    pub fn keyring(&self) -> Result<Option<crate::store::Keyring>, StartupError> {
+        let keys = self.encryption_keys.as_ref().map_or("", Secret::expose);
+        Ok(crate::store::Keyring::parse(keys)?)
     }
 
     /// The retention of sessions created without `expires_after`.

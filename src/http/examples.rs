@@ -33,6 +33,19 @@ pub fn request_body(operation_id: &str) -> Option<Value> {
         "compact" => json!({"keep_recent_items": 2}),
         "create_api_key" => json!({"tenant": "acme", "name": "support frontend"}),
         "fork_session" => json!({"id": "support-4711-retry", "metadata": {"user": "alice"}}),
+        "create_conversation" => json!({
+            "items": [{"role": "user", "content": "Where is my order #4711?"}],
+            "metadata": {"user": "alice"},
+        }),
+        "update_conversation" => json!({"metadata": {"user": "alice", "priority": "high"}}),
+        "create_conversation_items" => json!({"items": [
+            {"role": "user", "content": "It was a blue jumper."},
+        ]}),
+        "create_response" => json!({"model": "gpt-4.1", "input": "Has order #4711 shipped yet?"}),
+        "compact_response" => json!({"model": "gpt-4.1", "input": [
+            {"role": "user", "content": "Where is my order #4711?"},
+            {"role": "assistant", "content": "It shipped on Monday."},
+        ]}),
         "submit_tool_outputs" => json!({
             "outputs": [{"call_id": "call_1", "output": "{\"status\": \"shipped\"}"}],
         }),

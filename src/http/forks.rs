@@ -87,7 +87,7 @@ async fn fork_session(
             (error, ForkPoint::ThroughItem(item)) => {
                 ApiError::from_store(error, source.id.as_str(), Some(&item.to_string()))
             }
-            (error, ForkPoint::BeforeRun(run)) => {
+            (error, ForkPoint::BeforeRun(run) | ForkPoint::AfterRun(run)) => {
                 ApiError::from_store(error, source.id.as_str(), Some(&run.to_string()))
             }
             (error, ForkPoint::All) => source.store_error(error),

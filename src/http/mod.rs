@@ -14,6 +14,7 @@ mod forks;
 mod items;
 mod list_query;
 mod metrics;
+mod openai;
 pub mod openapi;
 mod operations;
 mod query_params;
@@ -59,6 +60,8 @@ pub struct AppState {
     pub runs: Runs,
     /// How long a run that is neither streamed nor in the background is waited for.
     pub run_wait: Duration,
+    pub sealer: Arc<crate::sealing::Sealer>,
+    pub model_aliases: Arc<crate::config::ModelAliases>,
 }
 
 /// The whole API with its middleware.
@@ -86,7 +89,15 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         .merge(console::router())
         .route_layer(middleware::from_fn_with_state(timeout, time_limit))
         .route_layer(middleware::from_fn(query_params::check));
+    // The OpenAI routes answer errors in OpenAI's shape, the auth gate's included.
+    let openai = openai::router()
+        .route_layer(middleware::from_fn_with_state(timeout, time_limit))
+        .merge(openai::waiting_router())
+        .route_layer(middleware::from_fn(query_params::check))
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::authorize))
+        .route_layer(middleware::from_fn(openai::rewrite_errors));
     let routes = api
+        .merge(openai)
         .merge(open)
         .fallback(|| async { ApiError::RouteNotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });

@@ -19,6 +19,7 @@ use super::error::{
     Problem, RateLimited, Unauthorized, Unavailable, UnsupportedMediaType,
 };
 use super::examples::Examples;
+use super::openai::{self, ErrorBody, OpenAiErrors};
 use super::runs::RunStreamEvent;
 use super::{
     agents, api_keys, compactions, forks, items, metrics, operations, runs, sessions, AppState,
@@ -61,6 +62,21 @@ use crate::model::IDENTIFIER_PATTERN;
         runs::run_events,
         runs::cancel_run,
         runs::submit_tool_outputs,
+        openai::conversations::create,
+        openai::conversations::read,
+        openai::conversations::update,
+        openai::conversations::remove,
+        openai::conversations::list_items,
+        openai::conversations::add_items,
+        openai::conversations::read_item,
+        openai::conversations::delete_item,
+        openai::responses::create,
+        openai::responses::read,
+        openai::responses::remove,
+        openai::responses::cancel,
+        openai::responses::input_items,
+        openai::compact::compact,
+        openai::models::list,
         api_keys::create_api_key,
         api_keys::list_api_keys,
         api_keys::delete_api_key,
@@ -70,7 +86,7 @@ use crate::model::IDENTIFIER_PATTERN;
         metrics::export,
     ),
     components(
-        schemas(Problem, RunStreamEvent),
+        schemas(Problem, RunStreamEvent, ErrorBody),
         responses(
         BadRequest,
         Unauthorized,
@@ -83,7 +99,8 @@ use crate::model::IDENTIFIER_PATTERN;
         PayloadTooLarge,
         UnsupportedMediaType,
         Unavailable,
-        Internal
+        Internal,
+        OpenAiErrors
     ),
     ),
     modifiers(&ContractDetails, &Examples),
@@ -93,6 +110,7 @@ use crate::model::IDENTIFIER_PATTERN;
         (name = "agents", description = "Reusable run configuration"),
         (name = "runs", description = "Running the agent's next turn over a session"),
         (name = "compactions", description = "Summaries of a session's older items, and what runs send"),
+        (name = "openai", description = "OpenAI's Conversations and Responses API over the same sessions and runs; errors in OpenAI's shape"),
         (name = "api_keys", description = "The tenants' API keys, managed with the admin key"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )

@@ -26,6 +26,8 @@ struct Declared {
 impl Declared {
     fn allows(&self, name: &str) -> bool {
         self.names.contains(name)
+            // `name[]=value`: an array's element, as OpenAI's clients send them.
+            || name.strip_suffix("[]").is_some_and(|array| self.names.contains(array))
             || name
                 .split_once('[')
                 .is_some_and(|(object, rest)| rest.ends_with(']') && self.objects.contains(object))

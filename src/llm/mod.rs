@@ -41,6 +41,7 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u32>,
+    pub sampling: crate::model::Sampling,
 }
 
 /// A Chat Completions message, serialized exactly as the protocol wants it.

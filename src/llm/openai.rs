@@ -189,6 +189,14 @@ struct RequestBody<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
@@ -226,6 +234,7 @@ impl<'a> From<&'a ToolSpec> for Tool<'a> {
 
 impl<'a> RequestBody<'a> {
     fn new(request: &'a ChatRequest) -> Self {
+        let sampling = &request.sampling;
         Self {
             model: &request.model,
             messages: &request.messages,
@@ -234,6 +243,11 @@ impl<'a> RequestBody<'a> {
             temperature: request.temperature,
             max_tokens: request.max_output_tokens,
             tools: request.tools.iter().map(Tool::from).collect(),
+            top_p: sampling.top_p,
+            // Providers refuse tool options on a request without tools.
+            tool_choice: sampling.tool_choice.as_ref().filter(|_| !request.tools.is_empty()),
+            parallel_tool_calls: sampling.parallel_tool_calls.filter(|_| !request.tools.is_empty()),
+            response_format: sampling.response_format.as_ref(),
         }
     }
 }

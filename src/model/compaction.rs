@@ -49,6 +49,8 @@ pub enum ForkPoint {
     ThroughItem(Uuid),
     /// The history as it stood before this run's turn was appended.
     BeforeRun(Uuid),
+    /// The history as it stood once this run's turn was appended.
+    AfterRun(Uuid),
 }
 
 impl ForkPoint {

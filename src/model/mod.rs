@@ -40,7 +40,7 @@ pub use run::{
 pub use run_event::{
     CompactionCreated, ItemCreated, MessageDelta, RunEvent, RunEventKind, UnknownEvent,
 };
-pub use run_record::{NewRun, RunConfig, RunRecord};
+pub use run_record::{NewRun, RunConfig, RunRecord, Sampling};
 pub use session::{
     AgentId, ForkedFrom, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT,
 };

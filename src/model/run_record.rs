@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::agent_config::CompactionPolicy;
@@ -27,6 +28,34 @@ pub struct RunConfig {
     /// Set for strategy `compact`; absent in runs stored before compaction existed.
     #[serde(default)]
     pub compaction: Option<CompactionPolicy>,
+    #[serde(default, skip_serializing_if = "Sampling::is_default")]
+    pub sampling: Sampling,
+    /// Calls of client tools complete the run with the calls in its output, for the
+    /// client to answer in a later run, instead of pausing it as `requires_action`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_calls_complete: bool,
+}
+
+/// How the model samples beyond the temperature, in the Chat Completions form the LLM is
+/// sent. Only protocol adapters set these; a native run leaves them to the provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// `"auto"`, `"none"`, `"required"` or `{"type": "function", "function": {"name"}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// `{"type": "json_object"}` or `{"type": "json_schema", "json_schema": {…}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+}
+
+impl Sampling {
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// A run with what the worker needs to carry it on: its configuration and how many LLM
@@ -36,6 +65,10 @@ pub struct RunRecord {
     pub run: Run,
     pub config: RunConfig,
     pub turns: u32,
+    /// What the protocol adapter that created the run keeps of its request, to show the
+    /// run in its own terms; the engine never reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Box<RawValue>>,
 }
 
 impl RunRecord {
@@ -67,4 +100,6 @@ pub struct NewRun {
     pub metadata: Metadata,
     /// A retry with this key and the same request gets the first request's run.
     pub idempotency: Option<IdempotencyKey>,
+    /// See [`RunRecord::request`].
+    pub request: Option<Box<RawValue>>,
 }

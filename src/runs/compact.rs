@@ -12,7 +12,8 @@ use super::execution::Execution;
 use super::{config, ConfigRequest, Engine, Runs};
 use crate::llm::{ChatRequest, LlmError, Message, Progress, Role};
 use crate::model::{
-    AgentConfig, Compaction, InvalidField, RunError, RunEventKind, SessionId, MAX_KEEP_RECENT_ITEMS,
+    AgentConfig, Compaction, InvalidField, RunError, RunEventKind, Sampling, SessionId,
+    MAX_KEEP_RECENT_ITEMS,
 };
 use crate::store::{Context, StoreError};
 
@@ -86,6 +87,19 @@ impl Runs {
         let summarised = plan.summarised as i64;
         engine.store.add_compaction(tenant, session_id, base, summarised, &compaction).await?;
         Ok(compaction)
+    }
+}
+
+impl Runs {
+    /// The LLM's summary of `items` (session items), which nothing stores: for clients
+    /// that keep their history themselves and send the summary back as an item.
+    pub async fn summarise(
+        &self,
+        items: &[Value],
+        model: &str,
+        instructions: Option<&str>,
+    ) -> Result<(String, crate::model::Usage)> {
+        summary_of(&self.engine, None, items, model, instructions).await.map_err(RunsError::Llm)
     }
 }
 
@@ -182,11 +196,37 @@ async fn summarise(
     let values: Vec<Value> = (summarised.iter())
         .map(|item| serde_json::from_str(item.item.get()).unwrap_or(Value::Null))
         .collect();
+    let earlier_summary = context.compaction.as_ref().map(|c| c.summary.as_str());
+    let (summary, usage) =
+        summary_of(engine, earlier_summary, &values, model, instructions).await?;
+    let earlier = context.compaction.as_ref().map_or(0, |c| c.items_compacted);
+    Ok(Compaction {
+        id: Uuid::now_v7(),
+        session_id: session_id.as_str().to_owned(),
+        created_at: crate::store::now(),
+        run_id,
+        through_item_id: through.id,
+        through_seq: through.seq,
+        items_compacted: earlier + plan.summarised as i64,
+        summary,
+        model: model.to_owned(),
+        usage,
+    })
+}
+
+/// The LLM's summary of an earlier summary and `items`, and what the call used.
+async fn summary_of(
+    engine: &Engine,
+    earlier: Option<&str>,
+    items: &[Value],
+    model: &str,
+    instructions: Option<&str>,
+) -> Result<(String, crate::model::Usage), LlmError> {
     let mut text = format!("{CONVERSATION_HEADING}\n\n");
-    if let Some(earlier) = &context.compaction {
-        text.push_str(&format!("[earlier summary]\n{}\n\n", earlier.summary));
+    if let Some(earlier) = earlier {
+        text.push_str(&format!("[earlier summary]\n{earlier}\n\n"));
     }
-    let messages = build_messages(None, None, &[], &values, None)
+    let messages = build_messages(None, None, &[], items, None)
         .expect("without a budget the context always fits");
     for message in &messages {
         text.push_str(&render(message));
@@ -201,6 +241,7 @@ async fn summarise(
         tools: Vec::new(),
         temperature: None,
         max_output_tokens: None,
+        sampling: Sampling::default(),
     };
     // The summary is not streamed to anyone: of its progress only the requests count.
     let (progress, mut received) = mpsc::unbounded_channel();
@@ -211,19 +252,7 @@ async fn summarise(
             usage.llm_calls += 1;
         }
     }
-    let earlier = context.compaction.as_ref().map_or(0, |c| c.items_compacted);
-    Ok(Compaction {
-        id: Uuid::now_v7(),
-        session_id: session_id.as_str().to_owned(),
-        created_at: crate::store::now(),
-        run_id,
-        through_item_id: through.id,
-        through_seq: through.seq,
-        items_compacted: earlier + plan.summarised as i64,
-        summary: completion.text,
-        model: model.to_owned(),
-        usage,
-    })
+    Ok((completion.text, usage))
 }
 
 /// One message as a line of the text to summarise; tool calls and outputs included.

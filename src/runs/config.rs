@@ -3,7 +3,9 @@
 
 use super::error::{Result, RunsError};
 use super::RunSettings;
-use crate::model::{AgentConfig, AgentId, ContextConfig, RunConfig, SessionId, DEFAULT_MAX_TURNS};
+use crate::model::{
+    AgentConfig, AgentId, ContextConfig, RunConfig, Sampling, SessionId, DEFAULT_MAX_TURNS,
+};
 use crate::store::{SessionStore, StoreError};
 
 /// What a request asks of a run's configuration.
@@ -11,6 +13,10 @@ use crate::store::{SessionStore, StoreError};
 pub struct ConfigRequest {
     pub agent_id: Option<String>,
     pub inline: Option<AgentConfig>,
+    /// What a protocol adapter asks beyond an agent's configuration.
+    pub sampling: Sampling,
+    /// See [`RunConfig::client_calls_complete`].
+    pub client_calls_complete: bool,
 }
 
 /// The configuration a run on `session_id` executes with.
@@ -55,6 +61,8 @@ pub(super) async fn resolve(
         max_turns: config.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
         max_input_tokens: config.context.as_ref().and_then(|c| c.max_input_tokens),
         compaction: config.context.as_ref().and_then(ContextConfig::compaction),
+        sampling: request.sampling,
+        client_calls_complete: request.client_calls_complete,
     })
 }
 

@@ -7,6 +7,7 @@
 //! | the same with `"content": [parts]` | the `text` of `input_text`, `output_text` and `text` parts (and, for the assistant, the `refusal` of `refusal` parts) joined with `"\n"`, so separate parts never run into one word; other parts (images, files…) are dropped |
 //! | `{"type": "function_call", "call_id", "name", "arguments"}` | an assistant message with `tool_calls`; consecutive calls (once skipped items are left out) share one message, as parallel calls do |
 //! | `{"type": "function_call_output", "call_id", "output"}` | a `tool` message answering `call_id`: a string `output` as is, an array of content parts as their texts joined with `"\n"`, anything else as its compact JSON |
+//! | `{"type": "compaction", "summary"}` (a summary the client brought back) | a system message with [`SUMMARY_HEADING`] and the summary |
 //! | anything else: reasoning, unknown types or roles, missing or ill-typed fields, messages with no text | nothing: a stored item must never make a run fail |
 //!
 //! Servers reject a tool call without its answer and an answer without its call, so each
@@ -188,6 +189,13 @@ fn parse(item: &Value) -> Option<Parsed> {
             name: str_field("name")?.to_owned(),
             arguments: str_field("arguments")?.to_owned(),
         })),
+        Some("compaction") => {
+            let summary = str_field("summary").filter(|s| !s.is_empty())?;
+            Some(Parsed::Msg(Message::text(
+                Role::System,
+                format!("{SUMMARY_HEADING}\n\n{summary}"),
+            )))
+        }
         Some("function_call_output") => {
             let call_id = str_field("call_id").filter(|s| !s.is_empty())?.to_owned();
             let output = match item.get("output")? {

@@ -31,7 +31,7 @@ pub use start::{StartRun, Started};
 
 use crate::llm::LlmClient;
 use crate::model::{
-    Page, PageRequest, Run, RunEvent, RunEventKind, SessionId, ToolOutput, WebhookPolicy,
+    Page, PageRequest, Run, RunEvent, RunEventKind, RunRecord, SessionId, ToolOutput, WebhookPolicy,
 };
 use crate::store::{SessionStore, StoreError};
 use error::Result;
@@ -209,6 +209,17 @@ impl Runs {
             }
         }
         Ok(self.store().cancel_run(tenant, session_id, run_id).await?)
+    }
+
+    /// The tenant's run `run_id`, whichever session it is in, with its configuration and
+    /// what its protocol adapter kept of its request.
+    pub async fn locate(&self, tenant: &str, run_id: Uuid) -> Result<RunRecord> {
+        Ok(self.store().locate_run(tenant, run_id).await?)
+    }
+
+    /// Deletes a finished run and its events; its turn stays in the session.
+    pub async fn delete(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<()> {
+        Ok(self.store().delete_run(tenant, session_id, run_id).await?)
     }
 
     pub async fn get(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {

@@ -27,6 +27,10 @@ pub struct StartRun {
     /// Answered as queued, for the workers; otherwise started here when a worker is free.
     pub background: bool,
     pub idempotency: Option<IdempotencyKey>,
+    /// The run's id, when the caller named its session after it already.
+    pub run_id: Option<Uuid>,
+    /// See [`crate::model::RunRecord::request`].
+    pub request: Option<Box<RawValue>>,
 }
 
 /// A run as a start request left it.
@@ -60,11 +64,12 @@ impl Runs {
             config::resolve(store, &self.engine.settings, tenant, session_id, request.config)
                 .await?;
         let run = NewRun {
-            id: Uuid::now_v7(),
+            id: request.run_id.unwrap_or_else(Uuid::now_v7),
             input,
             config,
             metadata,
             idempotency: request.idempotency,
+            request: request.request,
         };
         self.create(tenant, session_id, run, request.if_busy, !request.background).await
     }

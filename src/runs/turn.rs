@@ -70,6 +70,7 @@ pub(super) async fn drive(
             .collect(),
         temperature: config.temperature,
         max_output_tokens: config.max_output_tokens,
+        sampling: config.sampling.clone(),
     };
     loop {
         let current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
@@ -120,6 +121,9 @@ pub(super) async fn drive(
         let client_calls =
             run_tools(engine, &claim.tenant, exec, &config.tools, &completion.tool_calls).await;
         if !client_calls.is_empty() {
+            if config.client_calls_complete {
+                return Ok(Outcome::Completed);
+            }
             return Ok(Outcome::RequiresAction(RequiredAction { tool_calls: client_calls }));
         }
     }

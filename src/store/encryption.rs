@@ -67,6 +67,19 @@ impl Keyring {
         Ok((!keys.is_empty()).then_some(Self { keys }))
     }
 
+    /// `keyring` with one more key, which only decrypts when `keyring` has keys and else
+    /// encrypts too.
+    pub fn with_key(keyring: Option<Self>, id: &str, key: &[u8; 32]) -> Self {
+        let mut keys = keyring.map_or_else(Vec::new, |k| k.keys);
+        keys.push((id.to_owned(), Aes256Gcm::new_from_slice(key).expect("a 32-byte key")));
+        Self { keys }
+    }
+
+    /// Whether `value` is a sealed value at all, rather than one stored in the clear.
+    pub fn is_sealed(value: &str) -> bool {
+        value.starts_with(PREFIX)
+    }
+
     /// The id of the key new values are encrypted under.
     pub fn current_id(&self) -> &str {
         &self.keys[0].0

@@ -117,6 +117,10 @@ pub trait SessionStore:
     /// Answers when the database does.
     async fn ping(&self) -> Result<()>;
 
+    /// The random secret the database made for `name` when it was migrated, the same for
+    /// every replica.
+    async fn server_secret(&self, name: &str) -> Result<String>;
+
     fn pool_stats(&self) -> PoolStats;
 
     /// How appends were combined into transactions so far.

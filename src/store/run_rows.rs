@@ -180,6 +180,7 @@ pub(super) fn new_run(
         },
         config: run.config,
         turns: 0,
+        request: run.request,
     };
     let event = RunEvent::for_status(1, &record.run);
     (record, event)

@@ -35,6 +35,15 @@ pub trait RunStore: Send + Sync {
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
 
+    /// The run `run_id` of the tenant, whichever live session it is in, with what the
+    /// engine keeps of it.
+    async fn locate_run(&self, tenant: &str, run_id: Uuid) -> Result<RunRecord>;
+
+    /// Deletes a finished run and its events; the items its turn appended stay in the
+    /// session. Fails with [`super::StoreError::SessionBusy`] while the run is
+    /// unfinished.
+    async fn delete_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<()>;
+
     /// The id of the run that an earlier request with `key` created within the key's
     /// lifetime. Fails with [`super::StoreError::IdempotencyKeyReused`] when that
     /// request differed.

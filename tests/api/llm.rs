@@ -36,6 +36,7 @@ fn request() -> ChatRequest {
         tools: Vec::new(),
         temperature: None,
         max_output_tokens: None,
+        sampling: Default::default(),
     }
 }
 

@@ -1,4 +1,4 @@
-"""Runs the `sh` blocks of README.md and docs/*.md against a fresh server.
+"""Runs the `sh` and `python` blocks of README.md and docs/*.md against a fresh server.
 
 Each block runs in one bash process against the release binary on a new SQLite file
 (`localhost:8080` in the text is rewritten to the server's address). Every curl reports
@@ -7,6 +7,9 @@ curl must answer 2xx. Blocks that start another process or need what a test cann
 (a Docker engine, the test runner itself) are listed with the reason and not run. Runs
 go to a fake LLM: it calls the first tool a request offers, answers a tool's output,
 streams a summary slowly (so a run can be seen running and cancelled) and echoes the rest.
+A `python` block runs with `DOCS_PYTHON` (default: the Python client's venv, which
+`clients/python/scripts/ci.sh` makes with the `openai` and `openai-agents` packages) and
+passes when it exits 0.
 
     AGENT_SESSIONS_BIN=target/release/agent-sessions python3 tests/docs/run_blocks.py
 """
@@ -38,18 +41,28 @@ NOT_RUN = [
 EXPECT = re.compile(r"#\s*→\s*(\d{3})")
 
 
-def blocks() -> list[tuple[str, int, str]]:
+def blocks(language: str = "sh") -> list[tuple[str, int, str]]:
     found = []
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         lines = path.read_text().split("\n")
         start = None
         for number, line in enumerate(lines, 1):
-            if start is None and line.strip() == "```sh":
+            if start is None and line.strip() == f"```{language}":
                 start = number
             elif start is not None and line.strip() == "```":
                 found.append((str(path.relative_to(ROOT)), start, "\n".join(lines[start:number - 1])))
                 start = None
     return found
+
+
+def run_python(addr: str, block: str) -> list[str]:
+    """Runs one Python block; returns its failure, if it failed."""
+    python = os.environ.get("DOCS_PYTHON", str(ROOT / "clients/python/.venv/bin/python"))
+    code = block.replace("localhost:8080", addr).replace("127.0.0.1:8080", addr)
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        return [f"exit {done.returncode}\n{done.stderr[-3000:]}"]
+    return []
 
 
 def complete(text: str) -> bool:
@@ -175,6 +188,13 @@ def main() -> int:
                 problems = run_block(addr, block)
                 status = "FAILED" if problems else "ok"
                 print(f"{status:<8} {path}:{line} ({len(commands(block))} commands)")
+                for problem in problems:
+                    print(f"    {problem}")
+                failed += bool(problems)
+            for path, line, block in blocks("python"):
+                ran += 1
+                problems = run_python(addr, block)
+                print(f"{'FAILED' if problems else 'ok':<8} {path}:{line} (python)")
                 for problem in problems:
                     print(f"    {problem}")
                 failed += bool(problems)

@@ -102,11 +102,17 @@ async fn create_run(
     let idempotency = idempotency.key(|key| IdempotencyKey::for_run(key, &session.id, &text))?;
     let start = StartRun {
         input: request.input,
-        config: ConfigRequest { agent_id: request.agent_id, inline: request.agent },
+        config: ConfigRequest {
+            agent_id: request.agent_id,
+            inline: request.agent,
+            ..ConfigRequest::default()
+        },
         metadata: request.metadata,
         if_busy: request.if_busy.unwrap_or_default(),
         background: matches!(mode, Mode::Background),
         idempotency,
+        run_id: None,
+        request: None,
     };
     let started = state
         .runs

@@ -104,6 +104,14 @@ fn instructions_come_first_when_non_empty() {
     }
 }
 
+#[test]
+fn a_compaction_item_brings_its_summary_as_a_system_message() {
+    let compaction = json!({"type": "compaction", "summary": "they met", "encrypted_content": "x"});
+    let msgs = build(&[compaction, json!({"type": "compaction"})], &[msg("user", "c")]);
+    let summary = format!("{SUMMARY_HEADING}\n\nthey met");
+    assert_eq!(msgs, vec![Message::text(Role::System, summary), user("c")]);
+}
+
 /// Ten messages of 4 + 10 = 14 tokens each, numbered.
 fn ten() -> Vec<Value> {
     (0..10).map(|i| msg("user", &format!("{i}{}", "x".repeat(29)))).collect()

@@ -39,6 +39,14 @@ async fn fork_through(
                 row_value(conn, "select min(seq) from items", "run_id", session, run).await?;
             Ok(first.flatten().map_or(i64::MAX, |seq| seq - 1))
         }
+        ForkPoint::AfterRun(run) => {
+            // A run whose turn is not in the session (unfinished, failed, or its items
+            // removed since) marks no point in it.
+            let last: Option<Option<i64>> =
+                row_value(conn, "select max(seq) from items", "run_id", (tenant, source_pk), run)
+                    .await?;
+            last.flatten().ok_or(StoreError::RunNotFound)
+        }
     }
 }
 

@@ -38,6 +38,14 @@ impl RunStore for Store {
         runs::get(self, tenant, session_id, run_id).await
     }
 
+    async fn locate_run(&self, tenant: &str, run_id: Uuid) -> Result<RunRecord> {
+        runs::locate(self, tenant, run_id).await
+    }
+
+    async fn delete_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<()> {
+        runs::delete(self, tenant, session_id, run_id).await
+    }
+
     async fn replayed_run_id(&self, tenant: &str, key: &IdempotencyKey) -> Result<Option<Uuid>> {
         kept_response(self.reader(), &self.codec, tenant, key)
             .await?

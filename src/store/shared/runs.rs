@@ -8,7 +8,7 @@ use super::backend::runs::write_run;
 use super::backend::{Db, Store, FOR_UPDATE, NOW};
 use super::sessions::session_pk;
 use super::Conn;
-use crate::model::{Page, PageRequest, Run, RunEvent, RunStatus, SessionId, ToolOutput};
+use crate::model::{Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput};
 use crate::store::pages::{beyond, direction, explain_empty_page, uuid_cursor};
 use crate::store::rows::live;
 use crate::store::run_rows::{self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS};
@@ -75,6 +75,38 @@ pub(super) async fn get(
     let mut conn = store.reader().acquire().await?;
     let row: RunRow = select_run(&mut conn, tenant, session_id, run_id, RUN_COLUMNS, "").await?;
     Ok(row.into_record(&store.codec, tenant)?.run)
+}
+
+pub(super) async fn locate(store: &Store, tenant: &str, run_id: Uuid) -> Result<RunRecord> {
+    let row: Option<RunRow> = sqlx::query_as(&format!(
+        r"select {RUN_COLUMNS} from runs r
+          where r.tenant_id = $1 and r.id = $2
+            and r.session_pk in (select pk from sessions where tenant_id = $1 and {live})",
+        live = live("sessions", NOW)
+    ))
+    .bind(tenant)
+    .bind(run_id)
+    .fetch_optional(store.reader())
+    .await?;
+    row.ok_or(StoreError::RunNotFound)?.into_record(&store.codec, tenant)
+}
+
+pub(super) async fn delete(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    run_id: Uuid,
+) -> Result<()> {
+    let mut tx = store.writer().begin().await?;
+    let (pk, status): (i64, String) =
+        select_run(&mut tx, tenant, session_id, run_id, "r.pk, r.status", FOR_UPDATE).await?;
+    if !RunStatus::parse(&status).is_some_and(RunStatus::is_final) {
+        return Err(StoreError::SessionBusy(run_id));
+    }
+    // Its events go with it (on delete cascade), as its input and output do.
+    sqlx::query("delete from runs where pk = $1").bind(pk).execute(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 pub(super) async fn list(

@@ -11,7 +11,7 @@ use crate::model::{
     IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
 };
 use crate::store::combiner::{Append, Combiner};
-use crate::store::{AppendStats, Appended, PoolStats, Result, SessionStore, Swept};
+use crate::store::{AppendStats, Appended, PoolStats, Result, SessionStore, StoreError, Swept};
 
 #[async_trait]
 impl SessionStore for Store {
@@ -97,6 +97,15 @@ impl SessionStore for Store {
     async fn ping(&self) -> Result<()> {
         sqlx::query("select 1").execute(self.reader()).await?;
         Ok(())
+    }
+
+    async fn server_secret(&self, name: &str) -> Result<String> {
+        let value: Option<String> =
+            sqlx::query_scalar("select value from server_secrets where name = $1")
+                .bind(name)
+                .fetch_optional(self.reader())
+                .await?;
+        value.ok_or_else(|| StoreError::Corrupt(format!("no server secret `{name}`")))
     }
 
     fn append_stats(&self) -> AppendStats {

@@ -38,7 +38,15 @@ async fn every_v1_route_needs_a_valid_key() {
         let body = matches!(method, Method::POST | Method::PATCH).then(|| json!({}));
         for key in [None, Some("ask_not-a-key"), Some("")] {
             let response = As { app: &app, key }.call(method.clone(), &uri, body.clone()).await;
-            if uri.starts_with("/v1/") {
+            let openai = ["/v1/conversations", "/v1/responses", "/v1/models"];
+            if openai.iter().any(|route| uri.starts_with(route)) {
+                // OpenAI's routes answer in OpenAI's error shape.
+                assert_eq!(response.status, StatusCode::UNAUTHORIZED, "{method} {uri}");
+                let error = &response.json()["error"];
+                assert_eq!(error["code"], "unauthorized", "{method} {uri}: {error}");
+                assert_eq!(error["type"], "authentication_error", "{method} {uri}: {error}");
+                assert_eq!(response.header("www-authenticate"), Some("Bearer"), "{method} {uri}");
+            } else if uri.starts_with("/v1/") {
                 response.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
                 assert_eq!(response.header("www-authenticate"), Some("Bearer"), "{method} {uri}");
             } else {

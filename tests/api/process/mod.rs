@@ -292,6 +292,7 @@ async fn migrate_applies_the_schema_and_exits() {
             "items",
             "run_events",
             "runs",
+            "server_secrets",
             "sessions"
         ]
     );

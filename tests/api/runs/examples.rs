@@ -50,6 +50,22 @@ const WALK: &[(&str, &str)] = &[
     ("DELETE", "/v1/sessions/{session_id}/items"),
     ("DELETE", "/v1/sessions/{session_id}"),
     ("DELETE", "/v1/agents/{agent_id}"),
+    ("POST", "/v1/conversations"),
+    ("GET", "/v1/conversations/{conversation_id}"),
+    ("POST", "/v1/conversations/{conversation_id}"),
+    ("POST", "/v1/conversations/{conversation_id}/items"),
+    ("GET", "/v1/conversations/{conversation_id}/items"),
+    ("GET", "/v1/conversations/{conversation_id}/items/{item_id}"),
+    ("DELETE", "/v1/conversations/{conversation_id}/items/{item_id}"),
+    ("GET", "/v1/models"),
+    ("POST", "/v1/responses"),
+    ("GET", "/v1/responses/{response_id}"),
+    ("GET", "/v1/responses/{response_id}/input_items"),
+    // A finished response is answered as it is.
+    ("POST", "/v1/responses/{response_id}/cancel"),
+    ("POST", "/v1/responses/compact"),
+    ("DELETE", "/v1/responses/{response_id}"),
+    ("DELETE", "/v1/conversations/{conversation_id}"),
     ("DELETE", "/v1/api_keys/{key_id}"),
 ];
 
@@ -131,6 +147,16 @@ async fn every_example_request_succeeds_in_order() {
                 ids.insert("key", answer["key"].as_str().unwrap().into())
             }
             ("POST", "/v1/agents") => ids.insert("agent_id", answer["id"].as_str().unwrap().into()),
+            ("POST", "/v1/conversations") => {
+                ids.insert("conversation_id", answer["id"].as_str().unwrap().into())
+            }
+            ("POST", "/v1/conversations/{conversation_id}/items") => {
+                ids.insert("item_id", answer["data"][0]["id"].as_str().unwrap().into())
+            }
+            ("POST", "/v1/responses") => {
+                assert_eq!(answer["status"], "completed", "{answer}");
+                ids.insert("response_id", answer["id"].as_str().unwrap().into())
+            }
             ("POST", "/v1/sessions/{session_id}/items") => {
                 ids.insert("item_id", answer["data"][0]["id"].as_str().unwrap().into())
             }

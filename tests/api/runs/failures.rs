@@ -220,9 +220,12 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
             max_turns: 1,
             max_input_tokens: None,
             compaction: None,
+            sampling: Default::default(),
+            client_calls_complete: false,
         },
         metadata: Metadata::new(BTreeMap::new()).unwrap(),
         idempotency: None,
+        request: None,
     };
     let start = StartNow { worker: Uuid::now_v7(), lease: Duration::from_secs(30) };
     let created =

@@ -3,6 +3,7 @@
 mod examples;
 mod failures;
 mod modes;
+mod openai;
 mod queue;
 mod retries;
 mod tools;

@@ -1,0 +1,149 @@
+//! `POST /v1/responses/compact`: the LLM summarises a history the client holds (its
+//! `input`) or a response's chain, and the summary comes back sealed in a `compaction`
+//! item after the history's user messages, for the client to send as input later. The
+//! service keeps nothing of it.
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::errors::{OpenAiError, Result};
+use super::items::{input, view, SEALED_SUMMARY};
+use super::OpenAiErrors;
+use crate::http::extract::{AppJson, Tenant};
+use crate::http::{ApiError, AppState};
+use crate::model::{Cursor, Item, Order, PageRequest, SessionId};
+use crate::runs::RunsError;
+use crate::store::StoreError;
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompactRequest {
+    #[schema(min_length = 1, max_length = 256)]
+    model: Option<String>,
+    /// The history to compact: a string or a list of items.
+    #[schema(value_type = Option<Object>)]
+    input: Option<Value>,
+    /// Compact this response's chain instead.
+    previous_response_id: Option<String>,
+    /// Replaces the summariser's own instructions.
+    instructions: Option<String>,
+    /// Accepted for OpenAI's clients; the summariser has no use for them.
+    #[serde(rename = "prompt_cache_key")]
+    _prompt_cache_key: Option<String>,
+    #[serde(rename = "prompt_cache_retention")]
+    _prompt_cache_retention: Option<String>,
+    #[serde(rename = "prompt_cache_options")]
+    #[schema(value_type = Option<Object>)]
+    _prompt_cache_options: Option<Value>,
+    #[serde(rename = "service_tier")]
+    _service_tier: Option<String>,
+}
+
+/// Compact a history into a sealed summary.
+#[utoipa::path(post, path = "/v1/responses/compact", tag = "openai", operation_id = "compact_response",
+    request_body = CompactRequest,
+    responses((status = 200, description = "The compacted history", body = Object), OpenAiErrors))]
+pub async fn compact(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    AppJson(request): AppJson<CompactRequest>,
+) -> Result<Json<Value>> {
+    let items: Vec<Value> = match (&request.input, &request.previous_response_id) {
+        (Some(_), Some(_)) => {
+            return Err(OpenAiError::invalid(
+                "previous_response_id",
+                "cannot be combined with input",
+            ))
+        }
+        (None, None) => {
+            return Err(OpenAiError::invalid(
+                "input",
+                "give the input to compact or previous_response_id",
+            ))
+        }
+        (Some(given), None) => input(&state.sealer, &tenant, "input", given)
+            .await?
+            .into_iter()
+            .map(|item| serde_json::from_str(item.into_raw().get()).expect("checked JSON"))
+            .collect(),
+        (None, Some(previous)) => chain(&state, &tenant, previous).await?,
+    };
+    let requested = match &request.model {
+        Some(model) => model.clone(),
+        None => state.runs.settings().default_model.clone().ok_or_else(|| {
+            OpenAiError::invalid("model", "is required: no LLM_MODEL is configured")
+        })?,
+    };
+    let model = state.model_aliases.resolve(&requested).to_owned();
+    let (summary, usage) = state
+        .runs
+        .summarise(&items, &model, request.instructions.as_deref())
+        .await
+        .map_err(|error| ApiError::from_runs(error, "", None))?;
+    let id = Uuid::now_v7().simple().to_string();
+    let sealed = state.sealer.seal(&tenant, SEALED_SUMMARY, &summary).await?;
+    let mut output: Vec<Value> = (items.iter().enumerate())
+        .filter(|(_, item)| is_user_message(item))
+        .map(|(i, item)| {
+            let raw = serde_json::value::to_raw_value(item).expect("a value serializes");
+            view(&raw, &format!("msg_{id}_{i}"))
+        })
+        .collect();
+    output.push(
+        json!({"type": "compaction", "id": format!("cmp_{id}"), "encrypted_content": sealed}),
+    );
+    Ok(Json(json!({
+        "id": format!("cmp_{id}"),
+        "object": "response.compaction",
+        "created_at": chrono::Utc::now().timestamp(),
+        "output": output,
+        "usage": {
+            "input_tokens": usage.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": usage.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage.total_tokens,
+        },
+    })))
+}
+
+fn is_user_message(item: &Value) -> bool {
+    matches!(item.get("type").and_then(Value::as_str), None | Some("message"))
+        && item.get("role").and_then(Value::as_str) == Some("user")
+}
+
+/// The history of a response's session through that response's turn.
+async fn chain(state: &AppState, tenant: &str, previous: &str) -> Result<Vec<Value>> {
+    let gone = || OpenAiError::previous_response(previous, "is not a stored response");
+    let run = super::ids::run_of(previous).ok_or_else(gone)?;
+    let record = match state.runs.locate(tenant, run).await {
+        Ok(record) => record,
+        Err(RunsError::Store(StoreError::RunNotFound)) => return Err(gone()),
+        Err(error) => return Err(ApiError::from_runs(error, "", None).into()),
+    };
+    let request = record.request.as_ref().and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+    if request.is_some_and(|r| r["store"] == Value::Bool(false)) {
+        return Err(gone());
+    }
+    let session = SessionId::parse("session_id", record.run.session_id.clone())?;
+    let mut items: Vec<Item> = Vec::new();
+    let mut page = PageRequest { limit: PageRequest::MAX_LIMIT, order: Order::Asc, cursor: None };
+    loop {
+        let found = state.store.list_items(tenant, &session, &page).await;
+        let found = found.map_err(|e| ApiError::from_store(e, session.as_str(), None))?;
+        items.extend(found.data);
+        match found.last_id {
+            Some(last) if found.has_more => page.cursor = Some(Cursor::After(last)),
+            _ => break,
+        }
+    }
+    let end = items.iter().rposition(|item| item.run_id == Some(run)).ok_or_else(gone)?;
+    Ok(items[..=end]
+        .iter()
+        .map(|item| serde_json::from_str(item.item.get()).unwrap_or(Value::Null))
+        .collect())
+}

@@ -1,0 +1,139 @@
+//! The paging of OpenAI's lists: `after`, `limit` (1–100, default 20), `order` (default
+//! `desc`) and `include`, which is accepted (these lists have nothing more to include)
+//! and may come as `include[]`, the way OpenAI's clients send arrays.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use serde::Serialize;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::openapi::Required;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::http::ApiError;
+use crate::model::{Cursor, Order, PageRequest};
+
+const DEFAULT_LIMIT: u32 = 20;
+const MAX_LIMIT: u32 = 100;
+
+pub struct ListQuery {
+    pub after: Option<String>,
+    pub limit: u32,
+    pub order: Order,
+}
+
+impl ListQuery {
+    pub fn page(&self) -> PageRequest {
+        PageRequest {
+            limit: self.limit,
+            order: self.order,
+            cursor: self.after.clone().map(Cursor::After),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let mut query = Self { after: None, limit: DEFAULT_LIMIT, order: Order::Desc };
+        let text = parts.uri.query().unwrap_or_default();
+        for (name, value) in form_urlencoded::parse(text.as_bytes()) {
+            match &*name {
+                "after" if value.is_empty() || value.contains('\0') => {
+                    return Err(ApiError::invalid("after", "must be a non-empty id"))
+                }
+                "after" => query.after = Some(value.into_owned()),
+                "limit" => {
+                    query.limit = value
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=MAX_LIMIT).contains(n))
+                        .ok_or_else(|| {
+                            ApiError::invalid(
+                                "limit",
+                                format!("must be an integer from 1 to {MAX_LIMIT}, got `{value}`"),
+                            )
+                        })?;
+                }
+                "order" => {
+                    query.order = match &*value {
+                        "asc" => Order::Asc,
+                        "desc" => Order::Desc,
+                        _ => {
+                            return Err(ApiError::invalid(
+                                "order",
+                                format!("must be `asc` or `desc`, got `{value}`"),
+                            ))
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(query)
+    }
+}
+
+impl IntoParams for ListQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        let limit = ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(MAX_LIMIT))
+            .default(Some(DEFAULT_LIMIT.into()));
+        let param = |name: &str, schema: Schema, description: &str| {
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .required(Required::False)
+                .schema(Some(schema))
+                .description(Some(description))
+                .build()
+        };
+        vec![
+            param(
+                "after",
+                string().min_length(Some(1)).pattern(Some("^[^\\u0000]+$")).into(),
+                "Return the items after this item id, in the order asked for.",
+            ),
+            param("limit", limit.into(), "How many items a page holds."),
+            param(
+                "order",
+                string().enum_values(Some(["asc", "desc"])).default(Some("desc".into())).into(),
+                "`desc` (newest first, the default) or `asc`.",
+            ),
+            param(
+                "include",
+                ArrayBuilder::new().items(string()).into(),
+                "Accepted for OpenAI's clients; these items hold everything already.",
+            ),
+        ]
+    }
+}
+
+/// A page of an OpenAI list.
+#[derive(Serialize, ToSchema)]
+#[schema(as = OpenAiList)]
+pub struct List<T: Serialize> {
+    /// `list`.
+    pub object: &'static str,
+    pub data: Vec<T>,
+    #[schema(required = true)]
+    pub first_id: Option<String>,
+    #[schema(required = true)]
+    pub last_id: Option<String>,
+    pub has_more: bool,
+}
+
+impl<T: Serialize> List<T> {
+    pub fn new(
+        data: Vec<T>,
+        first_id: Option<String>,
+        last_id: Option<String>,
+        more: bool,
+    ) -> Self {
+        Self { object: "list", data, first_id, last_id, has_more: more }
+    }
+}

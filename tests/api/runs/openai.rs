@@ -1,0 +1,108 @@
+//! The OpenAI routes over the engine: what only the service can show from inside (the
+//! stored rows, the model's requests), on both backends. The real `openai` and Agents
+//! SDK clients drive the same routes in `clients/python/tests/openai_api`.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use super::RunsApp;
+use crate::fake_llm::Reply;
+use crate::helpers::{on_both_backends, TestDb};
+
+on_both_backends!(
+    chains_branch_and_failures_append_nothing,
+    an_unstored_response_leaves_nothing_behind,
+    a_compaction_is_sealed_for_its_tenant_and_opens_only_untouched,
+);
+
+async fn create(t: &RunsApp, body: Value) -> Value {
+    t.app.post("/v1/responses", body).await.expect(StatusCode::OK)
+}
+
+/// The texts of the messages the model was sent last.
+fn last_prompt(t: &RunsApp) -> Vec<String> {
+    let requests = t.llm.requests();
+    let messages = requests.last().unwrap()["messages"].as_array().unwrap().clone();
+    messages.iter().map(|m| m["content"].as_str().unwrap_or_default().to_owned()).collect()
+}
+
+async fn chains_branch_and_failures_append_nothing(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.push(Reply::text("one"));
+    let first = create(&t, json!({"model": "gpt-4.1", "input": "a"})).await;
+    t.llm.push(Reply::text("two"));
+    let second = create(&t, json!({"input": "b", "previous_response_id": first["id"]})).await;
+    assert_eq!(last_prompt(&t), ["a", "one", "b"]);
+    // Answering the first again branches: the second is not in the model's view.
+    t.llm.push(Reply::text("three"));
+    create(&t, json!({"input": "c", "previous_response_id": first["id"]})).await;
+    assert_eq!(last_prompt(&t), ["a", "one", "c"]);
+    t.llm.push(Reply::text("four"));
+    create(&t, json!({"input": "d", "previous_response_id": second["id"]})).await;
+    assert_eq!(last_prompt(&t), ["a", "one", "b", "two", "d"]);
+
+    // A conversation takes the turn atomically; a failed response adds nothing.
+    let conversation = t.app.post("/v1/conversations", json!({})).await.expect(StatusCode::OK);
+    let id = conversation["id"].as_str().unwrap();
+    t.llm.push(Reply::status(400));
+    let failed = create(&t, json!({"input": "e", "conversation": id})).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(failed["error"]["message"].as_str().unwrap().contains("llm_"), "{failed}");
+    assert_eq!(t.items(id).await, Vec::<Value>::new());
+    t.llm.push(Reply::text("five"));
+    let done = create(&t, json!({"input": "e", "conversation": {"id": id}})).await;
+    assert_eq!(done["conversation"], json!({"id": id}));
+    assert_eq!(t.items(id).await.len(), 2);
+}
+
+async fn an_unstored_response_leaves_nothing_behind(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.push(Reply::text("secret answer"));
+    let response = create(&t, json!({"input": "secret question", "store": false})).await;
+    assert_eq!(response["output"][0]["content"][0]["text"], "secret answer");
+    let id = response["id"].as_str().unwrap();
+    let missing = t.app.get(&format!("/v1/responses/{id}")).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text);
+    let chained =
+        t.app.post("/v1/responses", json!({"input": "x", "previous_response_id": id})).await;
+    assert_eq!(chained.status, StatusCode::BAD_REQUEST);
+    assert_eq!(chained.json()["error"]["code"], "previous_response_not_found");
+    // The session it ran on is deleted once it is answered.
+    let mut left = usize::MAX;
+    for _ in 0..100 {
+        let sessions = t.app.get("/v1/sessions").await.expect(StatusCode::OK);
+        left = sessions["data"].as_array().unwrap().len();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(left, 0, "the unstored response's session is gone");
+}
+
+async fn a_compaction_is_sealed_for_its_tenant_and_opens_only_untouched(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.push_summary(Reply::text("Ada asked about order 4711."));
+    let history = json!([
+        {"role": "user", "content": "I am Ada"},
+        {"role": "assistant", "content": "Hello Ada"},
+    ]);
+    let compacted = t
+        .app
+        .post("/v1/responses/compact", json!({"model": "gpt-4.1", "input": history}))
+        .await
+        .expect(StatusCode::OK);
+    let output = compacted["output"].as_array().unwrap();
+    assert_eq!(output.len(), 2, "the user message, then the compaction: {compacted}");
+    let sealed = output[1]["encrypted_content"].as_str().unwrap();
+    assert!(!sealed.contains("4711"), "the summary never shows in clear");
+    t.llm.push(Reply::text("ok"));
+    create(&t, json!({"input": [output[1], {"role": "user", "content": "and?"}]})).await;
+    assert!(last_prompt(&t)[0].ends_with("Ada asked about order 4711."), "{:?}", last_prompt(&t));
+    let mut forged = output[1].clone();
+    let flipped = if sealed.ends_with('A') { 'B' } else { 'A' };
+    forged["encrypted_content"] = format!("{}{flipped}", &sealed[..sealed.len() - 1]).into();
+    let refused = t.app.post("/v1/responses", json!({"input": [forged]})).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+    assert_eq!(refused.json()["error"]["param"], "input[0].encrypted_content");
+}
