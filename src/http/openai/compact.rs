@@ -16,8 +16,6 @@ use super::OpenAiErrors;
 use crate::http::extract::{AppJson, Tenant};
 use crate::http::{ApiError, AppState};
 use crate::model::{Cursor, Item, Order, PageRequest, SessionId};
-use crate::runs::RunsError;
-use crate::store::StoreError;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -72,13 +70,7 @@ pub async fn compact(
             .collect(),
         (None, Some(previous)) => chain(&state, &tenant, previous).await?,
     };
-    let requested = match &request.model {
-        Some(model) => model.clone(),
-        None => state.runs.settings().default_model.clone().ok_or_else(|| {
-            OpenAiError::invalid("model", "is required: no LLM_MODEL is configured")
-        })?,
-    };
-    let model = state.model_aliases.resolve(&requested).to_owned();
+    let (_, model) = super::models::resolve(&state, request.model.as_deref())?;
     let (summary, usage) = state
         .runs
         .summarise(&items, &model, request.instructions.as_deref())
@@ -101,13 +93,7 @@ pub async fn compact(
         "object": "response.compaction",
         "created_at": chrono::Utc::now().timestamp(),
         "output": output,
-        "usage": {
-            "input_tokens": usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": usage.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage.total_tokens,
-        },
+        "usage": super::responses::view::usage(&usage),
     })))
 }
 
@@ -118,17 +104,8 @@ fn is_user_message(item: &Value) -> bool {
 
 /// The history of a response's session through that response's turn.
 async fn chain(state: &AppState, tenant: &str, previous: &str) -> Result<Vec<Value>> {
-    let gone = || OpenAiError::previous_response(previous, "is not a stored response");
-    let run = super::ids::run_of(previous).ok_or_else(gone)?;
-    let record = match state.runs.locate(tenant, run).await {
-        Ok(record) => record,
-        Err(RunsError::Store(StoreError::RunNotFound)) => return Err(gone()),
-        Err(error) => return Err(ApiError::from_runs(error, "", None).into()),
-    };
-    let request = record.request.as_ref().and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
-    if request.is_some_and(|r| r["store"] == Value::Bool(false)) {
-        return Err(gone());
-    }
+    let record = super::responses::previous(state, tenant, previous).await?;
+    let run = record.run.id;
     let session = SessionId::parse("session_id", record.run.session_id.clone())?;
     let mut items: Vec<Item> = Vec::new();
     let mut page = PageRequest { limit: PageRequest::MAX_LIMIT, order: Order::Asc, cursor: None };
@@ -141,7 +118,10 @@ async fn chain(state: &AppState, tenant: &str, previous: &str) -> Result<Vec<Val
             _ => break,
         }
     }
-    let end = items.iter().rposition(|item| item.run_id == Some(run)).ok_or_else(gone)?;
+    let end = items
+        .iter()
+        .rposition(|item| item.run_id == Some(run))
+        .ok_or_else(|| OpenAiError::previous_response(previous, "is no longer in its session"))?;
     Ok(items[..=end]
         .iter()
         .map(|item| serde_json::from_str(item.item.get()).unwrap_or(Value::Null))

@@ -91,7 +91,11 @@ pub struct AddItems {
 }
 
 /// The conversation of the path, which must exist.
-async fn existing(state: &AppState, tenant: &str, id: &str) -> Result<(SessionId, Session)> {
+pub(super) async fn existing(
+    state: &AppState,
+    tenant: &str,
+    id: &str,
+) -> Result<(SessionId, Session)> {
     let field = "conversation_id";
     let id = SessionId::parse(field, id.to_owned()).map_err(|_| not_found(id))?;
     match state.store.get_session(tenant, &id).await {
@@ -226,7 +230,7 @@ fn item_view(item: &Item) -> Value {
 
 /// Add items to a conversation.
 #[utoipa::path(post, path = "/v1/conversations/{conversation_id}/items", tag = "openai", operation_id = "create_conversation_items",
-    params(("conversation_id" = String, Path, description = "The conversation id"), ListQuery),
+    params(("conversation_id" = String, Path, description = "The conversation id")),
     request_body = AddItems,
     responses((status = 200, description = "The items added", body = List<Object>), OpenAiErrors))]
 async fn add_items(
@@ -239,10 +243,7 @@ async fn add_items(
     let (id, _) = existing(&state, &tenant, &id).await?;
     let appended = state.store.append_items(&tenant, &id, items, None).await;
     let appended = appended.map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    let data: Vec<Value> = appended.items.iter().map(item_view).collect();
-    let (first, last) = (appended.items.first(), appended.items.last());
-    let id_of = |item: Option<&Item>| item.map(|i| i.id.to_string());
-    Ok(Json(List::new(data, id_of(first), id_of(last), false)))
+    Ok(Json(List::of_items(appended.items.iter().map(item_view).collect(), false)))
 }
 
 /// The item of the path; text that is no UUID names no item.

@@ -127,6 +127,17 @@ pub struct List<T: Serialize> {
     pub has_more: bool,
 }
 
+impl List<serde_json::Value> {
+    /// A page of items in OpenAI's shape, its ends named by their `id`s.
+    pub fn of_items(data: Vec<serde_json::Value>, has_more: bool) -> Self {
+        let id = |item: Option<&serde_json::Value>| {
+            item.and_then(|i| i["id"].as_str()).map(str::to_owned)
+        };
+        let (first, last) = (id(data.first()), id(data.last()));
+        Self::new(data, first, last, has_more)
+    }
+}
+
 impl<T: Serialize> List<T> {
     pub fn new(
         data: Vec<T>,

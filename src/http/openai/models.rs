@@ -8,6 +8,7 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::errors::{OpenAiError, Result};
 use super::OpenAiErrors;
 use crate::http::AppState;
 
@@ -42,4 +43,17 @@ pub async fn list(State(state): State<AppState>) -> Json<ModelList> {
         .map(|id| Model { id, object: "model", created, owned_by: "agent-sessions" })
         .collect();
     Json(ModelList { object: "list", data })
+}
+
+/// The model a request asks for (absent: `LLM_MODEL`) and the upstream model its alias
+/// names.
+pub fn resolve(state: &AppState, requested: Option<&str>) -> Result<(String, String)> {
+    let requested = match requested {
+        Some(model) => model.to_owned(),
+        None => state.runs.settings().default_model.clone().ok_or_else(|| {
+            OpenAiError::invalid("model", "is required: no LLM_MODEL is configured")
+        })?,
+    };
+    let upstream = state.model_aliases.resolve(&requested).to_owned();
+    Ok((requested, upstream))
 }

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::super::ids;
 use super::super::items::view;
-use crate::model::{Run, RunStatus};
+use crate::model::{Run, RunStatus, Usage};
 
 /// The Response's `status` for a run's.
 pub fn status(run: &Run) -> &'static str {
@@ -24,7 +24,6 @@ pub fn status(run: &Run) -> &'static str {
 /// false shows an empty output, as the first events of a stream do.
 pub fn response(run: &Run, echo: &Map<String, Value>, with_output: bool) -> Value {
     let mut response = echo.clone();
-    let usage = &run.usage;
     let fields = json!({
         "id": ids::response_id(run.id),
         "object": "response",
@@ -33,13 +32,7 @@ pub fn response(run: &Run, echo: &Map<String, Value>, with_output: bool) -> Valu
             .map(|t| t.timestamp()),
         "status": status(run),
         "output": if with_output { output(run) } else { Vec::new() },
-        "usage": {
-            "input_tokens": usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": usage.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage.total_tokens,
-        },
+        "usage": usage(&run.usage),
         "error": run.error.as_ref().map(|error| json!({
             "code": if error.code == "llm_rate_limited" { "rate_limit_exceeded" } else { "server_error" },
             "message": format!("{}: {}", error.code, error.message),
@@ -51,6 +44,18 @@ pub fn response(run: &Run, echo: &Map<String, Value>, with_output: bool) -> Valu
         response.extend(fields);
     }
     Value::Object(response)
+}
+
+/// Usage as OpenAI's `ResponseUsage`, every field it requires present; the service
+/// sees no cache or reasoning tokens.
+pub fn usage(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.total_tokens,
+    })
 }
 
 /// The kind of a generated item and the prefix of its id; none for the items OpenAI's

@@ -1,0 +1,203 @@
+//! Creating a response: where it runs, the run it is, and how it is answered.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::request::{self, CreateResponse};
+use super::stream::ResponseStream;
+use super::{session_of, view};
+use crate::http::event_stream::sse;
+use crate::http::extract::{AppJson, Tenant};
+use crate::http::openai::errors::{OpenAiError, Result};
+use crate::http::openai::items::input;
+use crate::http::openai::{conversations, ids, models, OpenAiErrors};
+use crate::http::{ApiError, AppState};
+use crate::model::{
+    Anchor, ExpiresAfter, ForkPoint, IfBusy, NewFork, NewSession, SessionId, SessionPatch,
+};
+use crate::runs::{ConfigRequest, StartRun};
+use crate::store::StoreError;
+
+/// How long the session of an unstored response may outlive its answer, should the
+/// process die before deleting it.
+const UNSTORED_SECS: u64 = 3600;
+
+/// Where a new response runs.
+struct Target {
+    session: SessionId,
+    if_busy: IfBusy,
+    /// The session is the response's own and goes when it is answered.
+    unstored: bool,
+}
+
+/// Create a response.
+///
+/// Runs the model over the conversation, the previous response's chain, or the input
+/// alone. `stream: true` answers with OpenAI's server-sent events; `background: true`
+/// answers at once with the queued response.
+#[utoipa::path(post, path = "/v1/responses", tag = "openai", operation_id = "create_response",
+    request_body = CreateResponse,
+    responses(
+        (status = 200, description = "The response, or its events with `stream: true`", 
+            content((Object = "application/json"), (String = "text/event-stream"))),
+        OpenAiErrors,
+    ))]
+pub(super) async fn create(
+    State(state): State<AppState>,
+    Tenant(tenant): Tenant,
+    AppJson(request): AppJson<CreateResponse>,
+) -> Result<Response> {
+    let (stream, background) =
+        (request.stream.unwrap_or(false), request.background.unwrap_or(false));
+    let store = request.store.unwrap_or(true);
+    if stream && background {
+        return Err(OpenAiError::invalid("stream", "cannot be combined with background: true"));
+    }
+    if background && !store {
+        return Err(OpenAiError::invalid(
+            "background",
+            "needs store: true: an unstored response cannot be polled",
+        ));
+    }
+    if request.conversation.is_some() && request.previous_response_id.is_some() {
+        return Err(OpenAiError::invalid(
+            "previous_response_id",
+            "cannot be combined with conversation",
+        ));
+    }
+    let (requested, model) = models::resolve(&state, request.model.as_deref())?;
+    let asked = request.asked(&requested, &model)?;
+    let items = match &request.input {
+        Some(given) => input(&state.sealer, &tenant, "input", given).await?,
+        None => return Err(OpenAiError::invalid("input", "is required")),
+    };
+    let run_id = Uuid::now_v7();
+    let mut echo = asked.echo;
+    let target = target(&state, &tenant, &request, run_id, store).await?;
+    echo.insert("previous_response_id".into(), request.previous_response_id.clone().into());
+    let conversation = match &request.conversation {
+        Some(_) => serde_json::json!({"id": target.session.as_str()}),
+        None => Value::Null,
+    };
+    echo.insert("conversation".into(), conversation);
+    let items: Vec<Box<RawValue>> = items.into_iter().map(|item| item.into_raw()).collect();
+    let start = StartRun {
+        input: serde_json::value::to_raw_value(&items).expect("items serialize"),
+        config: ConfigRequest {
+            inline: Some(asked.config),
+            sampling: asked.sampling,
+            client_calls_complete: true,
+            ..ConfigRequest::default()
+        },
+        metadata: request.metadata.clone(),
+        if_busy: target.if_busy,
+        background,
+        idempotency: None,
+        run_id: Some(run_id),
+        request: Some(serde_json::value::to_raw_value(&echo).expect("the echo serializes")),
+    };
+    let started = state.runs.start(&tenant, &target.session, start).await;
+    let run = match started {
+        Ok(started) => started.run,
+        Err(error) => {
+            // A session made for this response goes with it.
+            if target.session.as_str() == ids::own_session(run_id) {
+                let _ = state.store.delete_session(&tenant, &target.session).await;
+            }
+            return Err(ApiError::from_runs(error, target.session.as_str(), None).into());
+        }
+    };
+    let reading =
+        target.unstored.then(|| forget_when_done(&state, &tenant, &target.session, run.id));
+    if background {
+        return Ok(Json(view::response(&run, &echo, true)).into_response());
+    }
+    if stream {
+        let events = state.runs.events(&tenant, &target.session, run.id, 0);
+        return Ok(sse(events, ResponseStream::new(echo, None, reading)));
+    }
+    // Answered when it ends, as OpenAI does, however long that takes: OpenAI's clients
+    // take any answer for the final one. RUN_WAIT_SECS bounds native runs only; the LLM's
+    // timeouts and `max_turns` bound this wait.
+    let waited = state.runs.wait(&tenant, &target.session, run.id, 0).await;
+    drop(reading);
+    let run = waited.map_err(|e| ApiError::from_runs(e, target.session.as_str(), None))?;
+    Ok(Json(view::response(&run, &echo, true)).into_response())
+}
+
+/// The session a new response runs on, made ready.
+async fn target(
+    state: &AppState,
+    tenant: &str,
+    request: &CreateResponse,
+    run_id: Uuid,
+    store: bool,
+) -> Result<Target> {
+    let own = SessionId::parse("id", ids::own_session(run_id))?;
+    let unstored_expiry =
+        Some(Some(ExpiresAfter { anchor: Anchor::CreatedAt, seconds: UNSTORED_SECS }));
+    let (source, point) = if let Some(conversation) = &request.conversation {
+        let id = request::conversation_id(conversation)?;
+        let (session, _) = conversations::existing(state, tenant, &id).await?;
+        if store {
+            return Ok(Target { session, if_busy: IfBusy::Enqueue, unstored: false });
+        }
+        (session, ForkPoint::All)
+    } else if let Some(previous) = &request.previous_response_id {
+        let record = super::previous(state, tenant, previous).await?;
+        (session_of(&record.run)?, ForkPoint::AfterRun(record.run.id))
+    } else {
+        if !store {
+            let new = NewSession {
+                id: own.clone(),
+                metadata: Default::default(),
+                agent_id: None,
+                expires_after: unstored_expiry,
+            };
+            state.store.create_session(tenant, new).await?;
+        }
+        return Ok(Target { session: own, if_busy: IfBusy::Reject, unstored: !store });
+    };
+    let fork = NewFork { id: own.clone(), metadata: None, point, idempotency: None };
+    match state.store.fork_session(tenant, &source, fork).await {
+        Ok(_) => {}
+        Err(StoreError::RunNotFound | StoreError::SessionNotFound) => {
+            let previous = request.previous_response_id.as_deref().unwrap_or_default();
+            return Err(OpenAiError::previous_response(previous, "is no longer in its session"));
+        }
+        Err(error) => return Err(error.into()),
+    }
+    let expiry = if store { None } else { unstored_expiry };
+    if let Some(expires_after) = expiry {
+        let patch = SessionPatch { expires_after: Some(expires_after), ..SessionPatch::default() };
+        state.store.update_session(tenant, &own, patch).await?;
+    }
+    Ok(Target { session: own, if_busy: IfBusy::Reject, unstored: !store })
+}
+
+/// Deletes an unstored response's session once it has finished and its answer was read
+/// (the returned sender dropped), whether the client stayed or not.
+fn forget_when_done(
+    state: &AppState,
+    tenant: &str,
+    session: &SessionId,
+    run: Uuid,
+) -> oneshot::Sender<()> {
+    let (reading, read) = oneshot::channel::<()>();
+    let (state, tenant, session) = (state.clone(), tenant.to_owned(), session.clone());
+    tokio::spawn(async move {
+        let _ = read.await;
+        if let Err(error) = state.runs.wait(&tenant, &session, run, 0).await {
+            tracing::warn!(%error, "cannot wait for an unstored response");
+        }
+        if let Err(error) = state.store.delete_session(&tenant, &session).await {
+            tracing::warn!(%error, "cannot delete an unstored response; it expires within the hour");
+        }
+    });
+    reading
+}
