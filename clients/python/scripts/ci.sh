@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CI of the Python client (clients/python): lint, types, unit tests, then the live tests,
-# the end-to-end Agents SDK test and the Agents SDK's own session test-suite against the
-# real service, on SQLite and on Postgres.
+# the end-to-end Agents SDK test, the OpenAI-compatible API tests (the openai and agents
+# packages against /v1) and the Agents SDK's own session test-suite against the real
+# service (with AgentSessionsSession, then with OpenAIConversationsSession), on SQLite and
+# on Postgres.
 #
 #   AGENT_SESSIONS_BIN=target/release/agent-sessions bash clients/python/scripts/ci.sh
 #
@@ -116,17 +118,24 @@ suite="tests/memory/test_session.py"
 
 for backend in $backends; do
   export AGENT_SESSIONS_BACKEND="$backend"
-  echo "== live and end-to-end tests on $backend"
+  echo "== live, end-to-end and OpenAI API tests on $backend"
   code=0
-  "$py" -m pytest -p no:cacheprovider tests/live tests/e2e --junitxml="$work/live-$backend.xml" \
-    || code=$?
-  record "live + e2e ($backend)" "$work/live-$backend.xml" "$code"
+  "$py" -m pytest -p no:cacheprovider tests/live tests/e2e tests/openai_api \
+    --junitxml="$work/live-$backend.xml" || code=$?
+  record "live+e2e+openai ($backend)" "$work/live-$backend.xml" "$code"
 
   echo "== Agents SDK session suite on $backend ($suite, SQLiteSession -> AgentSessionsSession)"
   code=0
   (cd "$sdk" && PYTHONPATH="$here/tests" "$py" -m pytest -p no:cacheprovider \
       -p sessions_testkit.sdk_suite "$suite" --junitxml="$work/sdk-$backend.xml") || code=$?
   record "SDK suite ($backend)" "$work/sdk-$backend.xml" "$code"
+
+  echo "== Agents SDK session suite on $backend ($suite, SQLiteSession -> OpenAIConversationsSession)"
+  code=0
+  (cd "$sdk" && PYTHONPATH="$here/tests" "$py" -m pytest -p no:cacheprovider \
+      -p openai_api.sdk_conversations_suite "$suite" --junitxml="$work/sdk-conv-$backend.xml") \
+    || code=$?
+  record "SDK conv suite ($backend)" "$work/sdk-conv-$backend.xml" "$code"
 done
 
 echo

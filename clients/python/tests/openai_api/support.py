@@ -1,0 +1,45 @@
+"""What the OpenAI-compatible API tests share besides fixtures."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterable, List
+
+from openai import AsyncOpenAI
+from pydantic import BaseModel
+
+from sessions_testkit.server import Service
+
+# What the model names of the OpenAI clients become upstream: the fake LLM takes any.
+MODEL_ENV: Dict[str, str] = {"MODEL_ALIASES": "gpt-4.1=fake,*=fake", "LLM_MODEL": "fake"}
+# The model the tests ask for, as OpenAI's clients name models.
+MODEL = "gpt-4.1"
+
+
+def backend() -> str:
+    return os.environ.get("AGENT_SESSIONS_BACKEND", "sqlite")
+
+
+def openai_client(service: Service, api_key: str = "unused") -> AsyncOpenAI:
+    """An ``AsyncOpenAI`` on the service's ``/v1``; no retries, so errors show at once."""
+    return AsyncOpenAI(base_url=service.url + "/v1", api_key=api_key, max_retries=0)
+
+
+def dumped(items: Iterable[BaseModel]) -> List[Dict[str, Any]]:
+    """Items the ``openai`` package parsed, as JSON objects (unknown fields included)."""
+    return [item.model_dump() for item in items]
+
+
+def text(item: Dict[str, Any]) -> str:
+    """The text of a message item's content parts."""
+    content = item["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(str(part.get("text", "")) for part in content)
+
+
+def ids(items: Iterable[BaseModel]) -> List[str]:
+    """The items' ids, every one of them present."""
+    found = [getattr(item, "id", None) for item in items]
+    assert all(isinstance(i, str) and i for i in found), found
+    return [str(i) for i in found]
