@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any, Dict, Iterable, List
 
 from openai import AsyncOpenAI
+from openai.types.responses import Response
 from pydantic import BaseModel
 
 from sessions_testkit.server import Service
@@ -43,3 +45,13 @@ def ids(items: Iterable[BaseModel]) -> List[str]:
     found = [getattr(item, "id", None) for item in items]
     assert all(isinstance(i, str) and i for i in found), found
     return [str(i) for i in found]
+
+
+async def finished(client: AsyncOpenAI, response: Response) -> Response:
+    """The response once it is no longer queued or in progress."""
+    for _ in range(200):
+        if response.status not in ("queued", "in_progress"):
+            return response
+        await asyncio.sleep(0.05)
+        response = await client.responses.retrieve(response.id)
+    raise AssertionError(f"{response.id} is still {response.status}")

@@ -5,17 +5,15 @@ on bad requests."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 import pytest
 from openai import AsyncOpenAI, BadRequestError, NotFoundError
-from openai.types.responses import Response
 
 from sessions_testkit.fake_llm import FakeLLM
 
-from .support import MODEL, dumped, text
+from .support import MODEL, dumped, finished, text
 
 WEATHER_TOOL: Any = {
     "type": "function",
@@ -33,16 +31,6 @@ WEATHER_TOOL: Any = {
 
 def user(text: str) -> Any:
     return {"type": "message", "role": "user", "content": text}
-
-
-async def finished(client: AsyncOpenAI, response: Response) -> Response:
-    """The response once it is no longer queued or in progress."""
-    for _ in range(200):
-        if response.status not in ("queued", "in_progress"):
-            return response
-        await asyncio.sleep(0.05)
-        response = await client.responses.retrieve(response.id)
-    raise AssertionError(f"{response.id} is still {response.status}")
 
 
 async def test_create_retrieve_list_input_and_delete(client: AsyncOpenAI) -> None:

@@ -86,32 +86,54 @@ def run_service(
     env: Optional[Dict[str, str]] = None,
 ) -> Iterator[Service]:
     """The running service; stopped (SIGTERM, then SIGKILL) and cleaned up on exit."""
-    with tempfile.TemporaryDirectory(prefix="agent-sessions-") as tmp:
-        if backend == "sqlite":
-            with _started(binary, f"sqlite:{tmp}/service.db", Path(tmp), llm_base_url, env) as s:
-                yield s
-        elif backend == "postgres":
-            admin = pg_url or os.environ.get("PG_URL") or DEFAULT_PG_URL
-            with (
-                scratch_database(admin) as database_url,
-                _started(binary, database_url, Path(tmp), llm_base_url, env) as s,
-            ):
-                yield s
-        else:
-            raise ValueError(f"unknown backend {backend!r}")
+    with (
+        database(backend, pg_url=pg_url) as database_url,
+        tempfile.TemporaryDirectory(prefix="agent-sessions-") as tmp,
+        start_on(binary, database_url, Path(tmp), llm_base_url, env) as running,
+    ):
+        yield running.service
 
 
 @contextmanager
-def _started(
+def database(backend: str, *, pg_url: Optional[str] = None) -> Iterator[str]:
+    """The URL of an empty database of ``backend``, removed on exit, for one or more
+    processes of the service to share one after another or at once."""
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="agent-sessions-db-") as tmp:
+            yield f"sqlite:{tmp}/service.db"
+    elif backend == "postgres":
+        admin = pg_url or os.environ.get("PG_URL") or DEFAULT_PG_URL
+        with scratch_database(admin) as database_url:
+            yield database_url
+    else:
+        raise ValueError(f"unknown backend {backend!r}")
+
+
+@dataclass
+class Process:
+    """One running process of the service; ``kill()`` ends it as a crash would."""
+
+    service: Service
+    child: subprocess.Popen[bytes]
+
+    def kill(self) -> None:
+        self.child.kill()
+        self.child.wait()
+
+
+@contextmanager
+def start_on(
     binary: str,
     database_url: str,
-    tmp: Path,
-    llm_base_url: Optional[str],
-    env: Optional[Dict[str, str]],
-) -> Iterator[Service]:
+    log_dir: Path,
+    llm_base_url: Optional[str] = None,
+    env: Optional[Dict[str, str]] = None,
+) -> Iterator[Process]:
+    """A process of the service on ``database_url``, ready; stopped on exit unless it
+    was killed already. Its log is a new file in ``log_dir``."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log = tmp / "service.log"
+    log = log_dir / f"service-{port}.log"
     child_env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -131,14 +153,15 @@ def _started(
         )
     try:
         _wait_ready(url, process, log)
-        yield Service(url=url, database_url=database_url, log=log)
+        yield Process(Service(url=url, database_url=database_url, log=log), process)
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
