@@ -38,11 +38,24 @@ LIST_OPERATIONS = {
     "GET /v1/sessions/{session_id}/compactions",
     "GET /v1/api_keys",
 }
+# The OpenAI lists, whose cursor must name an item of the list too.
+OPENAI_LIST_OPERATIONS = {
+    "GET /v1/conversations/{conversation_id}/items": "in this conversation",
+    "GET /v1/responses/{response_id}/input_items": "in this response's input",
+}
 # The operations that take an agent configuration, in the body or inline as `agent`.
 AGENT_OPERATIONS = {
     "POST /v1/agents": "",
     "PATCH /v1/agents/{agent_id}": "",
     "POST /v1/sessions/{session_id}/runs": "agent.",
+}
+CREATE_RESPONSE = "POST /v1/responses"
+# The OpenAI operations that take input items, which may be compactions.
+OPENAI_INPUT_OPERATIONS = {
+    CREATE_RESPONSE,
+    "POST /v1/responses/compact",
+    "POST /v1/conversations",
+    "POST /v1/conversations/{conversation_id}/items",
 }
 ITEM_OPERATIONS = {
     "GET /v1/sessions/{session_id}/items/{item_id}",
@@ -92,9 +105,15 @@ def _json(content: bytes | None) -> Any:
 
 
 def _problem(response: Any) -> tuple[str, str]:
+    """The error's code and detail: of a problem document, or of an OpenAI error (the
+    `/v1/conversations`, `/v1/responses` and `/v1/models` routes), whose message is the
+    detail."""
     body = _json(response.content)
     if not isinstance(body, dict):
         return "", ""
+    if isinstance(body.get("error"), dict):
+        error = body["error"]
+        return str(error.get("code", "")), str(error.get("message", ""))
     return str(body.get("code", "")), str(body.get("detail", ""))
 
 
@@ -255,6 +274,45 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             ):
                 return _drop(f"ST202 {label} 400 tool name listed twice")
 
+        # 3b. The same for the OpenAI lists, whose `after` must name an item of the list.
+        if label in OPENAI_LIST_OPERATIONS and status == 400 and code == "invalid_request":
+            where = OPENAI_LIST_OPERATIONS[label]
+            if "after" in query and detail == f"after: no item with id `{query['after']}` {where}":
+                return _drop(f"ST202 {label} 400 unknown cursor")
+
+        # 7b. Two function tools of one name in a response's `tools`, as in rule 7.
+        if (
+            label == CREATE_RESPONSE
+            and status == 400
+            and re.fullmatch(r"tools\[\d+\]\.name: a tool named `[^`]*` is listed twice", detail)
+        ):
+            return _drop(f"ST202 {label} 400 tool name listed twice")
+
+        # 7c. A response to answer from (or compact) that is not there:
+        #    `previous_response_id` must name a stored, completed response of the tenant,
+        #    which only the data decides.
+        if (
+            label in (CREATE_RESPONSE, "POST /v1/responses/compact")
+            and status == 400
+            and code == "previous_response_not_found"
+            and isinstance(case.body, dict)
+            and detail.startswith(f"previous response `{case.body.get('previous_response_id')}` ")
+        ):
+            return _drop(f"ST202 {label} 400 previous_response_not_found")
+
+        # 7d. A `compaction` item this service did not seal: its `encrypted_content` is
+        #    checked against the server's key, which no schema can know.
+        if (
+            label in OPENAI_INPUT_OPERATIONS
+            and status == 400
+            and re.fullmatch(
+                r"[a-z_]+\[\d+\]\.encrypted_content: is not a compaction this service made "
+                r"for this tenant, or it was altered",
+                detail,
+            )
+        ):
+            return _drop(f"ST202 {label} 400 compaction not sealed here")
+
         # 8a. Too few items to compact: the request is valid, but the session holds no
         #    more than `keep_recent_items` items not yet summarised, and the contract
         #    answers 400 `nothing_to_compact`. Only the data decides.
@@ -264,7 +322,8 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
     # 8b. A compaction asks the LLM for its summary; the conformance server's LLM is an
     #    address nothing listens on, so the contract's answer is the LLM's error code
     #    (`llm_unavailable`, 502). Runs fail the same way inside a 200.
-    if label == COMPACT and status in (502, 504) and code.startswith("llm_"):
+    compacts = (COMPACT, "POST /v1/responses/compact")
+    if label in compacts and status in (502, 504) and code.startswith("llm_"):
         return _drop(f"{failure.code} {label} {status} {code} (no LLM here)")
 
     if failure.code == CREATED_NOT_FOUND and status == 404:

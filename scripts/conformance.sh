@@ -247,8 +247,6 @@ make_keys() {
 }
 
 # One run of schemathesis against the server: st_run SEED [st options...]
-# The OpenAI routes (tag `openai`) are left out until their request schemas describe the
-# items they take exactly (issue 24 is open for it); their real clients test them.
 st_run() {
   local seed=$1 status=0
   shift
@@ -260,7 +258,6 @@ st_run() {
     timeout --signal=TERM --kill-after=10 "$STAGE_TIMEOUT" \
     "$VENV/bin/st" --config-file conformance/schemathesis.toml run openapi.yaml \
     --url "$BASE_URL" --seed "$seed" --max-examples "$MAX_EXAMPLES" --no-color \
-    --exclude-tag openai \
     "$@" &
   CHILD_PID=$!
   wait "$CHILD_PID" || status=$?

@@ -19,7 +19,7 @@ use super::error::{
     Problem, RateLimited, Unauthorized, Unavailable, UnsupportedMediaType,
 };
 use super::examples::Examples;
-use super::openai::{self, ErrorBody, OpenAiErrors};
+use super::openai::{self, ErrorBody, OpenAiErrors, Schemas as OpenAiSchemas};
 use super::runs::RunStreamEvent;
 use super::{
     agents, api_keys, compactions, forks, items, metrics, operations, runs, sessions, AppState,
@@ -103,7 +103,7 @@ use crate::model::IDENTIFIER_PATTERN;
         OpenAiErrors
     ),
     ),
-    modifiers(&ContractDetails, &Examples),
+    modifiers(&OpenAiSchemas, &ContractDetails, &Examples),
     tags(
         (name = "sessions", description = "Conversation sessions"),
         (name = "items", description = "A session's history"),

@@ -1,6 +1,7 @@
 //! Query parameters are checked against the OpenAPI document: a parameter an operation
 //! does not declare, or a declared one given twice, is refused rather than ignored, so a
-//! mistyped filter never silently returns everything.
+//! mistyped filter never silently returns everything. An array parameter is given once
+//! per element.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
@@ -10,6 +11,8 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use utoipa::openapi::path::{ParameterIn, ParameterStyle};
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
 use utoipa::OpenApi;
 
 use super::error::ApiError;
@@ -19,6 +22,8 @@ use super::openapi::ApiDoc;
 #[derive(Default)]
 struct Declared {
     names: HashSet<String>,
+    /// Array parameters, given as `name=a&name=b` or `name[]=a&name[]=b`.
+    arrays: HashSet<String>,
     /// `deepObject` parameters, given as `name[key]=value`.
     objects: HashSet<String>,
 }
@@ -26,11 +31,16 @@ struct Declared {
 impl Declared {
     fn allows(&self, name: &str) -> bool {
         self.names.contains(name)
-            // `name[]=value`: an array's element, as OpenAI's clients send them.
-            || name.strip_suffix("[]").is_some_and(|array| self.names.contains(array))
+            || self.is_array(name)
             || name
                 .split_once('[')
                 .is_some_and(|(object, rest)| rest.ends_with(']') && self.objects.contains(object))
+    }
+
+    /// Whether `name` is an element of an array parameter, which may come again.
+    fn is_array(&self, name: &str) -> bool {
+        // `name[]=value` is how OpenAI's clients send an array's elements.
+        self.arrays.contains(name.strip_suffix("[]").unwrap_or(name))
     }
 }
 
@@ -56,6 +66,8 @@ fn operations() -> &'static Operations {
                     }
                     if matches!(parameter.style, Some(ParameterStyle::DeepObject)) {
                         declared.objects.insert(parameter.name);
+                    } else if matches!(parameter.schema, Some(RefOr::T(Schema::Array(_)))) {
+                        declared.arrays.insert(parameter.name);
                     } else {
                         declared.names.insert(parameter.name);
                     }
@@ -90,7 +102,7 @@ fn check_query(declared: &Declared, query: &str) -> Result<(), ApiError> {
         if !declared.allows(&name) {
             return Err(ApiError::invalid(&name, "is not a query parameter of this operation"));
         }
-        if !seen.insert(name.clone()) {
+        if !declared.is_array(&name) && !seen.insert(name.clone()) {
             return Err(ApiError::invalid(&name, "may be given only once"));
         }
     }
@@ -104,6 +116,7 @@ mod tests {
     fn listing() -> Declared {
         Declared {
             names: HashSet::from(["limit".to_owned(), "order".to_owned()]),
+            arrays: HashSet::from(["include".to_owned()]),
             objects: HashSet::from(["metadata".to_owned()]),
         }
     }
@@ -112,6 +125,7 @@ mod tests {
     fn unknown_and_repeated_parameters_are_named() {
         let declared = listing();
         assert!(check_query(&declared, "limit=2&metadata[user]=a&metadata[team]=b").is_ok());
+        assert!(check_query(&declared, "include=a&include=b&include[]=c").is_ok());
         let refused = |query| match check_query(&declared, query) {
             Err(ApiError::InvalidRequest(detail)) => detail,
             other => panic!("{query}: {other:?}"),
@@ -121,5 +135,6 @@ mod tests {
         assert!(refused("limit=2&limit=3").starts_with("limit: may be given only once"));
         assert!(refused("metadata[u]=a&metadata[u]=b").starts_with("metadata[u]: "));
         assert!(refused("metadata=x").starts_with("metadata: "));
+        assert!(refused("limit[]=2").starts_with("limit[]: "));
     }
 }

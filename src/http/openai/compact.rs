@@ -23,7 +23,7 @@ pub struct CompactRequest {
     #[schema(min_length = 1, max_length = 256)]
     model: Option<String>,
     /// The history to compact: a string or a list of items.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = super::schemas::optional_input)]
     input: Option<Value>,
     /// Compact this response's chain instead.
     previous_response_id: Option<String>,
@@ -36,7 +36,7 @@ pub struct CompactRequest {
     _prompt_cache_retention: Option<String>,
     #[serde(rename = "prompt_cache_options")]
     #[schema(value_type = Option<Object>)]
-    _prompt_cache_options: Option<Value>,
+    _prompt_cache_options: Option<serde_json::Map<String, Value>>,
     #[serde(rename = "service_tier")]
     _service_tier: Option<String>,
 }

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use super::errors::{OpenAiError, Result};
 use super::items::{input, view};
-use super::list::{List, ListQuery};
+use super::list::{IncludeQuery, List, ListQuery};
 use super::OpenAiErrors;
 use crate::http::extract::{AppJson, Tenant};
 use crate::http::{ApiError, AppState};
@@ -70,8 +70,9 @@ pub struct ConversationDeleted {
 #[serde(deny_unknown_fields)]
 pub struct CreateConversation {
     /// Up to 20 items to start with.
-    #[schema(value_type = Option<Vec<Object>>, max_items = 20)]
+    #[schema(schema_with = super::schemas::initial_items)]
     items: Option<Value>,
+    #[schema(value_type = Option<Metadata>)]
     metadata: Option<BTreeMap<String, String>>,
 }
 
@@ -79,6 +80,7 @@ pub struct CreateConversation {
 #[serde(deny_unknown_fields)]
 pub struct UpdateConversation {
     /// Replaces the metadata.
+    #[schema(value_type = Metadata)]
     metadata: BTreeMap<String, String>,
 }
 
@@ -86,7 +88,7 @@ pub struct UpdateConversation {
 #[serde(deny_unknown_fields)]
 pub struct AddItems {
     /// 1 to 20 items, added in this order.
-    #[schema(value_type = Vec<Object>, min_items = 1, max_items = 20)]
+    #[schema(schema_with = super::schemas::added_items)]
     items: Value,
 }
 
@@ -109,12 +111,15 @@ fn not_found(id: &str) -> OpenAiError {
     OpenAiError::Api(ApiError::SessionNotFound(format!("no conversation with id `{id}`")))
 }
 
-/// Checked items of a request: at most [`MAX_ITEMS`].
+/// Checked items of a request: a list of at most [`MAX_ITEMS`].
 async fn taken(state: &AppState, tenant: &str, items: &Value) -> Result<Vec<ItemBody>> {
-    if items.as_array().is_some_and(|items| items.len() > MAX_ITEMS) {
-        return Err(OpenAiError::invalid("items", format!("must hold at most {MAX_ITEMS} items")));
+    match items.as_array() {
+        None => Err(OpenAiError::invalid("items", "must be a list of items")),
+        Some(list) if list.len() > MAX_ITEMS => {
+            Err(OpenAiError::invalid("items", format!("must hold at most {MAX_ITEMS} items")))
+        }
+        Some(_) => input(&state.sealer, tenant, "items", items).await,
     }
-    input(&state.sealer, tenant, "items", items).await
 }
 
 /// Create a conversation.
@@ -266,7 +271,7 @@ async fn item_of(
     params(
         ("conversation_id" = String, Path, description = "The conversation id"),
         ("item_id" = String, Path, description = "The item id"),
-        ListQuery,
+        IncludeQuery,
     ),
     responses((status = 200, description = "The item", body = Object), OpenAiErrors))]
 async fn read_item(

@@ -77,40 +77,57 @@ impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
 
 impl IntoParams for ListQuery {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        let string = || ObjectBuilder::new().schema_type(Type::String);
         let limit = ObjectBuilder::new()
             .schema_type(Type::Integer)
             .minimum(Some(1))
             .maximum(Some(MAX_LIMIT))
             .default(Some(DEFAULT_LIMIT.into()));
-        let param = |name: &str, schema: Schema, description: &str| {
-            ParameterBuilder::new()
-                .name(name)
-                .parameter_in(ParameterIn::Query)
-                .required(Required::False)
-                .schema(Some(schema))
-                .description(Some(description))
-                .build()
-        };
         vec![
-            param(
+            query_param(
                 "after",
                 string().min_length(Some(1)).pattern(Some("^[^\\u0000]+$")).into(),
                 "Return the items after this item id, in the order asked for.",
             ),
-            param("limit", limit.into(), "How many items a page holds."),
-            param(
+            query_param("limit", limit.into(), "How many items a page holds."),
+            query_param(
                 "order",
                 string().enum_values(Some(["asc", "desc"])).default(Some("desc".into())).into(),
                 "`desc` (newest first, the default) or `asc`.",
             ),
-            param(
-                "include",
-                ArrayBuilder::new().items(string()).into(),
-                "Accepted for OpenAI's clients; these items hold everything already.",
-            ),
+            include(),
         ]
     }
+}
+
+/// `include` alone, as reads of one item take it.
+pub struct IncludeQuery;
+
+impl IntoParams for IncludeQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![include()]
+    }
+}
+
+fn include() -> Parameter {
+    query_param(
+        "include",
+        ArrayBuilder::new().items(string()).into(),
+        "Accepted for OpenAI's clients; these items hold everything already.",
+    )
+}
+
+fn string() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+fn query_param(name: &str, schema: Schema, description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Query)
+        .required(Required::False)
+        .schema(Some(schema))
+        .description(Some(description))
+        .build()
 }
 
 /// A page of an OpenAI list.

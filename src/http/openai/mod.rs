@@ -12,6 +12,7 @@ mod items;
 mod list;
 pub(super) mod models;
 pub(super) mod responses;
+mod schemas;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,7 @@ use utoipa::{IntoResponses, ToResponse};
 use super::AppState;
 pub(super) use errors::rewrite as rewrite_errors;
 pub use errors::ErrorBody;
+pub(super) use schemas::Components as Schemas;
 
 /// The routes answered within the request time limit.
 pub(super) fn router() -> Router<AppState> {

@@ -13,6 +13,7 @@ on_both_backends!(
     chains_branch_and_failures_append_nothing,
     an_unstored_response_leaves_nothing_behind,
     a_compaction_is_sealed_for_its_tenant_and_opens_only_untouched,
+    refusals_name_the_field_the_document_constrains,
 );
 
 async fn create(t: &RunsApp, body: Value) -> Value {
@@ -105,4 +106,56 @@ async fn a_compaction_is_sealed_for_its_tenant_and_opens_only_untouched(db: Test
     let refused = t.app.post("/v1/responses", json!({"input": [forged]})).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
     assert_eq!(refused.json()["error"]["param"], "input[0].encrypted_content");
+}
+
+/// What the document's request schemas constrain is refused by the handlers, each with
+/// the field as `param`; an array query parameter may be repeated, others not.
+async fn refusals_name_the_field_the_document_constrains(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    let refusals = [
+        ("/v1/conversations", json!({"items": "hello"}), "items"),
+        ("/v1/responses", json!({"input": ""}), "input"),
+        ("/v1/responses", json!({"input": [{"role": "user"}]}), "input[0].content"),
+        (
+            "/v1/responses",
+            json!({"input": "x", "tools": [{"type": "function", "name": "a b"}]}),
+            "tools[0].name",
+        ),
+        ("/v1/responses", json!({"input": "x", "text": {"verbosity": "loud"}}), "text.verbosity"),
+        (
+            "/v1/responses",
+            json!({"input": "x", "max_tool_calls": 2147483648_u64}),
+            "max_tool_calls",
+        ),
+        ("/v1/responses", json!({"input": "x", "prompt": {"id": "p"}}), "prompt"),
+        (
+            "/v1/responses/compact",
+            json!({"input": "x", "previous_response_id": "resp_1"}),
+            "previous_response_id",
+        ),
+    ];
+    for (path, body, param) in refusals {
+        let refused = t.app.post(path, body.clone()).await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{body}: {}", refused.text);
+        assert_eq!(refused.json()["error"]["param"], param, "{body}");
+    }
+    let wrong_type =
+        t.app.post("/v1/responses", json!({"input": "x", "stream_options": [1]})).await;
+    assert_eq!(wrong_type.status, StatusCode::BAD_REQUEST, "{}", wrong_type.text);
+    assert_eq!(t.llm.requests().len(), 0, "nothing refused reached the model");
+
+    let conversation = t
+        .app
+        .post("/v1/conversations", json!({"items": [{"role": "user", "content": "hi"}]}))
+        .await
+        .expect(StatusCode::OK);
+    let items = format!("/v1/conversations/{}/items", conversation["id"].as_str().unwrap());
+    let page = t.app.get(&format!("{items}?include=a&include[]=b&include=c")).await;
+    let item = &page.expect(StatusCode::OK)["data"][0]["id"];
+    let read = t.app.get(&format!("{items}/{}?include=a&include=b", item.as_str().unwrap())).await;
+    read.expect(StatusCode::OK);
+    let repeated = t.app.get(&format!("{items}?limit=2&limit=3")).await;
+    assert_eq!(repeated.json()["error"]["param"], "limit", "{}", repeated.text);
+    let undeclared = t.app.get(&format!("{items}/{}?limit=2", item.as_str().unwrap())).await;
+    assert_eq!(undeclared.json()["error"]["param"], "limit", "{}", undeclared.text);
 }

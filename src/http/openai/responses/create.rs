@@ -72,6 +72,8 @@ pub(super) async fn create(
     }
     let (requested, model) = models::resolve(&state, request.model.as_deref())?;
     let asked = request.asked(&requested, &model)?;
+    // Checked here too, so that a refusal names the request's own fields.
+    asked.config.validate("", &state.runs.settings().webhooks).map_err(ApiError::from)?;
     let items = match &request.input {
         Some(given) => input(&state.sealer, &tenant, "input", given).await?,
         None => return Err(OpenAiError::invalid("input", "is required")),

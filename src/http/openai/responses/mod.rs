@@ -9,6 +9,7 @@ pub(in crate::http) mod control;
 pub(in crate::http) mod create;
 pub(in crate::http) mod read;
 mod request;
+mod run_options;
 mod stream;
 pub(super) mod view;
 

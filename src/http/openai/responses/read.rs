@@ -12,7 +12,7 @@ use crate::http::extract::Tenant;
 use crate::http::openai::errors::{OpenAiError, Result};
 use crate::http::openai::ids;
 use crate::http::openai::items::view as item_view;
-use crate::http::openai::list::{List, ListQuery};
+use crate::http::openai::list::{IncludeQuery, List, ListQuery};
 use crate::http::openai::OpenAiErrors;
 use crate::http::AppState;
 use crate::model::Order;
@@ -60,7 +60,7 @@ impl ReadQuery {
         ("response_id" = String, Path, description = "The response id"),
         ("stream" = Option<bool>, Query, description = "Answer with the response's events"),
         ("starting_after" = Option<i64>, Query, minimum = 0, description = "Send the events after this sequence number"),
-        ("include" = Option<Vec<String>>, Query, description = "Accepted for OpenAI's clients"),
+        IncludeQuery,
     ),
     responses(
         (status = 200, description = "The response, or its events", 

@@ -9,9 +9,9 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use super::super::errors::{OpenAiError, Result};
-use crate::model::{
-    whole_optional, AgentConfig, ContextConfig, ContextStrategy, Sampling, Tool, ToolKind,
-};
+use super::super::schemas;
+use super::run_options::{context, response_format, tool_choice, tools};
+use crate::model::{whole_optional, AgentConfig, Metadata, Sampling};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -20,21 +20,20 @@ pub struct CreateResponse {
     /// `LLM_MODEL`.
     #[schema(min_length = 1, max_length = 256)]
     pub model: Option<String>,
-    /// A string (a user message) or a list of items.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = schemas::input, required = true)]
     pub input: Option<Value>,
     pub instructions: Option<String>,
     /// A conversation id, or `{"id"}`: the model sees the conversation, and the turn is
     /// appended to it.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = schemas::conversation)]
     pub conversation: Option<Value>,
     /// Answer from this response: the model sees its chain.
     pub previous_response_id: Option<String>,
     /// `function` tools, which the caller runs.
-    #[schema(value_type = Option<Vec<Object>>)]
+    #[schema(schema_with = schemas::tools)]
     pub tools: Option<Vec<Value>>,
     /// `auto`, `none`, `required` or `{"type": "function", "name"}`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = schemas::tool_choice)]
     pub tool_choice: Option<Value>,
     #[schema(minimum = 0, maximum = 2)]
     pub temperature: Option<f64>,
@@ -44,6 +43,7 @@ pub struct CreateResponse {
     #[schema(minimum = 1, maximum = 2147483647)]
     pub max_output_tokens: Option<u32>,
     pub parallel_tool_calls: Option<bool>,
+    #[schema(value_type = Option<Metadata>)]
     pub metadata: Option<BTreeMap<String, String>>,
     /// Default true; false: nothing is kept once the response is answered.
     pub store: Option<bool>,
@@ -51,38 +51,40 @@ pub struct CreateResponse {
     /// Accepted: the stream has nothing to leave out.
     #[serde(rename = "stream_options")]
     #[schema(value_type = Option<Object>)]
-    pub _stream_options: Option<Value>,
+    pub _stream_options: Option<Map<String, Value>>,
     pub background: Option<bool>,
     /// `[{"type": "compaction", "compact_threshold"}]`.
-    #[schema(value_type = Option<Vec<Object>>)]
+    #[schema(schema_with = schemas::context_management)]
     pub context_management: Option<Vec<Value>>,
     /// Accepted: a Response holds everything it has already.
     #[serde(rename = "include")]
     pub _include: Option<Vec<String>>,
     /// `{"format": {"type": "text" | "json_object" | "json_schema", …}, "verbosity"?}`.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = schemas::text)]
     pub text: Option<Value>,
     /// `auto` or `disabled`; echoed.
+    #[schema(schema_with = schemas::truncation)]
     pub truncation: Option<String>,
     /// Echoed; the upstream model reasons as it does.
     #[schema(value_type = Option<Object>)]
-    pub reasoning: Option<Value>,
+    pub reasoning: Option<Map<String, Value>>,
     pub user: Option<String>,
     pub service_tier: Option<String>,
     pub prompt_cache_key: Option<String>,
     pub prompt_cache_retention: Option<String>,
     #[schema(value_type = Option<Object>)]
-    pub prompt_cache_options: Option<Value>,
+    pub prompt_cache_options: Option<Map<String, Value>>,
     pub safety_identifier: Option<String>,
     /// Echoed: the service runs no built-in tools.
     #[serde(default, deserialize_with = "whole_optional")]
+    #[schema(maximum = 2147483647)]
     pub max_tool_calls: Option<u32>,
     /// Only 0: log probabilities are not available.
     #[serde(default, deserialize_with = "whole_optional")]
-    #[schema(maximum = 0)]
+    #[schema(minimum = 0, maximum = 0)]
     pub top_logprobs: Option<u32>,
     /// Refused: prompt templates are not available.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = schemas::refused)]
     pub prompt: Option<Value>,
 }
 
@@ -104,6 +106,12 @@ impl CreateResponse {
             return Err(OpenAiError::invalid(
                 "top_logprobs",
                 "log probabilities are not available",
+            ));
+        }
+        if self.max_tool_calls.is_some_and(|n| n > i32::MAX as u32) {
+            return Err(OpenAiError::invalid(
+                "max_tool_calls",
+                "must be a whole number from 0 to 2147483647",
             ));
         }
         if let Some(truncation) = &self.truncation {
@@ -159,7 +167,8 @@ impl CreateResponse {
             "background": self.background.unwrap_or(false),
             "text": or(&self.text, json!({"format": {"type": "text"}})),
             "truncation": self.truncation.as_deref().unwrap_or("disabled"),
-            "reasoning": or(&self.reasoning, json!({"effort": null, "summary": null})),
+            "reasoning": self.reasoning.clone().map(Value::Object)
+                .unwrap_or_else(|| json!({"effort": null, "summary": null})),
             "user": self.user,
             "service_tier": self.service_tier.as_deref().unwrap_or("default"),
             "prompt_cache_key": self.prompt_cache_key,
@@ -176,133 +185,6 @@ impl CreateResponse {
             _ => unreachable!("an object literal"),
         }
     }
-}
-
-/// The caller's `function` tools, as tools the engine offers and the caller answers.
-fn tools(given: &[Value]) -> Result<Vec<Tool>> {
-    given
-        .iter()
-        .enumerate()
-        .map(|(i, tool)| {
-            let at = format!("tools[{i}]");
-            let kind = tool.get("type").and_then(Value::as_str).unwrap_or_default();
-            if kind != "function" {
-                return Err(OpenAiError::invalid(
-                    &format!("{at}.type"),
-                    format!("`{kind}` tools are not available; only `function` tools"),
-                ));
-            }
-            let name = match tool.get("name") {
-                Some(Value::String(name)) => name.clone(),
-                _ => return Err(OpenAiError::invalid(&format!("{at}.name"), "must be a string")),
-            };
-            let description = match tool.get("description") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(text)) => Some(text.clone()),
-                Some(_) => {
-                    return Err(OpenAiError::invalid(
-                        &format!("{at}.description"),
-                        "must be a string",
-                    ))
-                }
-            };
-            let parameters = match tool.get("parameters") {
-                None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-                Some(Value::Object(schema)) => Value::Object(schema.clone()),
-                Some(_) => {
-                    return Err(OpenAiError::invalid(
-                        &format!("{at}.parameters"),
-                        "must be a JSON Schema object",
-                    ))
-                }
-            };
-            Ok(Tool { kind: ToolKind::Function, name, description, parameters, webhook: None })
-        })
-        .collect()
-}
-
-/// `tool_choice` in the Chat Completions form.
-fn tool_choice(choice: &Value) -> Result<Value> {
-    match choice {
-        Value::String(mode) if matches!(mode.as_str(), "auto" | "none" | "required") => {
-            Ok(choice.clone())
-        }
-        Value::Object(fields) if fields.get("type") == Some(&json!("function")) => {
-            match fields.get("name") {
-                Some(Value::String(name)) => {
-                    Ok(json!({"type": "function", "function": {"name": name}}))
-                }
-                _ => Err(OpenAiError::invalid("tool_choice.name", "must be a string")),
-            }
-        }
-        _ => Err(OpenAiError::invalid(
-            "tool_choice",
-            "must be `auto`, `none`, `required` or {\"type\": \"function\", \"name\"}",
-        )),
-    }
-}
-
-/// `text.format` as the Chat Completions `response_format`; none for plain text.
-fn response_format(text: &Value) -> Result<Option<Value>> {
-    let Some(fields) = text.as_object() else {
-        return Err(OpenAiError::invalid("text", "must be an object"));
-    };
-    if let Some((name, _)) =
-        fields.iter().find(|(k, _)| !matches!(k.as_str(), "format" | "verbosity"))
-    {
-        return Err(OpenAiError::invalid(&format!("text.{name}"), "is not a field of `text`"));
-    }
-    let Some(format) = fields.get("format").filter(|f| !f.is_null()) else {
-        return Ok(None);
-    };
-    match format.get("type").and_then(Value::as_str) {
-        Some("text") => Ok(None),
-        Some("json_object") => Ok(Some(json!({"type": "json_object"}))),
-        Some("json_schema") => {
-            let name = format.get("name").and_then(Value::as_str).ok_or_else(|| {
-                OpenAiError::invalid("text.format.name", "is required for `json_schema`")
-            })?;
-            let schema = format.get("schema").filter(|s| s.is_object()).ok_or_else(|| {
-                OpenAiError::invalid("text.format.schema", "must be a JSON Schema object")
-            })?;
-            let mut json_schema = json!({"name": name, "schema": schema});
-            for key in ["strict", "description"] {
-                if let Some(value) = format.get(key).filter(|v| !v.is_null()) {
-                    json_schema[key] = value.clone();
-                }
-            }
-            Ok(Some(json!({"type": "json_schema", "json_schema": json_schema})))
-        }
-        _ => Err(OpenAiError::invalid(
-            "text.format.type",
-            "must be `text`, `json_object` or `json_schema`",
-        )),
-    }
-}
-
-/// `context_management`: compaction when the input passes `compact_threshold` tokens.
-fn context(entries: &[Value]) -> Result<Option<ContextConfig>> {
-    let mut threshold = None;
-    for (i, entry) in entries.iter().enumerate() {
-        let at = format!("context_management[{i}]");
-        if entry.get("type").and_then(Value::as_str) != Some("compaction") {
-            return Err(OpenAiError::invalid(&format!("{at}.type"), "must be `compaction`"));
-        }
-        let field = format!("{at}.compact_threshold");
-        let tokens = entry
-            .get("compact_threshold")
-            .and_then(Value::as_u64)
-            .filter(|n| (1..=u64::from(i32::MAX as u32)).contains(n));
-        threshold = Some(tokens.ok_or_else(|| {
-            OpenAiError::invalid(&field, "must be a whole number of tokens from 1 to 2147483647")
-        })?);
-    }
-    Ok(threshold.map(|tokens| ContextConfig {
-        max_input_tokens: None,
-        strategy: ContextStrategy::Compact,
-        compact_threshold_tokens: Some(tokens),
-        keep_recent_items: None,
-    }))
 }
 
 /// The conversation a request names: `"id"` or `{"id"}`.

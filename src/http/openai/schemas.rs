@@ -1,0 +1,260 @@
+//! The JSON Schemas of the request fields that are JSON values checked by hand (input
+//! items, tools, `tool_choice`, `text`, `context_management`, `conversation`), so that
+//! the document says exactly what those checks take. They are JSON literals because
+//! that is how OpenAI documents them and how they read best; utoipa reads a schema from
+//! JSON, and refuses to lose a keyword in doing so.
+
+use serde_json::{json, Value};
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::Modify;
+
+/// The components the fields below refer to.
+pub struct Components;
+
+impl Modify for Components {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for (name, literal) in [
+            ("OpenAiContentPart", content_part()),
+            ("OpenAiInputItem", input_item()),
+            ("OpenAiInput", input_literal()),
+        ] {
+            components.schemas.insert(name.into(), schema(literal));
+        }
+        // What the handlers refuse of fields together; utoipa has no field for these
+        // keywords, which serialize the same as extensions.
+        let given = |name: &str| (name.to_owned(), json!({"not": {"type": "null"}}));
+        let both = |a: (String, Value), b: (String, Value)| json!({"required": [a.0, b.0], "properties": {a.0: a.1, b.0: b.1}});
+        let is = |name: &str, value: bool| (name.to_owned(), json!({"const": value}));
+        let response = json!([
+            {"not": both(is("stream", true), is("background", true))},
+            {"not": both(is("background", true), is("store", false))},
+            {"not": both(given("conversation"), given("previous_response_id"))},
+        ]);
+        let compact = json!([
+            {"not": both(given("input"), given("previous_response_id"))},
+            {"anyOf": [
+                {"required": ["input"], "properties": {"input": {"not": {"type": "null"}}}},
+                {"required": ["previous_response_id"], "properties": {"previous_response_id": {"type": "string"}}},
+            ]},
+        ]);
+        for (name, rules) in [("CreateResponse", response), ("CompactRequest", compact)] {
+            if let Some(RefOr::T(Schema::Object(request))) = components.schemas.get_mut(name) {
+                request
+                    .extensions
+                    .get_or_insert_with(Default::default)
+                    .insert("allOf".into(), rules);
+            }
+        }
+    }
+}
+
+fn schema(literal: Value) -> RefOr<Schema> {
+    let read: RefOr<Schema> =
+        serde_json::from_value(literal.clone()).expect("a schema literal reads as a schema");
+    // utoipa's types drop the keywords they have no field for; none may be lost.
+    assert_eq!(serde_json::to_value(&read).ok(), Some(literal), "a keyword was lost");
+    read
+}
+
+fn component(name: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
+
+fn kind(name: &str) -> Value {
+    json!({"type": "string", "enum": [name]})
+}
+
+/// Text parts, and an assistant's refusal: what the engine sends (items.rs `parts_of`).
+fn content_part() -> Value {
+    json!({"oneOf": [
+        {
+            "type": "object",
+            "required": ["type", "text"],
+            "properties": {
+                "type": {"type": "string", "enum": ["input_text", "output_text", "text", "summary_text"]},
+                "text": {"type": "string"},
+            },
+        },
+        {
+            "type": "object",
+            "required": ["type", "refusal"],
+            "properties": {"type": kind("refusal"), "refusal": {"type": "string"}},
+        },
+    ]})
+}
+
+/// The items an input may hold (items.rs `checked`).
+fn input_item() -> Value {
+    let parts = || json!({"oneOf": [{"type": "string"}, {"type": "array", "items": component("OpenAiContentPart")}]});
+    let string = || json!({"type": "string"});
+    json!({
+        "description": "A message, a function call or its output, a reasoning item, or a compaction this service made.",
+        "oneOf": [
+            {
+                "type": "object",
+                "required": ["role", "content"],
+                "properties": {
+                    "type": kind("message"),
+                    "role": {"type": "string", "enum": ["user", "assistant", "system", "developer"]},
+                    "content": parts(),
+                },
+            },
+            {
+                "type": "object",
+                "required": ["type", "call_id", "name", "arguments"],
+                "properties": {"type": kind("function_call"), "call_id": string(), "name": string(), "arguments": string()},
+            },
+            {
+                "type": "object",
+                "required": ["type", "call_id", "output"],
+                "properties": {"type": kind("function_call_output"), "call_id": string(), "output": parts()},
+            },
+            {"type": "object", "required": ["type"], "properties": {"type": kind("reasoning")}},
+            {
+                "type": "object",
+                "required": ["type", "encrypted_content"],
+                "properties": {"type": kind("compaction"), "encrypted_content": string()},
+            },
+        ],
+    })
+}
+
+fn input_literal() -> Value {
+    json!({
+        "description": "A string (a user message) or a list of items.",
+        "oneOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "array", "minItems": 1, "items": component("OpenAiInputItem")},
+        ],
+    })
+}
+
+fn nullable(literal: Value) -> RefOr<Schema> {
+    schema(json!({"oneOf": [{"type": "null"}, literal]}))
+}
+
+/// `input` of a response.
+pub fn input() -> RefOr<Schema> {
+    Ref::from_schema_name("OpenAiInput").into()
+}
+
+/// `input` of a compaction, which may name a response instead.
+pub fn optional_input() -> RefOr<Schema> {
+    nullable(component("OpenAiInput"))
+}
+
+/// The items a conversation starts with.
+pub fn initial_items() -> RefOr<Schema> {
+    nullable(json!({"type": "array", "maxItems": 20, "items": component("OpenAiInputItem")}))
+}
+
+/// The items added to a conversation.
+pub fn added_items() -> RefOr<Schema> {
+    schema(
+        json!({"type": "array", "minItems": 1, "maxItems": 20, "items": component("OpenAiInputItem")}),
+    )
+}
+
+/// `conversation`: its id, or `{"id"}`.
+pub fn conversation() -> RefOr<Schema> {
+    nullable(json!({"oneOf": [
+        {"type": "string"},
+        {"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}},
+    ]}))
+}
+
+/// `function` tools, the only kind the caller can run (request.rs `tools`); the names
+/// follow the engine's tool names.
+pub fn tools() -> RefOr<Schema> {
+    nullable(json!({
+        "type": "array",
+        "maxItems": 128,
+        "items": {
+            "type": "object",
+            "required": ["type", "name"],
+            "properties": {
+                "type": kind("function"),
+                "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+                "description": {"type": ["string", "null"]},
+                "parameters": {"type": ["object", "null"]},
+            },
+        },
+    }))
+}
+
+pub fn tool_choice() -> RefOr<Schema> {
+    nullable(json!({"oneOf": [
+        {"type": "string", "enum": ["auto", "none", "required"]},
+        {"type": "object", "required": ["type", "name"], "properties": {"type": kind("function"), "name": {"type": "string"}}},
+    ]}))
+}
+
+/// `text`: the output's format (request.rs `response_format`) and its verbosity.
+pub fn text() -> RefOr<Schema> {
+    let format = json!({"oneOf": [
+        {"type": "null"},
+        {"type": "object", "required": ["type"], "properties": {"type": kind("text")}},
+        {"type": "object", "required": ["type"], "properties": {"type": kind("json_object")}},
+        {
+            "type": "object",
+            "required": ["type", "name", "schema"],
+            "properties": {"type": kind("json_schema"), "name": {"type": "string"}, "schema": {"type": "object"}},
+        },
+    ]});
+    let verbosity = json!({"type": ["string", "null"], "enum": ["low", "medium", "high", null]});
+    nullable(json!({
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {"format": format, "verbosity": verbosity},
+    }))
+}
+
+/// `[{"type": "compaction", "compact_threshold"}]`.
+pub fn context_management() -> RefOr<Schema> {
+    nullable(json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["type", "compact_threshold"],
+            "properties": {
+                "type": kind("compaction"),
+                "compact_threshold": {"type": "integer", "minimum": 1, "maximum": 2147483647},
+            },
+        },
+    }))
+}
+
+pub fn truncation() -> RefOr<Schema> {
+    schema(json!({"type": ["string", "null"], "enum": ["auto", "disabled", null]}))
+}
+
+/// Fields that are refused unless null.
+pub fn refused() -> RefOr<Schema> {
+    schema(json!({"type": "null"}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_reads_whole() {
+        for literal in [content_part(), input_item(), input_literal()] {
+            schema(literal);
+        }
+        let _ = [
+            optional_input(),
+            initial_items(),
+            added_items(),
+            conversation(),
+            tools(),
+            tool_choice(),
+            text(),
+            context_management(),
+            truncation(),
+            refused(),
+        ];
+    }
+}
