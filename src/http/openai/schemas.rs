@@ -50,6 +50,63 @@ impl Modify for Components {
     }
 }
 
+/// One server-sent event of a response's stream: named by its `type`, its data the event
+/// as JSON, numbered by `sequence_number`.
+pub struct StreamEvent;
+
+impl utoipa::PartialSchema for StreamEvent {
+    fn schema() -> RefOr<Schema> {
+        let names = [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed",
+            "response.incomplete",
+            "response.failed",
+            "error",
+        ];
+        let event = json!({
+            "type": "object",
+            "required": ["type", "sequence_number"],
+            "properties": {
+                "type": {"type": "string", "enum": names},
+                "sequence_number": {"type": "integer", "minimum": 0},
+            },
+        });
+        let mut stream_event = schema(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["event", "data"],
+            "properties": {
+                "event": {"type": "string", "enum": names},
+                "data": {"type": "string", "contentMediaType": "application/json"},
+            },
+        }));
+        // utoipa has no field for `contentSchema`, which serializes the same as an extension.
+        if let RefOr::T(Schema::Object(object)) = &mut stream_event {
+            if let Some(RefOr::T(Schema::Object(data))) = object.properties.get_mut("data") {
+                data.extensions
+                    .get_or_insert_with(Default::default)
+                    .insert("contentSchema".into(), event);
+            }
+        }
+        stream_event
+    }
+}
+
+impl utoipa::ToSchema for StreamEvent {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "OpenAiStreamEvent".into()
+    }
+}
+
 fn schema(literal: Value) -> RefOr<Schema> {
     let read: RefOr<Schema> =
         serde_json::from_value(literal.clone()).expect("a schema literal reads as a schema");

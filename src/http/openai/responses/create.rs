@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use super::super::schemas::StreamEvent;
 use super::request::{self, CreateResponse};
 use super::stream::ResponseStream;
 use super::{session_of, view};
@@ -44,7 +45,7 @@ struct Target {
     request_body = CreateResponse,
     responses(
         (status = 200, description = "The response, or its events with `stream: true`", 
-            content((Object = "application/json"), (String = "text/event-stream"))),
+            content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
         OpenAiErrors,
     ))]
 pub(super) async fn create(

@@ -5,6 +5,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::Value;
 
+use super::super::schemas::StreamEvent;
 use super::stream::ResponseStream;
 use super::{session_of, stored, view};
 use crate::http::event_stream::sse;
@@ -64,7 +65,7 @@ impl ReadQuery {
     ),
     responses(
         (status = 200, description = "The response, or its events", 
-            content((Object = "application/json"), (String = "text/event-stream"))),
+            content((Object = "application/json"), (StreamEvent = "text/event-stream"))),
         OpenAiErrors,
     ))]
 pub(super) async fn read(
