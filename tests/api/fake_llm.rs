@@ -168,23 +168,27 @@ async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let reply = {
+    let (reply, streamed) = {
         let mut script = lock(&state);
-        let request = serde_json::from_slice(&body)
+        let request: Value = serde_json::from_slice(&body)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+        let streamed = request["stream"] == true;
         script.requests.push(request);
         let authorization =
             headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(String::from);
         script.authorizations.push(authorization);
-        if is_summary_request(script.requests.last().expect("pushed above")) {
+        let reply = if is_summary_request(script.requests.last().expect("pushed above")) {
             script.summarised += 1;
             let n = script.summarised;
             script.summaries.pop_front().unwrap_or_else(|| Reply::text(&format!("summary {n}")))
         } else {
             script.replies.pop_front().unwrap_or_else(|| script.default.clone())
-        }
+        };
+        (reply, streamed)
     };
     match reply {
+        // Other clients than the service's (a proxy measured against it) may not stream.
+        Reply::Text { deltas, usage, .. } if !streamed => completion(&deltas.concat(), usage),
         Reply::Text { deltas, usage, delay } => {
             let mut events = vec![(Duration::ZERO, role_chunk())];
             events.extend(deltas.iter().map(|d| (delay, text_chunk(d))));
@@ -256,6 +260,28 @@ fn interleave(mut lists: Vec<Vec<String>>) -> Vec<String> {
 
 fn role_chunk() -> String {
     chunk(json!({"role": "assistant", "content": ""}), None)
+}
+
+/// A whole, non-streamed `chat.completion`.
+fn completion(text: &str, usage: Option<(u64, u64)>) -> Response {
+    let (prompt, completion) = usage.unwrap_or_default();
+    let body = json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "fake-model",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop",
+        }],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    });
+    axum::Json(body).into_response()
 }
 
 fn text_chunk(text: &str) -> String {
