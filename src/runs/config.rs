@@ -17,6 +17,10 @@ pub struct ConfigRequest {
     pub sampling: Sampling,
     /// See [`RunConfig::client_calls_complete`].
     pub client_calls_complete: bool,
+    /// The session must exist already (a conversation is never made by a run on it):
+    /// the configuration's own read of the session refuses an unknown one, so that the
+    /// adapter need not read it first.
+    pub existing_session: bool,
 }
 
 /// The configuration a run on `session_id` executes with.
@@ -35,7 +39,7 @@ pub(super) async fn resolve(
                 config = agent(store, tenant, id, true).await?.over(config);
             }
         }
-        Err(StoreError::SessionNotFound) => {}
+        Err(StoreError::SessionNotFound) if !request.existing_session => {}
         Err(error) => return Err(error.into()),
     }
     if let Some(id) = request.agent_id {

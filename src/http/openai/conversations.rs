@@ -98,8 +98,7 @@ pub(super) async fn existing(
     tenant: &str,
     id: &str,
 ) -> Result<(SessionId, Session)> {
-    let field = "conversation_id";
-    let id = SessionId::parse(field, id.to_owned()).map_err(|_| not_found(id))?;
+    let id = parse_id(id)?;
     match state.store.get_session(tenant, &id).await {
         Ok(session) => Ok((id, session)),
         Err(StoreError::SessionNotFound) => Err(not_found(id.as_str())),
@@ -107,7 +106,12 @@ pub(super) async fn existing(
     }
 }
 
-fn not_found(id: &str) -> OpenAiError {
+/// A conversation's id; one that cannot name a session names no conversation.
+pub(super) fn parse_id(id: &str) -> Result<SessionId> {
+    SessionId::parse("conversation_id", id.to_owned()).map_err(|_| not_found(id))
+}
+
+pub(super) fn not_found(id: &str) -> OpenAiError {
     OpenAiError::Api(ApiError::SessionNotFound(format!("no conversation with id `{id}`")))
 }
 

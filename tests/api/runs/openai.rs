@@ -142,6 +142,12 @@ async fn refusals_name_the_field_the_document_constrains(db: TestDb) {
     let wrong_type =
         t.app.post("/v1/responses", json!({"input": "x", "stream_options": [1]})).await;
     assert_eq!(wrong_type.status, StatusCode::BAD_REQUEST, "{}", wrong_type.text);
+    let unknown = json!({"input": "x", "conversation": "conv_unknown"});
+    let refused = t.app.post("/v1/responses", unknown).await;
+    assert_eq!(refused.status, StatusCode::NOT_FOUND, "{}", refused.text);
+    assert!(refused.json()["error"]["message"].as_str().unwrap().contains("conversation"));
+    let never_made = t.app.get("/v1/conversations/conv_unknown").await;
+    assert_eq!(never_made.status, StatusCode::NOT_FOUND, "a run made no conversation");
     assert_eq!(t.llm.requests().len(), 0, "nothing refused reached the model");
 
     let conversation = t

@@ -21,7 +21,7 @@ use crate::http::{ApiError, AppState};
 use crate::model::{
     Anchor, ExpiresAfter, ForkPoint, IfBusy, NewFork, NewSession, SessionId, SessionPatch,
 };
-use crate::runs::{ConfigRequest, StartRun};
+use crate::runs::{ConfigRequest, RunsError, StartRun};
 use crate::store::StoreError;
 
 /// How long the session of an unstored response may outlive its answer, should the
@@ -95,6 +95,7 @@ pub(super) async fn create(
             inline: Some(asked.config),
             sampling: asked.sampling,
             client_calls_complete: true,
+            existing_session: request.conversation.is_some(),
             ..ConfigRequest::default()
         },
         metadata: request.metadata.clone(),
@@ -111,6 +112,10 @@ pub(super) async fn create(
             // A session made for this response goes with it.
             if target.session.as_str() == ids::own_session(run_id) {
                 let _ = state.store.delete_session(&tenant, &target.session).await;
+            }
+            let unknown = matches!(error, RunsError::Store(StoreError::SessionNotFound));
+            if unknown && request.conversation.is_some() {
+                return Err(conversations::not_found(target.session.as_str()));
             }
             return Err(ApiError::from_runs(error, target.session.as_str(), None).into());
         }
@@ -146,11 +151,12 @@ async fn target(
         Some(Some(ExpiresAfter { anchor: Anchor::CreatedAt, seconds: UNSTORED_SECS }));
     let (source, point) = if let Some(conversation) = &request.conversation {
         let id = request::conversation_id(conversation)?;
-        let (session, _) = conversations::existing(state, tenant, &id).await?;
         if store {
+            // The run's start reads the session anyway, and refuses an unknown one.
+            let session = conversations::parse_id(&id)?;
             return Ok(Target { session, if_busy: IfBusy::Enqueue, unstored: false });
         }
-        (session, ForkPoint::All)
+        (conversations::existing(state, tenant, &id).await?.0, ForkPoint::All)
     } else if let Some(previous) = &request.previous_response_id {
         let record = super::previous(state, tenant, previous).await?;
         (session_of(&record.run)?, ForkPoint::AfterRun(record.run.id))
