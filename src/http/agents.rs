@@ -47,6 +47,11 @@ pub struct CreateAgentRequest {
     #[serde(default, deserialize_with = "whole_optional")]
     #[schema(minimum = 1, maximum = 100)]
     max_turns: Option<u32>,
+    /// Calls of one tool with the same arguments in a row after which a run fails
+    /// `tool_call_loop`; 3 when absent.
+    #[serde(default, deserialize_with = "whole_optional")]
+    #[schema(minimum = 1, maximum = 100)]
+    max_repeated_tool_calls: Option<u32>,
     context: Option<ContextConfig>,
     #[schema(value_type = Option<Metadata>)]
     metadata: Option<BTreeMap<String, String>>,
@@ -62,6 +67,7 @@ impl CreateAgentRequest {
             max_output_tokens: self.max_output_tokens,
             tools: self.tools,
             max_turns: self.max_turns,
+            max_repeated_tool_calls: self.max_repeated_tool_calls,
             context: self.context,
         };
         (config, self.metadata)
@@ -93,6 +99,9 @@ pub struct UpdateAgentRequest {
     #[serde(default, deserialize_with = "whole_patch")]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
     max_turns: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "whole_patch")]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    max_repeated_tool_calls: Option<Option<u32>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<ContextConfig>)]
     context: Option<Option<ContextConfig>>,
@@ -171,6 +180,7 @@ async fn update_agent(
         max_output_tokens: request.max_output_tokens,
         tools: request.tools,
         max_turns: request.max_turns,
+        max_repeated_tool_calls: request.max_repeated_tool_calls,
         context: request.context,
         metadata: request.metadata.map(MetadataPatch::from_request).transpose()?,
     };

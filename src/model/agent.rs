@@ -4,7 +4,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::agent_config::{AgentConfig, ContextConfig, DEFAULT_MAX_TURNS};
+use super::agent_config::{
+    default_max_repeated_tool_calls, AgentConfig, ContextConfig, DEFAULT_MAX_REPEATED_TOOL_CALLS,
+    DEFAULT_MAX_TURNS,
+};
 use super::field::InvalidField;
 use super::metadata::{Metadata, MetadataPatch};
 use super::tool::Tool;
@@ -31,6 +34,11 @@ pub struct Agent {
     /// LLM calls a run may make before it fails with `max_turns_exceeded`.
     #[schema(minimum = 1, maximum = 100)]
     pub max_turns: u32,
+    /// Calls of one tool with the same arguments in a row after which a run fails
+    /// with `tool_call_loop`.
+    #[serde(default = "default_max_repeated_tool_calls")]
+    #[schema(minimum = 1, maximum = 100)]
+    pub max_repeated_tool_calls: u32,
     #[schema(required = true)]
     pub context: Option<ContextConfig>,
     pub metadata: Metadata,
@@ -50,6 +58,9 @@ impl Agent {
             max_output_tokens: config.max_output_tokens,
             tools: config.tools.unwrap_or_default(),
             max_turns: config.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+            max_repeated_tool_calls: config
+                .max_repeated_tool_calls
+                .unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS),
             context: config.context,
             metadata,
             created_at: now,
@@ -67,6 +78,7 @@ impl Agent {
             max_output_tokens: self.max_output_tokens,
             tools: Some(self.tools.clone()),
             max_turns: Some(self.max_turns),
+            max_repeated_tool_calls: Some(self.max_repeated_tool_calls),
             context: self.context.clone(),
         }
     }
@@ -82,6 +94,7 @@ pub struct AgentPatch {
     pub max_output_tokens: Option<Option<u32>>,
     pub tools: Option<Option<Vec<Tool>>>,
     pub max_turns: Option<Option<u32>>,
+    pub max_repeated_tool_calls: Option<Option<u32>>,
     pub context: Option<Option<ContextConfig>>,
     pub metadata: Option<MetadataPatch>,
 }
@@ -118,6 +131,9 @@ impl AgentPatch {
         if let Some(turns) = self.max_turns {
             agent.max_turns = turns.unwrap_or(DEFAULT_MAX_TURNS);
         }
+        if let Some(repeats) = self.max_repeated_tool_calls {
+            agent.max_repeated_tool_calls = repeats.unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS);
+        }
         if let Some(patch) = self.metadata {
             agent.metadata.apply(patch)?;
         }
@@ -135,6 +151,7 @@ impl AgentPatch {
             max_output_tokens: self.max_output_tokens.flatten(),
             tools: self.tools.clone().flatten(),
             max_turns: self.max_turns.flatten(),
+            max_repeated_tool_calls: self.max_repeated_tool_calls.flatten(),
             context: self.context.clone().flatten(),
         }
     }

@@ -13,6 +13,13 @@ use super::whole_number;
 /// `max_turns` when no layer sets it.
 pub const DEFAULT_MAX_TURNS: u32 = 10;
 const MAX_TURNS_LIMIT: u32 = 100;
+/// `max_repeated_tool_calls` when no layer sets it.
+pub const DEFAULT_MAX_REPEATED_TOOL_CALLS: u32 = 3;
+
+/// The default of `max_repeated_tool_calls` for what was stored before the loop guard.
+pub(super) fn default_max_repeated_tool_calls() -> u32 {
+    DEFAULT_MAX_REPEATED_TOOL_CALLS
+}
 /// The most tokens a limit may name: what every provider's APIs take as a 32-bit integer.
 const MAX_TOKENS: u32 = i32::MAX as u32;
 const MAX_TOOLS: usize = 128;
@@ -40,6 +47,11 @@ pub struct AgentConfig {
     #[serde(default, deserialize_with = "whole_number::optional")]
     #[schema(minimum = 1, maximum = 100)]
     pub max_turns: Option<u32>,
+    /// The run fails `tool_call_loop` when the model calls the same tool with the same
+    /// arguments this many times in a row; 3 when no layer sets it.
+    #[serde(default, deserialize_with = "whole_number::optional")]
+    #[schema(minimum = 1, maximum = 100)]
+    pub max_repeated_tool_calls: Option<u32>,
     pub context: Option<ContextConfig>,
 }
 
@@ -54,6 +66,7 @@ impl AgentConfig {
             max_output_tokens: self.max_output_tokens.or(base.max_output_tokens),
             tools: self.tools.or(base.tools),
             max_turns: self.max_turns.or(base.max_turns),
+            max_repeated_tool_calls: self.max_repeated_tool_calls.or(base.max_repeated_tool_calls),
             context: self.context.or(base.context),
         }
     }
@@ -91,6 +104,8 @@ impl AgentConfig {
         within(&field("max_output_tokens"), output_tokens, max_tokens)?;
         let turns = self.max_turns.map(u64::from);
         within(&field("max_turns"), turns, u64::from(MAX_TURNS_LIMIT))?;
+        let repeats = self.max_repeated_tool_calls.map(u64::from);
+        within(&field("max_repeated_tool_calls"), repeats, u64::from(MAX_TURNS_LIMIT))?;
         if let Some(context) = &self.context {
             within(&field("context.max_input_tokens"), context.max_input_tokens, max_tokens)?;
             context.validate(&field("context."))?;

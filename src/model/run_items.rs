@@ -49,3 +49,41 @@ pub fn function_call_output(call_id: &str, output: &str) -> Box<RawValue> {
 pub fn user_message(text: &str) -> Box<RawValue> {
     raw(format!(r#"{{"role":"user","content":{}}}"#, string(text)))
 }
+
+/// How many function calls at the end of `items` (a run's output) name the same tool with
+/// the same arguments as the last one; other items between them do not break the row.
+pub fn repeated_calls(items: &[Box<RawValue>]) -> u32 {
+    #[derive(serde::Deserialize, PartialEq)]
+    struct Call {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        name: Option<String>,
+        arguments: Option<String>,
+    }
+    let mut calls = items
+        .iter()
+        .rev()
+        .filter_map(|item| serde_json::from_str::<Call>(item.get()).ok())
+        .filter(|call| call.kind.as_deref() == Some("function_call"));
+    let Some(last) = calls.next() else { return 0 };
+    1 + calls.take_while(|call| *call == last).count() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_same_call_in_a_row_repeats() {
+        let call = |args: &str| function_call("c", "lookup", args);
+        let output = |id: &str| function_call_output(id, "done");
+        assert_eq!(repeated_calls(&[]), 0);
+        assert_eq!(repeated_calls(&[assistant_message("hi")]), 0);
+        let same = [call("{}"), output("c"), call("{}"), output("c"), call("{}")];
+        assert_eq!(repeated_calls(&same), 3);
+        let changed = [call("{}"), call(r#"{"q":1}"#), call("{}")];
+        assert_eq!(repeated_calls(&changed), 1);
+        let other_tool = [function_call("c", "other", "{}"), call("{}"), call("{}")];
+        assert_eq!(repeated_calls(&other_tool), 2);
+    }
+}

@@ -24,6 +24,9 @@ pub struct RunConfig {
     pub max_output_tokens: Option<u32>,
     pub tools: Vec<Tool>,
     pub max_turns: u32,
+    /// Absent in runs stored before the loop guard existed: the default.
+    #[serde(default = "super::agent_config::default_max_repeated_tool_calls")]
+    pub max_repeated_tool_calls: u32,
     pub max_input_tokens: Option<u64>,
     /// Set for strategy `compact`; absent in runs stored before compaction existed.
     #[serde(default)]

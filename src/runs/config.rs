@@ -4,7 +4,8 @@
 use super::error::{Result, RunsError};
 use super::RunSettings;
 use crate::model::{
-    AgentConfig, AgentId, ContextConfig, RunConfig, Sampling, SessionId, DEFAULT_MAX_TURNS,
+    AgentConfig, AgentId, ContextConfig, RunConfig, Sampling, SessionId,
+    DEFAULT_MAX_REPEATED_TOOL_CALLS, DEFAULT_MAX_TURNS,
 };
 use crate::store::{SessionStore, StoreError};
 
@@ -63,6 +64,9 @@ pub(super) async fn resolve(
         max_output_tokens: config.max_output_tokens,
         tools: config.tools.unwrap_or_default(),
         max_turns: config.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+        max_repeated_tool_calls: config
+            .max_repeated_tool_calls
+            .unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS),
         max_input_tokens: config.context.as_ref().and_then(|c| c.max_input_tokens),
         compaction: config.context.as_ref().and_then(ContextConfig::compaction),
         sampling: request.sampling,

@@ -118,6 +118,17 @@ pub(super) async fn drive(
         for call in &completion.tool_calls {
             exec.push_item(run_items::function_call(&call.call_id, &call.name, &call.arguments));
         }
+        // A model that keeps asking for the same call would use up `max_turns` (and
+        // repeat a webhook's side effects) before it failed; stop before calling again.
+        let repeated = run_items::repeated_calls(&exec.record.run.output);
+        if repeated >= config.max_repeated_tool_calls {
+            return Ok(Outcome::Failed(RunError::new(
+                "tool_call_loop",
+                format!(
+                    "the model called the same tool with the same arguments {repeated} times                      in a row"
+                ),
+            )));
+        }
         let client_calls =
             run_tools(engine, &claim.tenant, exec, &config.tools, &completion.tool_calls).await;
         if !client_calls.is_empty() {

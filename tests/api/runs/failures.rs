@@ -218,6 +218,7 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
             max_output_tokens: None,
             tools: Vec::new(),
             max_turns: 1,
+            max_repeated_tool_calls: 3,
             max_input_tokens: None,
             compaction: None,
             sampling: Default::default(),

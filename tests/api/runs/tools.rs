@@ -10,6 +10,7 @@ use crate::helpers::{on_both_backends, TestDb};
 on_both_backends!(
     a_client_tool_pauses_the_run_until_its_output_arrives,
     a_run_out_of_turns_fails_before_its_tools_run,
+    a_model_repeating_one_call_fails_as_a_loop,
 );
 
 async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
@@ -171,4 +172,56 @@ async fn a_run_out_of_turns_fails_before_its_tools_run(db: TestDb) {
     assert_eq!(run["status"], "failed", "not requires_action: {run}");
     assert_eq!(run["error"]["code"], "max_turns_exceeded");
     assert_eq!(run["required_action"], Value::Null);
+}
+
+/// The same tool with the same arguments `max_repeated_tool_calls` times in a row (3 by
+/// default) fails the run `tool_call_loop` before the call is made again, across a pause
+/// for the client too; other arguments are no loop.
+async fn a_model_repeating_one_call_fails_as_a_loop(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.set_default(Reply::tool_call("call_x", "ghost", "{}"));
+    let run =
+        t.app.post("/v1/sessions/loop/runs", json!({"input": "loop"})).await.expect(StatusCode::OK);
+    assert_eq!(run["status"], "failed", "{run}");
+    assert_eq!(run["error"]["code"], "tool_call_loop");
+    assert_eq!(t.llm.requests().len(), 3, "the default is 3, under max_turns' 10");
+    assert!(t.items("loop").await.is_empty());
+
+    for n in 1..=3 {
+        t.llm.push(Reply::tool_call(&format!("c{n}"), "ghost", &format!("{{\"n\":{n}}}")));
+    }
+    t.llm.push(Reply::text("done"));
+    let run = t
+        .app
+        .post("/v1/sessions/varied/runs", json!({"input": "vary"}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "completed", "new arguments are no loop: {run}");
+
+    let ask = json!({"type": "function", "name": "ask"});
+    let agent = json!({"tools": [ask], "max_repeated_tool_calls": 2});
+    t.llm.push(Reply::tool_call("call_1", "ask", "{}"));
+    let run = t
+        .app
+        .post("/v1/sessions/paused/runs", json!({"input": "ask twice", "agent": agent}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "requires_action", "{run}");
+    t.llm.push(Reply::tool_call("call_2", "ask", "{}"));
+    let path = format!("/v1/sessions/paused/runs/{}/tool_outputs", run["id"].as_str().unwrap());
+    let run = t
+        .app
+        .post(&path, json!({"outputs": [{"call_id": "call_1", "output": "no"}]}))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(run["status"], "failed", "{run}");
+    assert_eq!(run["error"]["code"], "tool_call_loop");
+
+    let zero = json!({"input": "x", "agent": {"max_repeated_tool_calls": 0}});
+    let detail = t
+        .app
+        .post("/v1/sessions/zero/runs", zero)
+        .await
+        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("agent.max_repeated_tool_calls: "), "{detail}");
 }

@@ -322,8 +322,8 @@ class Agents(_Resource):
 
     async def create(self, **config: Any) -> Agent:
         """Create an agent from the API's fields: ``name``, ``model``, ``instructions``,
-        ``temperature``, ``max_output_tokens``, ``tools``, ``max_turns``, ``context``,
-        ``metadata``."""
+        ``temperature``, ``max_output_tokens``, ``tools``, ``max_turns``,
+        ``max_repeated_tool_calls``, ``context``, ``metadata``."""
         return cast(Agent, await self._json(Call("POST", "/v1/agents", json=config)))
 
     async def get(self, agent_id: str) -> Agent:

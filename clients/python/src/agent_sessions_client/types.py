@@ -85,6 +85,7 @@ class Agent(TypedDict, total=False):
     max_output_tokens: Optional[int]
     tools: List[JSONObject]
     max_turns: int
+    max_repeated_tool_calls: int
     context: JSONObject
     metadata: Dict[str, str]
     created_at: str
