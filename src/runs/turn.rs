@@ -231,11 +231,7 @@ async fn load_history(
     if found.data.is_empty() {
         return Ok((None, Vec::new()));
     }
-    let compaction = match engine.store.latest_compaction(tenant, session_id).await {
-        Ok(compaction) => compaction,
-        Err(StoreError::SessionNotFound) => return Ok((None, Vec::new())),
-        Err(error) => return Err(error),
-    };
+    let compaction = engine.store.latest_compaction(tenant, session_id).await?;
     let after = compaction.as_ref().map_or(0, |c| c.through_seq);
     let mut items = Vec::new();
     let mut bytes = 0u64;

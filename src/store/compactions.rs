@@ -11,7 +11,8 @@ use crate::model::{Compaction, Item, NewFork, Page, PageRequest, Session, Sessio
 /// made from.
 #[async_trait]
 pub trait CompactionStore: Send + Sync {
-    /// The session's newest compaction, if any.
+    /// The session's newest compaction; none when it has none, or no longer exists (one
+    /// statement: a run reads it with every turn).
     async fn latest_compaction(
         &self,
         tenant: &str,

@@ -4,13 +4,15 @@
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::backend::Store;
+use super::backend::{Store, NOW};
 use super::sessions::{read_session_pk, row_value, session_pk};
 use super::{forks, Conn};
 use crate::model::{Compaction, NewFork, Page, PageRequest, SessionId};
 use crate::store::pages::{beyond, direction, uuid_cursor};
 use crate::store::payload::{Column, PayloadCodec};
-use crate::store::rows::{open_items, CompactionRow, ItemRow, COMPACTION_COLUMNS, ITEM_COLUMNS};
+use crate::store::rows::{
+    live, open_items, CompactionRow, ItemRow, COMPACTION_COLUMNS, ITEM_COLUMNS,
+};
 use crate::store::run_rows::UNFINISHED;
 use crate::store::timestamp::Timestamp;
 use crate::store::{CompactionStore, Context, Forked, Result, StoreError};
@@ -54,9 +56,18 @@ impl CompactionStore for Store {
         tenant: &str,
         session_id: &SessionId,
     ) -> Result<Option<Compaction>> {
-        let mut conn = self.reader().acquire().await?;
-        let session_pk = read_session_pk(&mut conn, tenant, session_id).await?;
-        latest(&mut conn, &self.codec, tenant, session_id, session_pk).await
+        let row: Option<CompactionRow> = sqlx::query_as(&format!(
+            r"select {COMPACTION_COLUMNS} from compactions
+              where tenant_id = $1 and session_pk = (
+                  select pk from sessions where tenant_id = $1 and id = $2 and {})
+              order by pk desc limit 1",
+            live("sessions", NOW)
+        ))
+        .bind(tenant)
+        .bind(session_id.as_str())
+        .fetch_optional(self.reader())
+        .await?;
+        row.map(|row| row.into_compaction(&self.codec, tenant, session_id.as_str())).transpose()
     }
 
     async fn context(&self, tenant: &str, session_id: &SessionId, idle: bool) -> Result<Context> {
