@@ -50,7 +50,7 @@ pub struct CreateAgentRequest {
     /// Calls of one tool with the same arguments in a row after which a run fails
     /// `tool_call_loop`; 3 when absent.
     #[serde(default, deserialize_with = "whole_optional")]
-    #[schema(minimum = 1, maximum = 100)]
+    #[schema(minimum = 2, maximum = 100)]
     max_repeated_tool_calls: Option<u32>,
     context: Option<ContextConfig>,
     #[schema(value_type = Option<Metadata>)]
@@ -100,7 +100,7 @@ pub struct UpdateAgentRequest {
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
     max_turns: Option<Option<u32>>,
     #[serde(default, deserialize_with = "whole_patch")]
-    #[schema(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    #[schema(value_type = Option<u32>, minimum = 2, maximum = 100)]
     max_repeated_tool_calls: Option<Option<u32>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<ContextConfig>)]

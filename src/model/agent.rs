@@ -37,7 +37,7 @@ pub struct Agent {
     /// Calls of one tool with the same arguments in a row after which a run fails
     /// with `tool_call_loop`.
     #[serde(default = "default_max_repeated_tool_calls")]
-    #[schema(minimum = 1, maximum = 100)]
+    #[schema(minimum = 2, maximum = 100)]
     pub max_repeated_tool_calls: u32,
     #[schema(required = true)]
     pub context: Option<ContextConfig>,

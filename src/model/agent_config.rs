@@ -50,7 +50,7 @@ pub struct AgentConfig {
     /// The run fails `tool_call_loop` when the model calls the same tool with the same
     /// arguments this many times in a row; 3 when no layer sets it.
     #[serde(default, deserialize_with = "whole_number::optional")]
-    #[schema(minimum = 1, maximum = 100)]
+    #[schema(minimum = 2, maximum = 100)]
     pub max_repeated_tool_calls: Option<u32>,
     pub context: Option<ContextConfig>,
 }
@@ -104,8 +104,14 @@ impl AgentConfig {
         within(&field("max_output_tokens"), output_tokens, max_tokens)?;
         let turns = self.max_turns.map(u64::from);
         within(&field("max_turns"), turns, u64::from(MAX_TURNS_LIMIT))?;
-        let repeats = self.max_repeated_tool_calls.map(u64::from);
-        within(&field("max_repeated_tool_calls"), repeats, u64::from(MAX_TURNS_LIMIT))?;
+        // One call is no repetition: 1 would fail every run's first tool call.
+        if self.max_repeated_tool_calls.is_some_and(|n| !(2..=MAX_TURNS_LIMIT).contains(&n)) {
+            return Err(InvalidField::new(
+                field("max_repeated_tool_calls"),
+                format!("must be between 2 and {MAX_TURNS_LIMIT}"),
+            )
+            .into());
+        }
         if let Some(context) = &self.context {
             within(&field("context.max_input_tokens"), context.max_input_tokens, max_tokens)?;
             context.validate(&field("context."))?;

@@ -52,7 +52,7 @@ pub fn user_message(text: &str) -> Box<RawValue> {
 
 /// How many function calls at the end of `items` (a run's output) name the same tool with
 /// the same arguments as the last one; other items between them do not break the row.
-pub fn repeated_calls(items: &[Box<RawValue>]) -> u32 {
+pub fn repeated_calls<'a>(items: impl DoubleEndedIterator<Item = &'a Box<RawValue>>) -> u32 {
     #[derive(serde::Deserialize, PartialEq)]
     struct Call {
         #[serde(rename = "type")]
@@ -61,7 +61,6 @@ pub fn repeated_calls(items: &[Box<RawValue>]) -> u32 {
         arguments: Option<String>,
     }
     let mut calls = items
-        .iter()
         .rev()
         .filter_map(|item| serde_json::from_str::<Call>(item.get()).ok())
         .filter(|call| call.kind.as_deref() == Some("function_call"));
@@ -77,13 +76,14 @@ mod tests {
     fn only_the_same_call_in_a_row_repeats() {
         let call = |args: &str| function_call("c", "lookup", args);
         let output = |id: &str| function_call_output(id, "done");
-        assert_eq!(repeated_calls(&[]), 0);
-        assert_eq!(repeated_calls(&[assistant_message("hi")]), 0);
+        let count = |items: &[Box<RawValue>]| repeated_calls(items.iter());
+        assert_eq!(count(&[]), 0);
+        assert_eq!(count(&[assistant_message("hi")]), 0);
         let same = [call("{}"), output("c"), call("{}"), output("c"), call("{}")];
-        assert_eq!(repeated_calls(&same), 3);
+        assert_eq!(count(&same), 3);
         let changed = [call("{}"), call(r#"{"q":1}"#), call("{}")];
-        assert_eq!(repeated_calls(&changed), 1);
+        assert_eq!(count(&changed), 1);
         let other_tool = [function_call("c", "other", "{}"), call("{}"), call("{}")];
-        assert_eq!(repeated_calls(&other_tool), 2);
+        assert_eq!(count(&other_tool), 2);
     }
 }

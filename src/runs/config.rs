@@ -18,9 +18,10 @@ pub struct ConfigRequest {
     pub sampling: Sampling,
     /// See [`RunConfig::client_calls_complete`].
     pub client_calls_complete: bool,
-    /// The session must exist already (a conversation is never made by a run on it):
-    /// the configuration's own read of the session refuses an unknown one, so that the
-    /// adapter need not read it first.
+    /// The session must exist already (a run on a conversation does not make one): the
+    /// configuration's own read of the session refuses an unknown one, so that the
+    /// adapter need not read it first. A session deleted between this read and the run's
+    /// insert is made again by the insert, as it was with a read of its own.
     pub existing_session: bool,
 }
 

@@ -115,19 +115,21 @@ pub(super) async fn drive(
                 format!("the run made {} LLM calls without finishing", config.max_turns),
             )));
         }
-        for call in &completion.tool_calls {
-            exec.push_item(run_items::function_call(&call.call_id, &call.name, &call.arguments));
-        }
+        let calls: Vec<_> = (completion.tool_calls.iter())
+            .map(|call| run_items::function_call(&call.call_id, &call.name, &call.arguments))
+            .collect();
         // A model that keeps asking for the same call would use up `max_turns` (and
-        // repeat a webhook's side effects) before it failed; stop before calling again.
-        let repeated = run_items::repeated_calls(&exec.record.run.output);
+        // repeat a webhook's side effects) before it failed: fail as `max_turns` does,
+        // before the calls are in the output, so none is left without its output.
+        let repeated = run_items::repeated_calls(exec.record.run.output.iter().chain(&calls));
         if repeated >= config.max_repeated_tool_calls {
-            return Ok(Outcome::Failed(RunError::new(
-                "tool_call_loop",
-                format!(
-                    "the model called the same tool with the same arguments {repeated} times                      in a row"
-                ),
-            )));
+            let message = format!(
+                "the model called one tool with the same arguments {repeated} times in a row"
+            );
+            return Ok(Outcome::Failed(RunError::new("tool_call_loop", message)));
+        }
+        for call in calls {
+            exec.push_item(call);
         }
         let client_calls =
             run_tools(engine, &claim.tenant, exec, &config.tools, &completion.tool_calls).await;
@@ -231,6 +233,8 @@ async fn load_history(
     if found.data.is_empty() {
         return Ok((None, Vec::new()));
     }
+    // A session deleted since its items were read reads as one without a compaction;
+    // the turn's append then fails as the session is gone.
     let compaction = engine.store.latest_compaction(tenant, session_id).await?;
     let after = compaction.as_ref().map_or(0, |c| c.through_seq);
     let mut items = Vec::new();

@@ -20,7 +20,7 @@ use crate::model::{Cursor, Item, Order, PageRequest, SessionId};
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompactRequest {
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     model: Option<String>,
     /// The history to compact: a string or a list of items.
     #[schema(schema_with = super::schemas::optional_input)]

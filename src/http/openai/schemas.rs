@@ -40,12 +40,10 @@ impl Modify for Components {
             ]},
         ]);
         for (name, rules) in [("CreateResponse", response), ("CompactRequest", compact)] {
-            if let Some(RefOr::T(Schema::Object(request))) = components.schemas.get_mut(name) {
-                request
-                    .extensions
-                    .get_or_insert_with(Default::default)
-                    .insert("allOf".into(), rules);
-            }
+            let Some(RefOr::T(Schema::Object(request))) = components.schemas.get_mut(name) else {
+                panic!("the document has no {name} object to constrain");
+            };
+            request.extensions.get_or_insert_with(Default::default).insert("allOf".into(), rules);
         }
     }
 }

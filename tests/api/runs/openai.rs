@@ -128,6 +128,8 @@ async fn refusals_name_the_field_the_document_constrains(db: TestDb) {
             "max_tool_calls",
         ),
         ("/v1/responses", json!({"input": "x", "prompt": {"id": "p"}}), "prompt"),
+        ("/v1/responses", json!({"input": "x", "model": "gpt\u{1}"}), "model"),
+        ("/v1/responses/compact", json!({"input": "x", "model": ""}), "model"),
         (
             "/v1/responses/compact",
             json!({"input": "x", "previous_response_id": "resp_1"}),

@@ -185,6 +185,10 @@ async fn a_model_repeating_one_call_fails_as_a_loop(db: TestDb) {
     assert_eq!(run["status"], "failed", "{run}");
     assert_eq!(run["error"]["code"], "tool_call_loop");
     assert_eq!(t.llm.requests().len(), 3, "the default is 3, under max_turns' 10");
+    let output = run["output"].as_array().unwrap();
+    let calls = output.iter().filter(|i| i["type"] == "function_call").count();
+    let answers = output.iter().filter(|i| i["type"] == "function_call_output").count();
+    assert_eq!((calls, answers), (2, 2), "no call is left without its output: {run}");
     assert!(t.items("loop").await.is_empty());
 
     for n in 1..=3 {
@@ -217,11 +221,13 @@ async fn a_model_repeating_one_call_fails_as_a_loop(db: TestDb) {
     assert_eq!(run["status"], "failed", "{run}");
     assert_eq!(run["error"]["code"], "tool_call_loop");
 
-    let zero = json!({"input": "x", "agent": {"max_repeated_tool_calls": 0}});
-    let detail = t
-        .app
-        .post("/v1/sessions/zero/runs", zero)
-        .await
-        .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
-    assert!(detail.starts_with("agent.max_repeated_tool_calls: "), "{detail}");
+    for repeats in [0, 1, 101] {
+        let body = json!({"input": "x", "agent": {"max_repeated_tool_calls": repeats}});
+        let detail = t
+            .app
+            .post("/v1/sessions/bounds/runs", body)
+            .await
+            .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+        assert!(detail.starts_with("agent.max_repeated_tool_calls: "), "{detail}");
+    }
 }

@@ -133,7 +133,7 @@ def start_on(
     was killed already. Its log is a new file in ``log_dir``."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log = log_dir / f"service-{port}.log"
+    log = log_dir / f"service-{port}-{uuid.uuid4().hex[:8]}.log"
     child_env = {
         **os.environ,
         "DATABASE_URL": database_url,

@@ -114,8 +114,8 @@ pub(super) async fn create(
                 let _ = state.store.delete_session(&tenant, &target.session).await;
             }
             let unknown = matches!(error, RunsError::Store(StoreError::SessionNotFound));
-            if unknown && request.conversation.is_some() {
-                return Err(conversations::not_found(target.session.as_str()));
+            if let Some(conversation) = request.conversation.as_ref().filter(|_| unknown) {
+                return Err(conversations::not_found(&request::conversation_id(conversation)?));
             }
             return Err(ApiError::from_runs(error, target.session.as_str(), None).into());
         }

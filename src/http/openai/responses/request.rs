@@ -18,7 +18,7 @@ use crate::model::{whole_optional, AgentConfig, Metadata, Sampling};
 pub struct CreateResponse {
     /// The model asked for; `MODEL_ALIASES` maps it to the upstream model. Absent:
     /// `LLM_MODEL`.
-    #[schema(min_length = 1, max_length = 256)]
+    #[schema(min_length = 1, max_length = 256, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub model: Option<String>,
     #[schema(schema_with = schemas::input, required = true)]
     pub input: Option<Value>,
