@@ -35,8 +35,8 @@ pub use metadata::{Metadata, MetadataPatch};
 pub use page::{Cursor, Order, Page, PageRequest};
 pub use retention::{Anchor, ExpiresAfter, MAX_EXPIRES_AFTER_SECS};
 pub use run::{
-    IfBusy, IncompleteDetails, RequiredAction, RequiredToolCall, Run, RunError, RunStatus,
-    ToolOutput,
+    IfBusy, IncompleteDetails, RequiredAction, RequiredActionKind, RequiredToolCall, Run, RunError,
+    RunStatus, ToolOutput,
 };
 pub use run_event::{
     CompactionCreated, ItemCreated, MessageDelta, RunEvent, RunEventKind, UnknownEvent,

@@ -118,11 +118,24 @@ impl IncompleteDetails {
     }
 }
 
-/// The client tools the model called; answer them with `tool_outputs`.
+/// What the run waits for: the client tools the model called; answer them with
+/// `tool_outputs`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequiredAction {
+    /// Runs paused before this field existed waited for tool outputs too.
+    #[serde(rename = "type", default)]
+    pub kind: RequiredActionKind,
     pub tool_calls: Vec<RequiredToolCall>,
+}
+
+/// What a paused run asks of the client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RequiredActionKind {
+    /// Run the calls and post their outputs to `…/tool_outputs`.
+    #[default]
+    SubmitToolOutputs,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -202,5 +215,18 @@ impl RequiredAction {
                     })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_stored_before_its_type_existed_waits_for_tool_outputs() {
+        let stored: RequiredAction = serde_json::from_str(r#"{"tool_calls": []}"#).unwrap();
+        assert_eq!(stored.kind, RequiredActionKind::SubmitToolOutputs);
+        let written = serde_json::to_value(&stored).unwrap();
+        assert_eq!(written, serde_json::json!({"type": "submit_tool_outputs", "tool_calls": []}));
     }
 }

@@ -13,8 +13,8 @@ use super::tools::call_webhook;
 use super::Engine;
 use crate::llm::{ChatRequest, ToolCall, ToolSpec};
 use crate::model::{
-    run_items, IncompleteDetails, Order, PageRequest, RequiredAction, RequiredToolCall, RunConfig,
-    RunError, SessionId, Tool,
+    run_items, IncompleteDetails, Order, PageRequest, RequiredAction, RequiredActionKind,
+    RequiredToolCall, RunConfig, RunError, SessionId, Tool,
 };
 use crate::store::{Claim, StoreError};
 
@@ -137,7 +137,8 @@ pub(super) async fn drive(
             if config.client_calls_complete {
                 return Ok(Outcome::Completed);
             }
-            return Ok(Outcome::RequiresAction(RequiredAction { tool_calls: client_calls }));
+            let kind = RequiredActionKind::SubmitToolOutputs;
+            return Ok(Outcome::RequiresAction(RequiredAction { kind, tool_calls: client_calls }));
         }
     }
 }

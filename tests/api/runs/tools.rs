@@ -30,6 +30,7 @@ async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
         .await
         .expect(StatusCode::OK);
     assert_eq!(run["status"], "requires_action", "{run}");
+    assert_eq!(run["required_action"]["type"], "submit_tool_outputs");
     let calls = &run["required_action"]["tool_calls"];
     assert_eq!(
         calls[0],

@@ -51,6 +51,7 @@ class ToolCall(TypedDict, total=False):
 
 
 class RequiredAction(TypedDict, total=False):
+    type: str
     tool_calls: List[ToolCall]
 
 
