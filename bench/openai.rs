@@ -19,6 +19,7 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod statistics;
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use database::BenchDatabase;
+use statistics::analyze;
 
 const ANSWER: &str = "The quick brown fox jumps over";
 const LITELLM_KEY: &str = "sk-bench-0123456789abcdef0123456789abcdef";
@@ -249,19 +251,6 @@ async fn start_litellm(litellm: &str, llm_base_url: &str) -> (Child, String) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("LiteLLM's proxy was not up within 120 s");
-}
-
-/// Gathers the planner's statistics, as autovacuum would within a minute of the writes.
-async fn analyze(url: &str) {
-    if url.starts_with("postgres") {
-        let pool = sqlx::PgPool::connect(url).await.unwrap();
-        sqlx::query("analyze").execute(&pool).await.unwrap();
-        pool.close().await;
-    } else {
-        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-        sqlx::query("analyze").execute(&pool).await.unwrap();
-        pool.close().await;
-    }
 }
 
 fn print(backend: &str, rounds: usize, report: &[(usize, [Timings; 3])]) {

@@ -12,6 +12,7 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod statistics;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,21 +27,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use database::BenchDatabase;
-
-/// Gathers the planner's statistics, as autovacuum does on Postgres within a minute of a
-/// database's first writes: runs measured on younger tables would be planned for empty
-/// ones (a session looked up by scanning its tenant's sessions).
-async fn analyze(url: &str) {
-    if url.starts_with("postgres") {
-        let pool = sqlx::PgPool::connect(url).await.unwrap();
-        sqlx::query("analyze").execute(&pool).await.unwrap();
-        pool.close().await;
-    } else {
-        let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-        sqlx::query("analyze").execute(&pool).await.unwrap();
-        pool.close().await;
-    }
-}
+use statistics::analyze;
 
 #[tokio::main]
 async fn main() {
