@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
-use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::Required;
 use utoipa::IntoParams;
 
@@ -143,32 +143,41 @@ impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
 /// Documents the paging parameters for the OpenAPI document.
 impl IntoParams for ListQuery {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        let string = || ObjectBuilder::new().schema_type(Type::String);
         let limit = ObjectBuilder::new()
             .schema_type(Type::Integer)
             .minimum(Some(1))
             .maximum(Some(PageRequest::MAX_LIMIT))
             .default(Some(PageRequest::DEFAULT_LIMIT.into()));
         let order = string().enum_values(Some(["asc", "desc"]));
-        let cursor = || string().min_length(Some(1)).pattern(Some("^[^\\u0000]+$"));
-        let param = |name: &str, schema: ObjectBuilder, description: &str| {
-            ParameterBuilder::new()
-                .name(name)
-                .parameter_in(ParameterIn::Query)
-                .required(Required::False)
-                .schema(Some(schema))
-                .description(Some(description))
-                .build()
-        };
         vec![
-            param("limit", limit, "How many rows a page holds."),
-            param(
+            query_param("limit", limit, "How many rows a page holds."),
+            query_param(
                 "order",
                 order,
                 "Sessions are listed newest first (`desc`) and items oldest first (`asc`) unless this says otherwise.",
             ),
-            param("after", cursor(), "Return the page that follows the row with this id."),
-            param("before", cursor(), "Return the page that precedes the row with this id."),
+            query_param("after", cursor(), "Return the page that follows the row with this id."),
+            query_param("before", cursor(), "Return the page that precedes the row with this id."),
         ]
     }
+}
+
+/// An optional query parameter, as the document lists it.
+pub(super) fn query_param(name: &str, schema: impl Into<Schema>, description: &str) -> Parameter {
+    ParameterBuilder::new()
+        .name(name)
+        .parameter_in(ParameterIn::Query)
+        .required(Required::False)
+        .schema(Some(schema.into()))
+        .description(Some(description))
+        .build()
+}
+
+pub(super) fn string() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+/// A cursor: the id of a row, never empty nor holding NUL.
+pub(super) fn cursor() -> ObjectBuilder {
+    string().min_length(Some(1)).pattern(Some("^[^\\u0000]+$"))
 }

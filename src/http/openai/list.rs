@@ -5,11 +5,11 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use serde::Serialize;
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
-use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
-use utoipa::openapi::Required;
+use utoipa::openapi::path::{Parameter, ParameterIn};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::http::list_query::{cursor, query_param, string};
 use crate::http::ApiError;
 use crate::model::{Cursor, Order, PageRequest};
 
@@ -85,13 +85,13 @@ impl IntoParams for ListQuery {
         vec![
             query_param(
                 "after",
-                string().min_length(Some(1)).pattern(Some("^[^\\u0000]+$")).into(),
+                cursor(),
                 "Return the items after this item id, in the order asked for.",
             ),
-            query_param("limit", limit.into(), "How many items a page holds."),
+            query_param("limit", limit, "How many items a page holds."),
             query_param(
                 "order",
-                string().enum_values(Some(["asc", "desc"])).default(Some("desc".into())).into(),
+                string().enum_values(Some(["asc", "desc"])).default(Some("desc".into())),
                 "`desc` (newest first, the default) or `asc`.",
             ),
             include(),
@@ -111,23 +111,9 @@ impl IntoParams for IncludeQuery {
 fn include() -> Parameter {
     query_param(
         "include",
-        ArrayBuilder::new().items(string()).into(),
+        ArrayBuilder::new().items(string()),
         "Accepted for OpenAI's clients; these items hold everything already.",
     )
-}
-
-fn string() -> ObjectBuilder {
-    ObjectBuilder::new().schema_type(Type::String)
-}
-
-fn query_param(name: &str, schema: Schema, description: &str) -> Parameter {
-    ParameterBuilder::new()
-        .name(name)
-        .parameter_in(ParameterIn::Query)
-        .required(Required::False)
-        .schema(Some(schema))
-        .description(Some(description))
-        .build()
 }
 
 /// A page of an OpenAI list.
