@@ -83,14 +83,7 @@ impl AgentConfig {
             }
         }
         if let Some(model) = &self.model {
-            let length = model.chars().count();
-            if !(1..=256).contains(&length) || model.chars().any(char::is_control) {
-                return Err(InvalidField::new(
-                    field("model"),
-                    "must be 1 to 256 characters without control characters",
-                )
-                .into());
-            }
+            check_model_name(&field("model"), model)?;
         }
         if let Some(t) = self.temperature {
             if !(0.0..=2.0).contains(&t) {
@@ -249,6 +242,18 @@ pub struct CompactionPolicy {
 }
 
 /// A count that, when given, must be between 1 and `max`.
+/// A model's name, as it goes into the LLM request.
+pub fn check_model_name(field: &str, model: &str) -> Result<(), InvalidField> {
+    let length = model.chars().count();
+    if !(1..=256).contains(&length) || model.chars().any(char::is_control) {
+        return Err(InvalidField::new(
+            field,
+            "must be 1 to 256 characters without control characters",
+        ));
+    }
+    Ok(())
+}
+
 fn within(field: &str, value: Option<u64>, max: u64) -> Result<(), InvalidField> {
     match value {
         Some(value) if !(1..=max).contains(&value) => {

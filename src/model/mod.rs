@@ -21,7 +21,7 @@ mod whole_number;
 
 pub use agent::{Agent, AgentPatch};
 pub use agent_config::{
-    AgentConfig, CompactionPolicy, ConfigError, ContextConfig, ContextStrategy,
+    check_model_name, AgentConfig, CompactionPolicy, ConfigError, ContextConfig, ContextStrategy,
     DEFAULT_MAX_REPEATED_TOOL_CALLS, DEFAULT_MAX_TURNS,
 };
 pub use api_key::{check_scopes, check_tenant, ApiKey, KeyHash, NewKey, Scope, TENANT_PATTERN};

@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 
 use super::errors::{OpenAiError, Result};
 use super::OpenAiErrors;
-use crate::http::AppState;
+use crate::http::{ApiError, AppState};
+use crate::model::check_model_name;
 
 #[derive(Serialize, ToSchema)]
 pub struct Model {
@@ -49,17 +50,10 @@ pub async fn list(State(state): State<AppState>) -> Json<ModelList> {
 /// names.
 pub fn resolve(state: &AppState, requested: Option<&str>) -> Result<(String, String)> {
     let requested = match requested {
-        // As an agent's model is checked: the name goes into the LLM request.
-        Some(model)
-            if !(1..=256).contains(&model.chars().count())
-                || model.chars().any(char::is_control) =>
-        {
-            return Err(OpenAiError::invalid(
-                "model",
-                "must be 1 to 256 characters without control characters",
-            ))
+        Some(model) => {
+            check_model_name("model", model).map_err(ApiError::from)?;
+            model.to_owned()
         }
-        Some(model) => model.to_owned(),
         None => state.runs.settings().default_model.clone().ok_or_else(|| {
             OpenAiError::invalid("model", "is required: no LLM_MODEL is configured")
         })?,
