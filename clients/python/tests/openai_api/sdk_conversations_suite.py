@@ -26,9 +26,7 @@ add, delete by item id, delete of the conversation) runs against the service unc
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
-import os
 import uuid
 import weakref
 from pathlib import Path
@@ -42,7 +40,7 @@ from agents.memory import OpenAIConversationsSession
 from openai import AsyncOpenAI, OpenAI
 
 from sessions_testkit.sdk_suite import DESELECTED as SQLITE_INTERNALS
-from sessions_testkit.server import binary_from_env, run_service
+from sessions_testkit.suite_plugin import SuitePlugin
 
 # The SQLite internals the client's suite deselects too (sessions_testkit/sdk_suite.py),
 # but for the closed-session test: this session's error text is not SQLiteSession's
@@ -70,10 +68,19 @@ DESELECTED: Dict[str, str] = {
 _ADDED = ("id", "status")
 _TEXT_PARTS = ("input_text", "output_text")
 
-_service_url: Optional[str] = None
-_test_prefix = "unset-"
+PLUGIN = SuitePlugin(
+    stand_in="OpenAIConversationsSession",
+    deselected=DESELECTED,
+    why_deselected="these tests cannot apply to a Conversations API",
+    served="conversations served the SQLiteSession constructions",
+)
+pytest_configure = PLUGIN.pytest_configure
+pytest_unconfigure = PLUGIN.pytest_unconfigure
+pytest_report_header = PLUGIN.pytest_report_header
+pytest_collection_modifyitems = PLUGIN.pytest_collection_modifyitems
+pytest_terminal_summary = PLUGIN.pytest_terminal_summary
+
 _conversations: Dict[Tuple[str, str], str] = {}
-_made: List[str] = []
 
 
 def as_given(item: TResponseInputItem) -> TResponseInputItem:
@@ -92,17 +99,17 @@ def as_given(item: TResponseInputItem) -> TResponseInputItem:
 
 def _client() -> AsyncOpenAI:
     """An ``AsyncOpenAI`` on the service's ``/v1``."""
-    assert _service_url is not None, "the service is not running"
-    return AsyncOpenAI(base_url=f"{_service_url}/v1", api_key="unused", max_retries=0)
+    assert PLUGIN.service_url is not None, "the service is not running"
+    return AsyncOpenAI(base_url=f"{PLUGIN.service_url}/v1", api_key="unused", max_retries=0)
 
 
 def _new_conversation() -> str:
     """A new conversation; made at once (not on first use, as the base class does) so
     that every session of a (database, id) pair can share it."""
-    assert _service_url is not None, "the service is not running"
-    with OpenAI(base_url=f"{_service_url}/v1", api_key="unused", max_retries=0) as client:
+    assert PLUGIN.service_url is not None, "the service is not running"
+    with OpenAI(base_url=f"{PLUGIN.service_url}/v1", api_key="unused", max_retries=0) as client:
         conversation_id = client.conversations.create().id
-    _made.append(conversation_id)
+    PLUGIN.made.append(conversation_id)
     return conversation_id
 
 
@@ -125,7 +132,7 @@ class ConversationBackedSession(OpenAIConversationsSession):
             database = uuid.uuid4().hex
         else:
             database = hashlib.sha256(str(db_path).encode()).hexdigest()
-        key = (f"{_test_prefix}{database}", session_id)
+        key = (f"{PLUGIN.test_prefix}{database}", session_id)
         if key not in _conversations:
             _conversations[key] = _new_conversation()
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncOpenAI] = (
@@ -174,48 +181,8 @@ class ConversationBackedSession(OpenAIConversationsSession):
 agents.SQLiteSession = ConversationBackedSession  # type: ignore[assignment,misc]
 agents.memory.SQLiteSession = ConversationBackedSession  # type: ignore[assignment,misc]
 
-_stack = contextlib.ExitStack()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    global _service_url
-    backend = os.environ.get("AGENT_SESSIONS_BACKEND", "sqlite")
-    service = _stack.enter_context(run_service(binary_from_env(), backend))
-    _service_url = service.url
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    _stack.close()
-
-
-def pytest_report_header(config: pytest.Config) -> str:
-    backend = os.environ.get("AGENT_SESSIONS_BACKEND", "sqlite")
-    return f"agent-sessions SDK suite: SQLiteSession -> OpenAIConversationsSession on {backend}"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    keep: List[pytest.Item] = []
-    dropped: List[pytest.Item] = []
-    for item in items:
-        name = getattr(item, "originalname", item.name)
-        (dropped if name in DESELECTED else keep).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    terminalreporter.section("agent-sessions")
-    terminalreporter.write_line(
-        f"{len(_made)} conversations served the SQLiteSession constructions"
-    )
-    terminalreporter.section("deselected: these tests cannot apply to a Conversations API")
-    for name, reason in DESELECTED.items():
-        terminalreporter.write_line(f"{name}: {reason}")
-
 
 @pytest.fixture(autouse=True)
 def _fresh_conversations() -> None:
     """Every test gets its own conversations, so its sessions start empty."""
-    global _test_prefix
-    _test_prefix = f"t{uuid.uuid4().hex[:12]}-"
+    PLUGIN.fresh_prefix()

@@ -13,12 +13,10 @@ Used as ``pytest -p sessions_testkit.sdk_suite <sdist>/tests/memory/test_session
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, Mapping, Optional, Union
 
 import agents
 import agents.memory
@@ -26,7 +24,7 @@ import pytest
 
 from agent_sessions_client import AgentSessionsSession
 
-from .server import binary_from_env, run_service
+from .suite_plugin import SuitePlugin
 
 DESELECTED: Dict[str, str] = {
     # SQLiteSession's private connection bookkeeping; the service has no client-side
@@ -86,9 +84,17 @@ DESELECTED: Dict[str, str] = {
     ),
 }
 
-_service_url: Optional[str] = None
-_test_prefix = "unset-"
-_made: List[str] = []
+PLUGIN = SuitePlugin(
+    stand_in="AgentSessionsSession",
+    deselected=DESELECTED,
+    why_deselected="these tests examine SQLite itself",
+    served="SQLiteSession constructions were served by AgentSessionsSession",
+)
+pytest_configure = PLUGIN.pytest_configure
+pytest_unconfigure = PLUGIN.pytest_unconfigure
+pytest_report_header = PLUGIN.pytest_report_header
+pytest_collection_modifyitems = PLUGIN.pytest_collection_modifyitems
+pytest_terminal_summary = PLUGIN.pytest_terminal_summary
 
 
 class ServiceBackedSession(AgentSessionsSession):
@@ -110,62 +116,22 @@ class ServiceBackedSession(AgentSessionsSession):
             database = uuid.uuid4().hex[:8]
         else:
             database = hashlib.sha256(str(db_path).encode()).hexdigest()[:8]
-        assert _service_url is not None, "the service is not running"
+        assert PLUGIN.service_url is not None, "the service is not running"
         super().__init__(
-            f"{_test_prefix}{database}-{session_id}",
-            base_url=_service_url,
+            f"{PLUGIN.test_prefix}{database}-{session_id}",
+            base_url=PLUGIN.service_url,
             session_settings=session_settings,
         )
         self.db_path = db_path
-        _made.append(self.session_id)
+        PLUGIN.made.append(self.session_id)
 
 
 agents.SQLiteSession = ServiceBackedSession  # type: ignore[assignment,misc]
 agents.memory.SQLiteSession = ServiceBackedSession  # type: ignore[assignment,misc]
 
-_stack = contextlib.ExitStack()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    global _service_url
-    backend = os.environ.get("AGENT_SESSIONS_BACKEND", "sqlite")
-    service = _stack.enter_context(run_service(binary_from_env(), backend))
-    _service_url = service.url
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    _stack.close()
-
-
-def pytest_report_header(config: pytest.Config) -> str:
-    backend = os.environ.get("AGENT_SESSIONS_BACKEND", "sqlite")
-    return f"agent-sessions SDK suite: SQLiteSession -> AgentSessionsSession on {backend}"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    keep: List[pytest.Item] = []
-    dropped: List[pytest.Item] = []
-    for item in items:
-        name = getattr(item, "originalname", item.name)
-        (dropped if name in DESELECTED else keep).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    terminalreporter.section("agent-sessions")
-    terminalreporter.write_line(
-        f"{len(_made)} SQLiteSession constructions were served by AgentSessionsSession"
-    )
-    terminalreporter.section("deselected: these tests examine SQLite itself")
-    for name, reason in DESELECTED.items():
-        terminalreporter.write_line(f"{name}: {reason}")
-
 
 @pytest.fixture(autouse=True)
 def _fresh_session_ids() -> Iterator[None]:
     """Every test gets its own id prefix, so its sessions start empty on the service."""
-    global _test_prefix
-    _test_prefix = f"t{uuid.uuid4().hex[:12]}-"
+    PLUGIN.fresh_prefix()
     yield
