@@ -16,6 +16,19 @@ from sessions_testkit.server import Service
 MODEL_ENV: Dict[str, str] = {"MODEL_ALIASES": "gpt-4.1=fake,*=fake", "LLM_MODEL": "fake"}
 # The model the tests ask for, as OpenAI's clients name models.
 MODEL = "gpt-4.1"
+# The function tool the fake LLM calls when told `call get_weather`.
+WEATHER_TOOL: Any = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+    "strict": True,
+}
 
 
 def backend() -> str:

@@ -13,20 +13,7 @@ from openai import AsyncOpenAI, BadRequestError, NotFoundError
 
 from sessions_testkit.fake_llm import FakeLLM
 
-from .support import MODEL, dumped, finished, text
-
-WEATHER_TOOL: Any = {
-    "type": "function",
-    "name": "get_weather",
-    "description": "The weather in a city.",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-        "additionalProperties": False,
-    },
-    "strict": True,
-}
+from .support import MODEL, WEATHER_TOOL, dumped, finished, text
 
 
 def user(text: str) -> Any:

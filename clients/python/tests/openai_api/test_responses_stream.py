@@ -10,7 +10,7 @@ from typing import Any, List
 
 from openai import AsyncOpenAI
 
-from .support import MODEL, ids
+from .support import MODEL, WEATHER_TOOL, ids
 
 # The fake LLM streams this one word at a time.
 SLOW = " ".join(["slow"] * 30)
@@ -93,21 +93,10 @@ async def test_a_stream_joined_while_the_response_runs(client: AsyncOpenAI) -> N
 
 
 async def test_a_streamed_function_call_and_its_answer(client: AsyncOpenAI) -> None:
-    tool: Any = {
-        "type": "function",
-        "name": "get_weather",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-            "additionalProperties": False,
-        },
-        "strict": True,
-    }
     conversation = await client.conversations.create()
     said = f"call get_weather {uuid.uuid4().hex}"
     async with client.responses.stream(
-        model=MODEL, input=said, tools=[tool], conversation=conversation.id
+        model=MODEL, input=said, tools=[WEATHER_TOOL], conversation=conversation.id
     ) as stream:
         kinds = [event.type async for event in stream]
         called = await stream.get_final_response()
@@ -120,7 +109,7 @@ async def test_a_streamed_function_call_and_its_answer(client: AsyncOpenAI) -> N
 
     answer: Any = {"type": "function_call_output", "call_id": call.call_id, "output": "fog"}
     async with client.responses.stream(
-        model=MODEL, input=[answer], tools=[tool], conversation=conversation.id
+        model=MODEL, input=[answer], tools=[WEATHER_TOOL], conversation=conversation.id
     ) as stream:
         answered = await stream.get_final_response()
     assert answered.output_text == "tool said: fog"
