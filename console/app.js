@@ -741,7 +741,7 @@ async function follow(state, open) {
           bubble.classList.remove('streaming');
           bubble = null;
         }
-      } else if (['run.requires_action', 'run.completed', 'run.failed', 'run.cancelled'].includes(event.event)) {
+      } else if (['run.requires_action', 'run.completed', 'run.failed', 'run.cancelled', 'run.interrupted'].includes(event.event)) {
         ended = data;
       }
     }
@@ -763,6 +763,8 @@ async function follow(state, open) {
     live.append(runErrorView(ended));
   } else if (ended.status === 'cancelled') {
     live.append(h('p', { class: 'note', id: 'run-cancelled' }, `Run ${ended.id} was cancelled; the history is unchanged.`));
+  } else if (ended.status === 'interrupted') {
+    live.append(h('p', { class: 'note', id: 'run-interrupted' }, `Run ${ended.id} was interrupted; what it finished is in the history.`));
   }
   return true;
 }

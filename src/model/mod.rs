@@ -36,7 +36,7 @@ pub use page::{Cursor, Order, Page, PageRequest};
 pub use retention::{Anchor, ExpiresAfter, MAX_EXPIRES_AFTER_SECS};
 pub use run::{
     IfBusy, IncompleteDetails, RequiredAction, RequiredActionKind, RequiredToolCall, Run, RunError,
-    RunStatus, ToolOutput,
+    RunStatus, StopAction, ToolOutput,
 };
 pub use run_event::{
     CompactionCreated, ItemCreated, MessageDelta, RunEvent, RunEventKind, UnknownEvent,

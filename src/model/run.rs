@@ -13,7 +13,8 @@ use super::metadata::Metadata;
 use super::run_items;
 use super::session::Usage;
 
-/// `queued → running → (requires_action ⇄ running) → completed | failed | cancelled`.
+/// `queued → running → (requires_action ⇄ running) → completed | failed | cancelled |
+/// interrupted`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -23,16 +24,19 @@ pub enum RunStatus {
     Completed,
     Failed,
     Cancelled,
+    /// Stopped by the client with what it finished kept as a turn of the session.
+    Interrupted,
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 6] = [
+    pub const ALL: [RunStatus; 7] = [
         Self::Queued,
         Self::Running,
         Self::RequiresAction,
         Self::Completed,
         Self::Failed,
         Self::Cancelled,
+        Self::Interrupted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +47,7 @@ impl RunStatus {
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
+            Self::Interrupted => "interrupted",
         }
     }
 
@@ -52,7 +57,12 @@ impl RunStatus {
 
     /// No further change can happen.
     pub fn is_final(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled | Self::Interrupted)
+    }
+
+    /// The run's input and output are a turn of its session.
+    pub fn keeps_turn(self) -> bool {
+        matches!(self, Self::Completed | Self::Interrupted)
     }
 }
 
@@ -170,6 +180,29 @@ pub enum IfBusy {
     Reject,
     /// Queue behind the active run; runs of a session execute in creation order.
     Enqueue,
+    /// Interrupt the session's unfinished runs (see [`StopAction::Interrupt`]), then run.
+    Interrupt,
+    /// Roll back the session's unfinished runs (see [`StopAction::Rollback`]), then run.
+    Rollback,
+    /// Add the input to the active run's next model call and to its turn; once that run
+    /// has finished, queue a run as `Enqueue` does.
+    Steer,
+}
+
+/// How `…/cancel` stops a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StopAction {
+    /// The run ends `cancelled` and its session is left as it was.
+    #[default]
+    Cancel,
+    /// The run ends `interrupted`: its input and what it finished (tool calls with their
+    /// outputs, the partial assistant message marked `"status": "incomplete"`) are
+    /// appended to the session as a turn.
+    Interrupt,
+    /// The run is cancelled and then deleted with its events and its Idempotency-Key:
+    /// nothing of it is left.
+    Rollback,
 }
 
 /// A client tool's answer to one of the run's `required_action.tool_calls`.

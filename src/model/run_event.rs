@@ -73,6 +73,7 @@ impl RunEvent {
     pub const COMPLETED: &'static str = "run.completed";
     pub const FAILED: &'static str = "run.failed";
     pub const CANCELLED: &'static str = "run.cancelled";
+    pub const INTERRUPTED: &'static str = "run.interrupted";
 
     /// The event that carries the run in its status.
     pub fn for_status(seq: i64, run: &Run) -> Self {
@@ -89,6 +90,7 @@ impl RunEvent {
                 RunStatus::Completed => Self::COMPLETED,
                 RunStatus::Failed => Self::FAILED,
                 RunStatus::Cancelled => Self::CANCELLED,
+                RunStatus::Interrupted => Self::INTERRUPTED,
             },
             RunEventKind::TextDelta(_) => Self::MESSAGE_DELTA,
             RunEventKind::ItemCreated(_) => Self::ITEM_CREATED,
@@ -137,7 +139,10 @@ impl RunEvent {
             | Self::REQUIRES_ACTION
             | Self::COMPLETED
             | Self::FAILED
-            | Self::CANCELLED => RunEventKind::Status(serde_json::from_str(data).map_err(invalid)?),
+            | Self::CANCELLED
+            | Self::INTERRUPTED => {
+                RunEventKind::Status(serde_json::from_str(data).map_err(invalid)?)
+            }
             _ => {
                 return Err(UnknownEvent {
                     name: name.to_owned(),

@@ -68,6 +68,36 @@ pub fn repeated_calls<'a>(items: impl DoubleEndedIterator<Item = &'a Box<RawValu
     1 + calls.take_while(|call| *call == last).count() as u32
 }
 
+/// What an interrupted run keeps of its `output`: every item but function calls left
+/// without their output (the model must never see a call unanswered), then the text the
+/// model had streamed of its next message, as an incomplete message.
+pub fn keep_interrupted(output: &mut Vec<Box<RawValue>>, partial: &str) {
+    #[derive(serde::Deserialize)]
+    struct Part {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        call_id: Option<String>,
+    }
+    let parts: Vec<Option<Part>> =
+        output.iter().map(|item| serde_json::from_str(item.get()).ok()).collect();
+    let answered: std::collections::HashSet<&str> = (parts.iter().flatten())
+        .filter(|p| p.kind.as_deref() == Some("function_call_output"))
+        .filter_map(|p| p.call_id.as_deref())
+        .collect();
+    let unanswered = |part: &Option<Part>| {
+        part.as_ref().is_some_and(|p| {
+            p.kind.as_deref() == Some("function_call")
+                && !p.call_id.as_deref().is_some_and(|id| answered.contains(id))
+        })
+    };
+    let keep: Vec<bool> = parts.iter().map(|part| !unanswered(part)).collect();
+    let mut keep = keep.into_iter();
+    output.retain(|_| keep.next() == Some(true));
+    if !partial.is_empty() {
+        output.push(incomplete_assistant_message(partial));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +115,25 @@ mod tests {
         assert_eq!(count(&changed), 1);
         let other_tool = [function_call("c", "other", "{}"), call("{}"), call("{}")];
         assert_eq!(count(&other_tool), 2);
+    }
+
+    #[test]
+    fn an_interrupted_output_keeps_answered_calls_and_the_partial_text() {
+        let mut output = vec![
+            function_call("a", "lookup", "{}"),
+            function_call("b", "lookup", "{}"),
+            function_call_output("a", "done"),
+        ];
+        keep_interrupted(&mut output, "Half an ans");
+        let kept: Vec<&str> = output.iter().map(|item| item.get()).collect();
+        let expected = [
+            function_call("a", "lookup", "{}"),
+            function_call_output("a", "done"),
+            incomplete_assistant_message("Half an ans"),
+        ];
+        assert_eq!(kept, expected.iter().map(|item| item.get()).collect::<Vec<_>>());
+        let mut nothing_streamed = vec![assistant_message("whole")];
+        keep_interrupted(&mut nothing_streamed, "");
+        assert_eq!(nothing_streamed.len(), 1);
     }
 }

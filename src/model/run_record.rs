@@ -11,7 +11,8 @@ use super::agent_config::CompactionPolicy;
 use super::idempotency::IdempotencyKey;
 use super::metadata::Metadata;
 use super::run::{Run, RunError, RunStatus};
-use super::run_event::RunEvent;
+use super::run_event::{RunEvent, RunEventKind};
+use super::run_items;
 use super::tool::Tool;
 
 /// The configuration a run executes with, resolved from its layers when it was created,
@@ -72,9 +73,40 @@ pub struct RunRecord {
     /// run in its own terms; the engine never reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<Box<RawValue>>,
+    /// The Idempotency-Key the run was created with, which a rollback deletes with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 impl RunRecord {
+    /// Ends the run `interrupted` with what its stored events show it finished: the
+    /// items generated since its execution last started, then the text streamed since
+    /// the last of them (see [`run_items::keep_interrupted`]). `events` are the run's
+    /// events, oldest first.
+    pub fn interrupt(
+        &mut self,
+        events: &[RunEvent],
+        last_event_seq: i64,
+        now: DateTime<Utc>,
+    ) -> RunEvent {
+        let last_status = events.iter().rposition(|e| matches!(e.kind, RunEventKind::Status(_)));
+        let executing = last_status
+            .filter(|&i| matches!(&events[i].kind, RunEventKind::Status(run) if run.status == RunStatus::Running));
+        let mut partial = String::new();
+        for event in executing.map_or(&[][..], |i| &events[i + 1..]) {
+            match &event.kind {
+                RunEventKind::ItemCreated(item) => {
+                    self.run.output.push(item.clone());
+                    partial.clear();
+                }
+                RunEventKind::TextDelta(delta) => partial.push_str(delta),
+                RunEventKind::Status(_) | RunEventKind::CompactionCreated(_) => {}
+            }
+        }
+        run_items::keep_interrupted(&mut self.run.output, &partial);
+        self.end(RunStatus::Interrupted, None, last_event_seq, now)
+    }
+
     /// Moves the run to `status`, which is final or `requires_action`, and returns the
     /// event that announces it, numbered after `last_event_seq`.
     pub fn end(

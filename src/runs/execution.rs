@@ -15,6 +15,9 @@ pub(super) struct Execution {
     pub record: RunRecord,
     pub seq: i64,
     pub live: Arc<LiveRun>,
+    /// The text the model has streamed since the last item: what an interruption keeps
+    /// of the message it was writing.
+    pub partial: String,
 }
 
 impl Execution {
@@ -29,7 +32,10 @@ impl Execution {
     pub(super) fn progress(&mut self, progress: Progress) {
         match progress {
             Progress::Request => self.record.run.usage.llm_calls += 1,
-            Progress::Delta(delta) => self.emit(RunEventKind::TextDelta(delta)),
+            Progress::Delta(delta) => {
+                self.partial.push_str(&delta);
+                self.emit(RunEventKind::TextDelta(delta));
+            }
         }
     }
 
@@ -37,5 +43,6 @@ impl Execution {
     pub(super) fn push_item(&mut self, item: Box<RawValue>) {
         self.emit(RunEventKind::ItemCreated(item.clone()));
         self.record.run.output.push(item);
+        self.partial.clear();
     }
 }

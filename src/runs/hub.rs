@@ -2,13 +2,13 @@
 //! it happens rather than when it reaches the database.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::model::RunEvent;
+use crate::model::{RunEvent, StopAction};
 
 #[derive(Default)]
 pub(crate) struct Hub {
@@ -23,7 +23,8 @@ impl Hub {
             first_seq,
             events: Mutex::new((Vec::new(), false)),
             changed: watch::Sender::new(0),
-            cancel: CancellationToken::new(),
+            stop: CancellationToken::new(),
+            action: OnceLock::new(),
         });
         lock(&self.live).insert(run_id, live.clone());
         self.started.send_modify(|n| *n += 1);
@@ -43,17 +44,30 @@ impl Hub {
     }
 }
 
-/// One executing run: its events since the claim, and a way to cancel it.
+/// One executing run: its events since the claim, and a way to stop it.
 pub(crate) struct LiveRun {
     /// The seq of the first event of this execution; earlier ones are in the database.
     pub first_seq: i64,
     /// The events in seq order, and whether the execution is over.
     events: Mutex<(Vec<RunEvent>, bool)>,
     changed: watch::Sender<usize>,
-    pub cancel: CancellationToken,
+    /// Cancelled when a client stops the run.
+    pub stop: CancellationToken,
+    /// How the first client to stop the run asked to stop it.
+    action: OnceLock<StopAction>,
 }
 
 impl LiveRun {
+    /// Stops the execution; the first request's action decides how the run ends.
+    pub(crate) fn stop(&self, action: StopAction) {
+        let _ = self.action.set(action);
+        self.stop.cancel();
+    }
+
+    pub(crate) fn stopped_by(&self) -> StopAction {
+        self.action.get().copied().unwrap_or_default()
+    }
+
     pub(crate) fn publish(&self, event: RunEvent) {
         lock(&self.events).0.push(event);
         self.changed.send_modify(|n| *n += 1);

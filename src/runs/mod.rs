@@ -31,7 +31,8 @@ pub use start::{StartRun, Started};
 
 use crate::llm::LlmClient;
 use crate::model::{
-    Page, PageRequest, Run, RunEvent, RunEventKind, RunRecord, SessionId, ToolOutput, WebhookPolicy,
+    Page, PageRequest, Run, RunEvent, RunEventKind, RunRecord, SessionId, StopAction, ToolOutput,
+    WebhookPolicy,
 };
 use crate::store::{SessionStore, StoreError};
 use error::Result;
@@ -197,18 +198,24 @@ impl Runs {
         }
     }
 
-    /// Cancels the run: a worker of this process drops its LLM call and records the
-    /// cancellation itself; otherwise the store does, and a worker elsewhere loses its
-    /// lease.
-    pub async fn cancel(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
+    /// Stops the run as `action` says: a worker of this process drops its LLM call and
+    /// ends the run itself; otherwise the store does, and a worker elsewhere loses its
+    /// lease. A rollback then deletes the cancelled run.
+    pub async fn stop(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        action: StopAction,
+    ) -> Result<Run> {
         if let Some(live) = self.engine.hub.get(run_id) {
-            live.cancel.cancel();
+            live.stop(action);
             let run = self.wait(tenant, session_id, run_id, live.first_seq - 1).await?;
-            if run.status.is_final() {
+            if run.status.is_final() && action != StopAction::Rollback {
                 return Ok(run);
             }
         }
-        Ok(self.store().cancel_run(tenant, session_id, run_id).await?)
+        Ok(self.store().stop_run(tenant, session_id, run_id, action).await?)
     }
 
     /// The tenant's run `run_id`, whichever session it is in, with its configuration and

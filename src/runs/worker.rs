@@ -10,7 +10,7 @@ use super::execution::Execution;
 use super::hub::LiveRun;
 use super::turn::{drive, Outcome};
 use super::Engine;
-use crate::model::{RunEvent, RunEventKind, RunStatus};
+use crate::model::{run_items, RunEvent, RunEventKind, RunStatus, StopAction};
 use crate::store::{Claim, StoreError};
 
 /// One worker: claims and executes runs until shutdown, finishing the run in hand. It
@@ -96,6 +96,7 @@ pub(super) fn execute_claimed(
             record: claim.record.clone(),
             seq: claim.last_event_seq,
             live: live.clone(),
+            partial: String::new(),
         };
         let run = Box::new(exec.record.run.clone());
         exec.emit(RunEventKind::Status(run));
@@ -127,13 +128,18 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
     let saved = AtomicI64::new(claim.last_event_seq);
     let outcome = tokio::select! {
         outcome = drive(engine, claim, exec) => Some(outcome?),
-        () = live.cancel.cancelled() => None,
+        () = live.stop.cancelled() => None,
         () = keep_lease(engine, claim, &live, &saved) => {
             tracing::warn!("the run's lease was lost; its outcome is discarded");
             return Ok(());
         }
     };
     let (status, error, action) = match outcome {
+        None if live.stopped_by() == StopAction::Interrupt => {
+            run_items::keep_interrupted(&mut exec.record.run.output, &exec.partial);
+            (RunStatus::Interrupted, None, None)
+        }
+        // A rollback deletes the run once it is cancelled.
         None => (RunStatus::Cancelled, None, None),
         Some(Outcome::Failed(error)) => (RunStatus::Failed, Some(error), None),
         Some(Outcome::RequiresAction(action)) => (RunStatus::RequiresAction, None, Some(action)),

@@ -181,6 +181,7 @@ pub(super) fn new_run(
         config: run.config,
         turns: 0,
         request: run.request,
+        idempotency_key: run.idempotency.map(|key| key.key),
     };
     let event = RunEvent::for_status(1, &record.run);
     (record, event)
@@ -210,18 +211,6 @@ pub(super) fn claim_new(
     }
 }
 
-/// Cancels a run a client asked to cancel; fails when it has finished already.
-pub(super) fn cancel(
-    record: &mut RunRecord,
-    last_event_seq: i64,
-    now: DateTime<Utc>,
-) -> Result<RunEvent, StoreError> {
-    if record.run.status.is_final() {
-        return Err(StoreError::RunFinished(record.run.status));
-    }
-    Ok(record.end(RunStatus::Cancelled, None, last_event_seq, now))
-}
-
 /// Adds the client's tool outputs to a `requires_action` run and sets it running again.
 pub(super) fn resume(record: &mut RunRecord, outputs: &[ToolOutput]) -> Result<(), StoreError> {
     let waiting = match (&record.run.required_action, record.run.status) {
@@ -245,9 +234,9 @@ pub(super) fn lost(record: &mut RunRecord, last_event_seq: i64, now: DateTime<Ut
 }
 
 /// The items a finished run appends to its session: its input, then its output, when it
-/// completed; nothing otherwise.
+/// completed or was interrupted; nothing otherwise.
 pub(super) fn turn_items(record: &RunRecord) -> Vec<&RawValue> {
-    if record.run.status != RunStatus::Completed {
+    if !record.run.status.keeps_turn() {
         return Vec::new();
     }
     record.run.input.iter().chain(&record.run.output).map(|item| &**item).collect()

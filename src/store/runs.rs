@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::Result;
 use crate::model::{
     IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
-    SessionId, ToolOutput,
+    SessionId, StopAction, ToolOutput,
 };
 
 /// Runs, their events, and the queue the workers claim them from.
@@ -66,9 +66,18 @@ pub trait RunStore: Send + Sync {
         after: i64,
     ) -> Result<(Vec<RunEvent>, RunStatus)>;
 
-    /// Cancels an unfinished run that no worker of this process holds; a worker elsewhere
-    /// loses its lease with it. Fails with [`super::StoreError::RunFinished`].
-    async fn cancel_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
+    /// Stops an unfinished run that no worker of this process holds; a worker elsewhere
+    /// loses its lease with it. `Interrupt` keeps what the run's stored events show it
+    /// finished. `Rollback` deletes the run, its events and its Idempotency-Key, also
+    /// once it is cancelled (a worker of this process cancels before the rollback), and
+    /// returns it as it was, cancelled. Fails with [`super::StoreError::RunFinished`].
+    async fn stop_run(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        action: StopAction,
+    ) -> Result<Run>;
 
     /// Answers a `requires_action` run's tool calls and hands it back to the workers.
     /// Returns the run and the seq of its last event: the continuation's events follow it.

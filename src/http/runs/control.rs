@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 
 use super::follow::{wait, Native};
 use super::schemas::RunStreamEvent;
+use super::stop_query::StopQuery;
 use crate::http::error::{Conflict, JsonBody, Lookup, Result};
 use crate::http::event_stream::sse;
 use crate::http::extract::{AppJson, TenantRun, TenantSession};
@@ -50,16 +51,22 @@ pub async fn get_run(State(state): State<AppState>, run: TenantRun) -> Result<Js
     state.runs.get(&run.tenant, &run.session, run.id).await.map(Json).map_err(|e| run.runs_error(e))
 }
 
-/// Cancel a run that has not finished. Its history stays exactly as it was.
+/// Stop a run that has not finished. By default it is cancelled and its history stays
+/// exactly as it was; `action` may interrupt it (keeping what it finished as a turn) or
+/// roll it back (leaving nothing of it).
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/runs/{run_id}/cancel", tag = "runs",
-    params(TenantRun),
+    params(TenantRun, StopQuery),
     responses(
-        (status = 200, description = "The cancelled run", body = Run),
+        (status = 200, description = "The stopped run; after a rollback, as it was before it was deleted", body = Run),
         Lookup,
         (status = 409, response = Conflict),
     ))]
-pub async fn cancel_run(State(state): State<AppState>, run: TenantRun) -> Result<Json<Run>> {
-    let answer = state.runs.cancel(&run.tenant, &run.session, run.id).await;
+pub async fn cancel_run(
+    State(state): State<AppState>,
+    run: TenantRun,
+    query: StopQuery,
+) -> Result<Json<Run>> {
+    let answer = state.runs.stop(&run.tenant, &run.session, run.id, query.action).await;
     answer.map(Json).map_err(|e| run.runs_error(e))
 }
 

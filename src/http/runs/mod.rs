@@ -4,6 +4,7 @@
 mod control;
 mod follow;
 mod schemas;
+mod stop_query;
 
 use std::collections::BTreeMap;
 

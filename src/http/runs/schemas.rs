@@ -55,6 +55,7 @@ impl PartialSchema for RunStreamEvent {
             RunEvent::COMPLETED,
             RunEvent::FAILED,
             RunEvent::CANCELLED,
+            RunEvent::INTERRUPTED,
         ];
         OneOfBuilder::new()
             .item(event(&run_events, Run::name()))
@@ -63,8 +64,8 @@ impl PartialSchema for RunStreamEvent {
             .item(event(&[RunEvent::COMPACTION_CREATED], CompactionCreated::name()))
             .description(Some(
                 "One server-sent event of a run. `run.created`, `run.started`, \
-                 `run.requires_action`, `run.completed`, `run.failed` and `run.cancelled` \
-                 carry the Run; `message.delta` a MessageDelta; `item.created` an \
+                 `run.requires_action`, `run.completed`, `run.failed`, `run.cancelled` and \
+                 `run.interrupted` carry the Run; `message.delta` a MessageDelta; `item.created` an \
                  ItemCreated; `compaction.created` a CompactionCreated.",
             ))
             .into()

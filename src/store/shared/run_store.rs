@@ -14,7 +14,7 @@ use super::idempotency_keys::kept_response;
 use super::{run_creation, runs};
 use crate::model::{
     IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
-    SessionId, ToolOutput,
+    SessionId, StopAction, ToolOutput,
 };
 use crate::store::idempotency::replayed_run_id;
 use crate::store::run_rows::{self, LockedRunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED};
@@ -72,8 +72,14 @@ impl RunStore for Store {
         runs::events(self, tenant, session_id, run_id, after).await
     }
 
-    async fn cancel_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {
-        runs::cancel(self, tenant, session_id, run_id).await
+    async fn stop_run(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        action: StopAction,
+    ) -> Result<Run> {
+        runs::stop(self, tenant, session_id, run_id, action).await
     }
 
     async fn submit_tool_outputs(

@@ -8,7 +8,9 @@ use super::backend::runs::write_run;
 use super::backend::{Db, Store, FOR_UPDATE, NOW};
 use super::sessions::session_pk;
 use super::Conn;
-use crate::model::{Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput};
+use crate::model::{
+    Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, StopAction, ToolOutput,
+};
 use crate::store::pages::{beyond, direction, explain_empty_page, uuid_cursor};
 use crate::store::rows::live;
 use crate::store::run_rows::{self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS};
@@ -169,18 +171,56 @@ pub(super) async fn events(
     Ok((run_rows::events(rows, &store.codec, tenant)?, status))
 }
 
-pub(super) async fn cancel(
+pub(super) async fn stop(
     store: &Store,
     tenant: &str,
     session_id: &SessionId,
     run_id: Uuid,
+    action: StopAction,
 ) -> Result<Run> {
     let now = Timestamp::now();
     let mut tx = store.writer().begin().await?;
     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
     let mut record = locked.run.into_record(&store.codec, tenant)?;
-    let event = run_rows::cancel(&mut record, locked.last_event_seq, now.0)?;
-    write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[event], None, now).await?;
+    let status = record.run.status;
+    let rolls_back = action == StopAction::Rollback && status == RunStatus::Cancelled;
+    if status.is_final() && !rolls_back {
+        return Err(StoreError::RunFinished(status));
+    }
+    let seq = locked.last_event_seq;
+    match action {
+        StopAction::Rollback => {
+            // Its events go with it (on delete cascade).
+            sqlx::query("delete from runs where pk = $1").bind(locked.pk).execute(&mut *tx).await?;
+            if let Some(key) = &record.idempotency_key {
+                sqlx::query("delete from idempotency_keys where tenant_id = $1 and key = $2")
+                    .bind(tenant)
+                    .bind(key)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            if !rolls_back {
+                record.end(RunStatus::Cancelled, None, seq, now.0);
+            }
+        }
+        StopAction::Cancel => {
+            let event = record.end(RunStatus::Cancelled, None, seq, now.0);
+            write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[event], None, now)
+                .await?;
+        }
+        StopAction::Interrupt => {
+            let rows: Vec<EventRow> = sqlx::query_as(
+                "select seq, event, data from run_events where run_pk = $1 order by seq",
+            )
+            .bind(locked.pk)
+            .fetch_all(&mut *tx)
+            .await?;
+            let events = run_rows::events(rows, &store.codec, tenant)?;
+            let event = record.interrupt(&events, seq, now.0);
+            write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[event], None, now)
+                .await?;
+        }
+    }
     tx.commit().await?;
     Ok(record.run)
 }

@@ -6,6 +6,7 @@ mod modes;
 mod openai;
 mod queue;
 mod retries;
+mod stopping;
 mod tools;
 mod translator;
 
@@ -47,6 +48,35 @@ impl RunsApp {
             .expect(StatusCode::OK);
         page["data"].as_array().unwrap().iter().map(|i| i["item"].clone()).collect()
     }
+}
+
+/// A webhook tool `name` served on a port of its own, answering `result of {arguments}`;
+/// returns the tool and the host to allow.
+pub async fn webhook_tool(name: &str) -> (Value, String) {
+    let hook = axum::Router::new().route(
+        "/tool",
+        axum::routing::post(|axum::Json(call): axum::Json<Value>| async move {
+            format!("result of {}", call["arguments"].as_str().unwrap_or_default())
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(listener, hook).await });
+    let webhook = serde_json::json!({"url": format!("http://{host}/tool"), "timeout_ms": 2000});
+    (serde_json::json!({"type": "function", "name": name, "webhook": webhook}), host)
+}
+
+/// Waits until the fake LLM has been called `calls` times, then long enough for what it
+/// streams first to reach the run and the database.
+pub async fn until_called(llm: &FakeLlm, calls: usize) {
+    for _ in 0..500 {
+        if llm.requests().len() >= calls {
+            tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the LLM was not called {calls} times");
 }
 
 /// Server-sent events as (event, id, data).

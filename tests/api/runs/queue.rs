@@ -292,7 +292,8 @@ async fn a_cancel_from_another_replica_ends_the_stream_here(db: TestDb) {
         let runs = t.app.get("/v1/sessions/x/runs").await.expect(StatusCode::OK);
         let id = Uuid::parse_str(runs["data"][0]["id"].as_str().unwrap()).unwrap();
         let session = agent_sessions::model::SessionId::parse("id", "x".into()).unwrap();
-        store.cancel_run("default", &session, id).await.unwrap();
+        let cancel = agent_sessions::model::StopAction::Cancel;
+        store.stop_run("default", &session, id, cancel).await.unwrap();
     };
     let (stream, ()) =
         tokio::time::timeout(Duration::from_secs(10), async { tokio::join!(stream, cancel) })

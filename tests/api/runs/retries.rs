@@ -16,7 +16,7 @@ on_both_backends!(
     a_client_that_leaves_mid_request_strands_no_run,
 );
 
-fn keyed(path: &str, key: &str, body: &Value) -> Request<Body> {
+pub(super) fn keyed(path: &str, key: &str, body: &Value) -> Request<Body> {
     Request::post(path)
         .header("content-type", "application/json")
         .header("idempotency-key", key)

@@ -467,10 +467,16 @@ class Runs(_Resource):
         )
         return self._follow(session_id, run_id, call, last_event_id)
 
-    async def cancel(self, session_id: str, run_id: str) -> Run:
-        """Cancel a run; 409 ``Conflict`` (``run_finished``) when it had ended."""
-        call = Call("POST", _p("v1", "sessions", session_id, "runs", run_id, "cancel"))
-        return cast(Run, await self._json(call))
+    async def cancel(self, session_id: str, run_id: str, *, action: Optional[str] = None) -> Run:
+        """Stop a run; 409 ``Conflict`` (``run_finished``) when it had ended.
+
+        ``action`` is ``"cancel"`` (the default: the history stays as it was),
+        ``"interrupt"`` (what the run finished is kept as a turn) or ``"rollback"`` (the
+        run is deleted with its events).
+        """
+        params = () if action is None else (("action", action),)
+        path = _p("v1", "sessions", session_id, "runs", run_id, "cancel")
+        return cast(Run, await self._json(Call("POST", path, params=params)))
 
     async def get(self, session_id: str, run_id: str) -> Run:
         call = Call("GET", _p("v1", "sessions", session_id, "runs", run_id), replay_safe=True)

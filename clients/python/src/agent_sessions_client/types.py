@@ -121,7 +121,7 @@ class Page(Generic[T]):
     has_more: bool = False
 
 
-TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled", "interrupted"})
 """Statuses a run never leaves."""
 
 

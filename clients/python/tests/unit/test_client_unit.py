@@ -237,11 +237,13 @@ async def test_tool_outputs(api: respx.MockRouter, client: AgentSessionsClient) 
 
 
 async def test_cancel_and_agents(api: respx.MockRouter, client: AgentSessionsClient) -> None:
-    api.post("/v1/sessions/s1/runs/r1/cancel").mock(
+    cancel = api.post("/v1/sessions/s1/runs/r1/cancel").mock(
         return_value=httpx.Response(200, json={**RUN, "status": "cancelled"})
     )
     agent = api.post("/v1/agents").mock(return_value=httpx.Response(201, json={"id": "a1"}))
     assert (await client.runs.cancel("s1", "r1"))["status"] == "cancelled"
+    await client.runs.cancel("s1", "r1", action="interrupt")
+    assert [str(c.request.url.query, "ascii") for c in cancel.calls] == ["", "action=interrupt"]
     await client.agents.create(name="support", model="m", max_turns=3)
     assert body_of(agent.calls[0].request) == {"name": "support", "model": "m", "max_turns": 3}
 

@@ -11,6 +11,7 @@ use crate::http::extract::Tenant;
 use crate::http::openai::errors::Result;
 use crate::http::openai::{ids, OpenAiErrors};
 use crate::http::{ApiError, AppState};
+use crate::model::StopAction;
 use crate::runs::RunsError;
 use crate::store::StoreError;
 
@@ -65,7 +66,7 @@ pub(super) async fn cancel(
 ) -> Result<Json<Value>> {
     let (record, echo) = stored(&state, &tenant, &id).await?;
     let session = session_of(&record.run)?;
-    let run = match state.runs.cancel(&tenant, &session, record.run.id).await {
+    let run = match state.runs.stop(&tenant, &session, record.run.id, StopAction::Cancel).await {
         Ok(run) => run,
         Err(RunsError::Store(StoreError::RunFinished(_))) => state
             .runs

@@ -108,6 +108,7 @@ impl ResponseStream {
                 return;
             }
             RunStatus::Completed if run.incomplete_details.is_some() => "response.incomplete",
+            RunStatus::Interrupted => "response.incomplete",
             RunStatus::Completed => "response.completed",
             RunStatus::Failed | RunStatus::Cancelled => "response.failed",
         };

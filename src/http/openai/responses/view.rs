@@ -17,6 +17,8 @@ pub fn status(run: &Run) -> &'static str {
         RunStatus::Completed => "completed",
         RunStatus::Failed => "failed",
         RunStatus::Cancelled => "cancelled",
+        // A turn the client cut short, kept as far as it got.
+        RunStatus::Interrupted => "incomplete",
     }
 }
 
@@ -37,7 +39,10 @@ pub fn response(run: &Run, echo: &Map<String, Value>, with_output: bool) -> Valu
             "code": if error.code == "llm_rate_limited" { "rate_limit_exceeded" } else { "server_error" },
             "message": format!("{}: {}", error.code, error.message),
         })),
-        "incomplete_details": run.incomplete_details,
+        "incomplete_details": match (&run.incomplete_details, run.status) {
+            (None, RunStatus::Interrupted) => json!({"reason": "interrupted"}),
+            (details, _) => json!(details),
+        },
         "metadata": run.metadata,
     });
     if let Value::Object(fields) = fields {
