@@ -41,7 +41,7 @@ pub use run::{
 pub use run_event::{
     CompactionCreated, ItemCreated, MessageDelta, RunEvent, RunEventKind, UnknownEvent,
 };
-pub use run_record::{NewRun, RunConfig, RunRecord, Sampling};
+pub use run_record::{NewRun, RunConfig, RunRecord, Sampling, Steer};
 pub use session::{
     AgentId, ForkedFrom, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT,
 };

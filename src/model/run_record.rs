@@ -76,16 +76,62 @@ pub struct RunRecord {
     /// The Idempotency-Key the run was created with, which a rollback deletes with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The number of the last [`Steer`] the run took into its output.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steered_through: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// Input that joins a session's unfinished run (`if_busy: "steer"`), with what a run of
+/// its own needs, should that run finish before it takes the input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Steer {
+    pub run_id: Uuid,
+    pub input: Vec<Box<RawValue>>,
+    pub config: RunConfig,
+    pub metadata: Metadata,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Box<RawValue>>,
+}
+
+impl From<NewRun> for Steer {
+    fn from(run: NewRun) -> Self {
+        Self {
+            run_id: run.id,
+            input: run.input,
+            config: run.config,
+            metadata: run.metadata,
+            request: run.request,
+        }
+    }
+}
+
+impl From<Steer> for NewRun {
+    fn from(steer: Steer) -> Self {
+        Self {
+            id: steer.run_id,
+            input: steer.input,
+            config: steer.config,
+            metadata: steer.metadata,
+            idempotency: None,
+            request: steer.request,
+        }
+    }
 }
 
 impl RunRecord {
     /// Ends the run `interrupted` with what its stored events show it finished: the
     /// items generated since its execution last started, then the text streamed since
     /// the last of them (see [`run_items::keep_interrupted`]). `events` are the run's
-    /// events, oldest first.
+    /// events, oldest first; `steered` the input its worker took since it last started,
+    /// which the events may not show yet.
     pub fn interrupt(
         &mut self,
         events: &[RunEvent],
+        steered: &[Box<RawValue>],
         last_event_seq: i64,
         now: DateTime<Utc>,
     ) -> RunEvent {
@@ -101,6 +147,11 @@ impl RunRecord {
                 }
                 RunEventKind::TextDelta(delta) => partial.push_str(delta),
                 RunEventKind::Status(_) | RunEventKind::CompactionCreated(_) => {}
+            }
+        }
+        for item in steered {
+            if !self.run.output.iter().any(|kept| kept.get() == item.get()) {
+                self.run.output.push(item.clone());
             }
         }
         run_items::keep_interrupted(&mut self.run.output, &partial);

@@ -12,9 +12,13 @@ use super::error::{Result, RunsError};
 use super::{worker, Runs};
 use crate::model::{
     json_error_message, run_items, IdempotencyKey, IfBusy, InvalidField, ItemBody, Metadata,
-    NewRun, Run, RunEvent, SessionId,
+    NewRun, Run, RunEvent, SessionId, StopAction,
 };
 use crate::store::{SessionStore, StartNow, StoreError};
+
+/// How many runs a request with `if_busy` `interrupt` or `rollback` stops before it
+/// queues behind the rest.
+const MAX_STOPS: usize = 8;
 
 /// What a client asks of a new run.
 #[derive(Debug)]
@@ -71,7 +75,29 @@ impl Runs {
             idempotency: request.idempotency,
             request: request.request,
         };
-        self.create(tenant, session_id, run, request.if_busy, !request.background).await
+        let start_now = !request.background;
+        let action = match request.if_busy {
+            IfBusy::Interrupt => StopAction::Interrupt,
+            IfBusy::Rollback => StopAction::Rollback,
+            if_busy => return self.create(tenant, session_id, run, if_busy, start_now).await,
+        };
+        // Each unfinished run of the session is stopped in turn, oldest first; a run that
+        // finishes meanwhile needs no stopping. Should other requests keep queueing runs,
+        // the run queues behind them after a few rounds rather than racing forever.
+        for _ in 0..MAX_STOPS {
+            let busy =
+                match self.create(tenant, session_id, run.clone(), IfBusy::Reject, start_now).await
+                {
+                    Err(RunsError::Store(StoreError::SessionBusy(active))) => active,
+                    created => return created,
+                };
+            match self.stop(tenant, session_id, busy, action).await {
+                Ok(_)
+                | Err(RunsError::Store(StoreError::RunFinished(_) | StoreError::RunNotFound)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        self.create(tenant, session_id, run, IfBusy::Enqueue, start_now).await
     }
 
     /// Creates a run. With `start_now` and a worker slot free, a run on an idle session

@@ -72,7 +72,19 @@ pub(super) async fn drive(
         max_output_tokens: config.max_output_tokens,
         sampling: config.sampling.clone(),
     };
+    let mut may_be_steered = claim.may_be_steered;
     loop {
+        if may_be_steered {
+            for (n, steer) in engine.store.take_steering(claim, exec.record.steered_through).await?
+            {
+                for item in steer.input {
+                    exec.push_item(item);
+                }
+                exec.record.steered_through = n;
+            }
+        }
+        // A client may steer from now on.
+        may_be_steered = true;
         let current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
         request.messages = match build_messages(
             config.instructions.as_deref(),

@@ -55,6 +55,14 @@ pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
             }
             Err(error) => tracing::warn!(%error, "cannot recover runs with lapsed leases"),
         }
+        match engine.store.release_steering(None).await {
+            Ok(0) => {}
+            Ok(queued) => {
+                tracing::warn!(queued, "queued input steered into runs that finished without it");
+                engine.work.notify_waiters();
+            }
+            Err(error) => tracing::warn!(%error, "cannot queue the input steered into runs"),
+        }
     }
 }
 
@@ -157,10 +165,23 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
         exec.seq = last.seq;
         exec.live.publish(last);
         tracing::info!(status = %status, "run finished");
+        if status.is_final() {
+            release_steering(engine, claim.run_pk).await;
+        }
     } else {
         tracing::warn!("the run's lease was lost before it finished; its outcome is discarded");
     }
     Ok(())
+}
+
+/// Queues the input steered into a finished run that it never took; should this fail,
+/// the recovery loop does it.
+async fn release_steering(engine: &Engine, run_pk: i64) {
+    match engine.store.release_steering(Some(run_pk)).await {
+        Ok(0) => {}
+        Ok(_) => engine.work.notify_one(),
+        Err(error) => tracing::warn!(%error, "cannot queue the input steered into a run"),
+    }
 }
 
 /// Writes the run's events as they accumulate and renews its lease; returns only when

@@ -28,6 +28,9 @@ pub(super) const EXECUTING_PER_TENANT: &str = "select tenant_id, count(*) as n f
 /// The statuses of a session's unfinished runs, as an SQL list.
 pub(super) const UNFINISHED: &str = "('queued', 'running', 'requires_action')";
 
+/// The final statuses, as an SQL list.
+pub(super) const FINISHED: &str = "('completed', 'failed', 'cancelled', 'interrupted')";
+
 #[derive(sqlx::FromRow)]
 pub(super) struct RunRow {
     status: String,
@@ -81,6 +84,7 @@ impl LockedRunRow {
             attempts: self.attempts,
             record,
             history_empty: false,
+            may_be_steered: true,
         })
     }
 }
@@ -182,6 +186,7 @@ pub(super) fn new_run(
         turns: 0,
         request: run.request,
         idempotency_key: run.idempotency.map(|key| key.key),
+        steered_through: 0,
     };
     let event = RunEvent::for_status(1, &record.run);
     (record, event)
@@ -208,6 +213,7 @@ pub(super) fn claim_new(
         last_event_seq: 1,
         attempts: 1,
         history_empty,
+        may_be_steered: false,
     }
 }
 

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::Result;
 use crate::model::{
     IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
-    SessionId, StopAction, ToolOutput,
+    SessionId, Steer, StopAction, ToolOutput,
 };
 
 /// Runs, their events, and the queue the workers claim them from.
@@ -116,6 +116,14 @@ pub trait RunStore: Send + Sync {
         events: &[RunEvent],
     ) -> Result<bool>;
 
+    /// The input steered into the claimed run after `after` (see `RunRecord::
+    /// steered_through`), each with its number, marked taken; none once the lease is lost.
+    async fn take_steering(&self, claim: &Claim, after: i64) -> Result<Vec<(i64, Steer)>>;
+
+    /// Queues the input that finished runs (`run_pk`, or all of them) never took as runs
+    /// of their own, as `enqueue` would have. Returns how many it queued.
+    async fn release_steering(&self, run_pk: Option<i64>) -> Result<u64>;
+
     /// Re-queues runs whose worker let the lease lapse, or fails them with `worker_lost`
     /// after `max_attempts` claims. Returns (re-queued, failed).
     async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)>;
@@ -153,4 +161,7 @@ pub struct Claim {
     /// items: its history is empty, as of its creation, and need not be read. A run that
     /// starts later reads the history its claim finds.
     pub history_empty: bool,
+    /// Input may have been steered into the run already: false only for a run claimed
+    /// by the transaction that created it.
+    pub may_be_steered: bool,
 }

@@ -31,6 +31,10 @@ impl Modify for Components {
             {"not": both(is("stream", true), is("background", true))},
             {"not": both(is("background", true), is("store", false))},
             {"not": both(given("conversation"), given("previous_response_id"))},
+            {"anyOf": [
+                {"not": {"required": ["if_busy"], "properties": {"if_busy": {"not": {"type": "null"}}}}},
+                {"required": ["conversation"], "properties": {"conversation": {"not": {"type": "null"}}}},
+            ]},
         ]);
         let compact = json!([
             {"not": both(given("input"), given("previous_response_id"))},

@@ -37,6 +37,7 @@ mod run_store;
 mod runs;
 mod session_store;
 mod sessions;
+mod steering;
 mod store;
 
 /// The backend that mounts this folder.

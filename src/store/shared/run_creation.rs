@@ -6,6 +6,7 @@ use super::backend::{touch, Store, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
 use super::runs::find_run;
 use super::sessions::{forget_expired, BindExpiry};
+use super::steering::join;
 use super::Conn;
 use crate::model::{IdempotencyKey, IfBusy, NewRun, Run, SessionId};
 use crate::store::idempotency::{replayed_run_id, run_response};
@@ -101,6 +102,16 @@ pub(super) async fn create(
             }
         }
     };
+    if if_busy == IfBusy::Steer {
+        let session = (session_pk, session_id);
+        if let Some(active) = join(&mut tx, &store.codec, tenant, session, &run, now).await? {
+            if let Some(key) = &key {
+                keep_response(&mut tx, &store.codec, tenant, key, &run_response(active.id)).await?;
+            }
+            tx.commit().await?;
+            return Ok(CreatedRun { run: active, claim: None, replayed: false });
+        }
+    }
     // The lease runs from now: the session lock may have kept this request
     // waiting.
     let started = Timestamp::now();

@@ -11,10 +11,10 @@ use uuid::Uuid;
 use super::backend::runs::{claim_next, finish, save_events, write_run};
 use super::backend::{Store, SKIP_LOCKED};
 use super::idempotency_keys::kept_response;
-use super::{run_creation, runs};
+use super::{run_creation, runs, steering};
 use crate::model::{
     IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
-    SessionId, StopAction, ToolOutput,
+    SessionId, Steer, StopAction, ToolOutput,
 };
 use crate::store::idempotency::replayed_run_id;
 use crate::store::run_rows::{self, LockedRunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED};
@@ -128,6 +128,17 @@ impl RunStore for Store {
         events: &[RunEvent],
     ) -> Result<bool> {
         finish(self.writer(), &self.codec, claim, record, events, Timestamp::now()).await
+    }
+
+    async fn take_steering(&self, claim: &Claim, after: i64) -> Result<Vec<(i64, Steer)>> {
+        steering::take(self.writer(), &self.codec, claim, after).await
+    }
+
+    async fn release_steering(&self, run_pk: Option<i64>) -> Result<u64> {
+        let mut tx = self.writer().begin().await?;
+        let queued = steering::release(&mut tx, &self.codec, run_pk, crate::store::now()).await?;
+        tx.commit().await?;
+        Ok(queued)
     }
 
     async fn recover_expired_runs(&self, max_attempts: u32) -> Result<(u64, u64)> {

@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::backend::runs::write_run;
 use super::backend::{Db, Store, FOR_UPDATE, NOW};
 use super::sessions::session_pk;
+use super::steering;
 use super::Conn;
 use crate::model::{
     Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, StopAction, ToolOutput,
@@ -190,6 +191,7 @@ pub(super) async fn stop(
     let seq = locked.last_event_seq;
     match action {
         StopAction::Rollback => {
+            steering::release(&mut tx, &store.codec, Some(locked.pk), now.0).await?;
             // Its events go with it (on delete cascade).
             sqlx::query("delete from runs where pk = $1").bind(locked.pk).execute(&mut *tx).await?;
             if let Some(key) = &record.idempotency_key {
@@ -207,6 +209,7 @@ pub(super) async fn stop(
             let event = record.end(RunStatus::Cancelled, None, seq, now.0);
             write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[event], None, now)
                 .await?;
+            steering::release(&mut tx, &store.codec, Some(locked.pk), now.0).await?;
         }
         StopAction::Interrupt => {
             let rows: Vec<EventRow> = sqlx::query_as(
@@ -216,9 +219,11 @@ pub(super) async fn stop(
             .fetch_all(&mut *tx)
             .await?;
             let events = run_rows::events(rows, &store.codec, tenant)?;
-            let event = record.interrupt(&events, seq, now.0);
-            write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[event], None, now)
-                .await?;
+            let (codec, pk, through) = (&store.codec, locked.pk, record.steered_through);
+            let steered = steering::taken_items(&mut tx, codec, tenant, pk, through).await?;
+            let event = record.interrupt(&events, &steered, seq, now.0);
+            write_run(&mut tx, codec, tenant, pk, &record, &[event], None, now).await?;
+            steering::release(&mut tx, codec, Some(pk), now.0).await?;
         }
     }
     tx.commit().await?;

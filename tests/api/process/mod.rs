@@ -291,6 +291,7 @@ async fn migrate_applies_the_schema_and_exits() {
             "idempotency_keys",
             "items",
             "run_events",
+            "run_steering",
             "runs",
             "server_secrets",
             "sessions"

@@ -1,5 +1,6 @@
 //! Runs end to end: the API, the worker pool and the in-process fake LLM.
 
+mod double_texting;
 mod examples;
 mod failures;
 mod modes;
@@ -53,9 +54,15 @@ impl RunsApp {
 /// A webhook tool `name` served on a port of its own, answering `result of {arguments}`;
 /// returns the tool and the host to allow.
 pub async fn webhook_tool(name: &str) -> (Value, String) {
+    slow_webhook_tool(name, std::time::Duration::ZERO).await
+}
+
+/// [`webhook_tool`], answering after `delay`.
+pub async fn slow_webhook_tool(name: &str, delay: std::time::Duration) -> (Value, String) {
     let hook = axum::Router::new().route(
         "/tool",
-        axum::routing::post(|axum::Json(call): axum::Json<Value>| async move {
+        axum::routing::post(move |axum::Json(call): axum::Json<Value>| async move {
+            tokio::time::sleep(delay).await;
             format!("result of {}", call["arguments"].as_str().unwrap_or_default())
         }),
     );

@@ -154,7 +154,8 @@ async fn target(
         if store {
             // The run's start reads the session anyway, and refuses an unknown one.
             let session = conversations::parse_id(&id)?;
-            return Ok(Target { session, if_busy: IfBusy::Enqueue, unstored: false });
+            let if_busy = request.if_busy.unwrap_or(IfBusy::Enqueue);
+            return Ok(Target { session, if_busy, unstored: false });
         }
         (conversations::existing(state, tenant, &id).await?.0, ForkPoint::All)
     } else if let Some(previous) = &request.previous_response_id {

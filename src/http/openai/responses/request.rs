@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::super::errors::{OpenAiError, Result};
 use super::super::schemas;
 use super::run_options::{context, response_format, tool_choice, tools};
-use crate::model::{whole_optional, AgentConfig, Metadata, Sampling};
+use crate::model::{whole_optional, AgentConfig, IfBusy, Metadata, Sampling};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +27,10 @@ pub struct CreateResponse {
     /// appended to it.
     #[schema(schema_with = schemas::conversation)]
     pub conversation: Option<Value>,
+    /// With a `conversation` that has an unfinished response: `enqueue` (the default)
+    /// waits for it, `reject` answers 409, `interrupt`, `rollback` and `steer` act as on
+    /// a native run.
+    pub if_busy: Option<IfBusy>,
     /// Answer from this response: the model sees its chain.
     pub previous_response_id: Option<String>,
     /// `function` tools, which the caller runs.
@@ -99,6 +103,12 @@ pub struct Asked {
 impl CreateResponse {
     /// Checks the fields that configure the run; `model` is the upstream model.
     pub fn asked(&self, requested_model: &str, model: &str) -> Result<Asked> {
+        if self.if_busy.is_some() && self.conversation.is_none() {
+            return Err(OpenAiError::invalid(
+                "if_busy",
+                "applies only to a response in a `conversation`",
+            ));
+        }
         if self.prompt.is_some() {
             return Err(OpenAiError::invalid("prompt", "prompt templates are not available"));
         }
