@@ -499,7 +499,7 @@ async function sessionView(id) {
   log.lastElementChild?.scrollIntoView({ block: 'end' });
   // Pick up where a previous visit left off: a pending tool call, a run still going.
   const active = recent.find((run) => ['queued', 'running', 'requires_action'].includes(run.status));
-  if (active && active.status === 'requires_action') toolOutputsForm(active, state);
+  if (active && active.status === 'requires_action') pauseForm(active, state);
   else if (active) follow(state, () => api('GET', `${sessionPath(id)}/runs/${active.id}/events`, undefined, { raw: true, signal: state.stream.signal }));
 }
 
@@ -753,7 +753,7 @@ async function follow(state, open) {
   }
   if (!ended) return true;
   if (ended.status === 'requires_action') {
-    toolOutputsForm(ended, state);
+    pauseForm(ended, state);
     await state.reloadAll().catch(report);
     return true;
   }
@@ -777,6 +777,48 @@ function runErrorView(run) {
 }
 
 /** The client's tools: the run waits until each call has an output. */
+// A paused run waits for the client's tool outputs or for a person's approvals.
+function pauseForm(run, state) {
+  if (run.required_action && run.required_action.type === 'approve_tool_calls') approvalsForm(run, state);
+  else toolOutputsForm(run, state);
+}
+
+function approvalsForm(run, state) {
+  const calls = run.required_action.tool_calls || [];
+  const decisions = calls.map(() => null);
+  const submit = h('button', { type: 'submit', class: 'primary', id: 'submit-approvals', disabled: true }, 'Send decisions');
+  const fields = calls.map((call, n) => {
+    const reason = h('input', { id: `reject-reason-${n}`, type: 'text', placeholder: 'Why (the model reads it)' });
+    const approve = h('button', { type: 'button', id: `approve-${n}`, 'aria-pressed': 'false' }, 'Approve');
+    const reject = h('button', { type: 'button', id: `reject-${n}`, class: 'danger', 'aria-pressed': 'false' }, 'Reject');
+    const decide = (approved) => {
+      decisions[n] = approved;
+      approve.setAttribute('aria-pressed', String(approved));
+      reject.setAttribute('aria-pressed', String(!approved));
+      submit.disabled = decisions.includes(null);
+    };
+    approve.addEventListener('click', () => decide(true));
+    reject.addEventListener('click', () => decide(false));
+    return { call, reason, view: h('fieldset', { class: 'approval', dataset: { callId: call.call_id } },
+      h('legend', {}, `${call.name} (${call.call_id})`),
+      h('pre', { class: 'mono' }, prettyArguments(call.arguments)),
+      h('div', { class: 'row' }, approve, reject),
+      h('label', { for: `reject-reason-${n}` }, 'Reason, if rejected'), reason) };
+  });
+  const form = h('form', { class: 'stack panel', id: 'approvals', 'aria-label': 'Approvals' },
+    h('p', {}, h('strong', {}, 'The run waits for your approval.'), ` Run ${run.id} wants to call:`),
+    fields.map((field) => field.view), h('div', { class: 'row' }, submit));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const approvals = fields.map(({ call, reason }, n) => (decisions[n]
+      ? { call_id: call.call_id, approve: true }
+      : { call_id: call.call_id, approve: false, reason: reason.value || undefined }));
+    const body = { approvals, stream: true };
+    follow(state, () => api('POST', `${sessionPath(state.id)}/runs/${run.id}/approvals`, body, { raw: true, signal: state.stream.signal }));
+  });
+  state.live.replaceChildren(form);
+}
+
 function toolOutputsForm(run, state) {
   const calls = (run.required_action && run.required_action.tool_calls) || [];
   const errors = h('div');

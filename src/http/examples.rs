@@ -46,6 +46,9 @@ pub fn request_body(operation_id: &str) -> Option<Value> {
             {"role": "user", "content": "Where is my order #4711?"},
             {"role": "assistant", "content": "It shipped on Monday."},
         ]}),
+        "submit_approvals" => json!({
+            "approvals": [{"call_id": "call_1", "approve": false, "reason": "Ask the customer first."}],
+        }),
         "submit_tool_outputs" => json!({
             "outputs": [{"call_id": "call_1", "output": "{\"status\": \"shipped\"}"}],
         }),

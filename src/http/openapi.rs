@@ -62,6 +62,7 @@ use crate::model::IDENTIFIER_PATTERN;
         runs::run_events,
         runs::cancel_run,
         runs::submit_tool_outputs,
+        runs::submit_approvals,
         openai::conversations::create,
         openai::conversations::read,
         openai::conversations::update,

@@ -12,6 +12,7 @@ mod metadata;
 mod page;
 mod retention;
 mod run;
+mod run_answer;
 mod run_event;
 pub mod run_items;
 mod run_record;
@@ -36,8 +37,9 @@ pub use page::{Cursor, Order, Page, PageRequest};
 pub use retention::{Anchor, ExpiresAfter, MAX_EXPIRES_AFTER_SECS};
 pub use run::{
     IfBusy, IncompleteDetails, RequiredAction, RequiredActionKind, RequiredToolCall, Run, RunError,
-    RunStatus, StopAction, ToolOutput,
+    RunStatus, StopAction,
 };
+pub use run_answer::{Answered, Approval, RunAnswer, ToolOutput};
 pub use run_event::{
     CompactionCreated, ItemCreated, MessageDelta, RunEvent, RunEventKind, UnknownEvent,
 };
@@ -45,5 +47,5 @@ pub use run_record::{NewRun, RunConfig, RunRecord, Sampling, Steer};
 pub use session::{
     AgentId, ForkedFrom, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT,
 };
-pub use tool::{Tool, ToolKind, Webhook, WebhookPolicy};
+pub use tool::{RequireApproval, Tool, ToolKind, Webhook, WebhookPolicy};
 pub(crate) use whole_number::{optional as whole_optional, patch as whole_patch};

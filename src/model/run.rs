@@ -8,9 +8,7 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::field::InvalidField;
 use super::metadata::Metadata;
-use super::run_items;
 use super::session::Usage;
 
 /// `queued → running → (requires_action ⇄ running) → completed | failed | cancelled |
@@ -128,8 +126,8 @@ impl IncompleteDetails {
     }
 }
 
-/// What the run waits for: the client tools the model called; answer them with
-/// `tool_outputs`.
+/// What the run waits for: outputs of the client tools the model called, or approvals
+/// of its calls of server-side tools.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequiredAction {
@@ -146,6 +144,18 @@ pub enum RequiredActionKind {
     /// Run the calls and post their outputs to `…/tool_outputs`.
     #[default]
     SubmitToolOutputs,
+    /// Approve or reject each call of a server-side tool at `…/approvals`.
+    ApproveToolCalls,
+}
+
+impl RequiredActionKind {
+    /// What a client sends to answer the pause.
+    pub fn answers(self) -> &'static str {
+        match self {
+            Self::SubmitToolOutputs => "tool outputs",
+            Self::ApproveToolCalls => "approvals",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -203,52 +213,6 @@ pub enum StopAction {
     /// The run is cancelled and then deleted with its events and its Idempotency-Key:
     /// nothing of it is left.
     Rollback,
-}
-
-/// A client tool's answer to one of the run's `required_action.tool_calls`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ToolOutput {
-    pub call_id: String,
-    /// What the tool returned, as text the model reads.
-    pub output: String,
-}
-
-impl RequiredAction {
-    /// The `function_call_output` items that answer the calls, in the order of the calls.
-    /// Every call needs exactly one output, and no output may name another call.
-    pub fn answer(&self, outputs: &[ToolOutput]) -> Result<Vec<Box<RawValue>>, InvalidField> {
-        for (i, output) in outputs.iter().enumerate() {
-            let field = format!("outputs[{i}].call_id");
-            if !self.tool_calls.iter().any(|c| c.call_id == output.call_id) {
-                return Err(InvalidField::new(
-                    field,
-                    format!("the run is not waiting for call `{}`", output.call_id),
-                ));
-            }
-            if outputs[..i].iter().any(|o| o.call_id == output.call_id) {
-                return Err(InvalidField::new(
-                    field,
-                    format!("call `{}` is answered twice", output.call_id),
-                ));
-            }
-        }
-        self.tool_calls
-            .iter()
-            .map(|call| {
-                outputs
-                    .iter()
-                    .find(|o| o.call_id == call.call_id)
-                    .map(|o| run_items::function_call_output(&call.call_id, &o.output))
-                    .ok_or_else(|| {
-                        InvalidField::new(
-                            "outputs",
-                            format!("no output for call `{}`", call.call_id),
-                        )
-                    })
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]

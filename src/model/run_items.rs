@@ -1,7 +1,11 @@
 //! The shapes of the items a run generates: the OpenAI Responses items that agent SDKs
 //! read back from a session.
 
+use std::collections::HashSet;
+
 use serde_json::value::RawValue;
+
+use super::run::RequiredToolCall;
 
 /// Keys are written in the order the Responses API uses, which a map would sort.
 fn raw(text: String) -> Box<RawValue> {
@@ -68,31 +72,59 @@ pub fn repeated_calls<'a>(items: impl DoubleEndedIterator<Item = &'a Box<RawValu
     1 + calls.take_while(|call| *call == last).count() as u32
 }
 
-/// What an interrupted run keeps of its `output`: every item but function calls left
-/// without their output (the model must never see a call unanswered), then the text the
-/// model had streamed of its next message, as an incomplete message.
-pub fn keep_interrupted(output: &mut Vec<Box<RawValue>>, partial: &str) {
+/// The function calls among `items` (a run's output) that no later
+/// `function_call_output` answers, in order, each with its index in `items`.
+fn open_calls(items: &[Box<RawValue>]) -> Vec<(usize, RequiredToolCall)> {
     #[derive(serde::Deserialize)]
     struct Part {
         #[serde(rename = "type")]
         kind: Option<String>,
         call_id: Option<String>,
+        name: Option<String>,
+        arguments: Option<String>,
     }
-    let parts: Vec<Option<Part>> =
-        output.iter().map(|item| serde_json::from_str(item.get()).ok()).collect();
-    let answered: std::collections::HashSet<&str> = (parts.iter().flatten())
-        .filter(|p| p.kind.as_deref() == Some("function_call_output"))
-        .filter_map(|p| p.call_id.as_deref())
-        .collect();
-    let unanswered = |part: &Option<Part>| {
-        part.as_ref().is_some_and(|p| {
-            p.kind.as_deref() == Some("function_call")
-                && !p.call_id.as_deref().is_some_and(|id| answered.contains(id))
-        })
-    };
-    let keep: Vec<bool> = parts.iter().map(|part| !unanswered(part)).collect();
-    let mut keep = keep.into_iter();
-    output.retain(|_| keep.next() == Some(true));
+    let mut open: Vec<(usize, RequiredToolCall)> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let Ok(part) = serde_json::from_str::<Part>(item.get()) else { continue };
+        let Some(call_id) = part.call_id else { continue };
+        match part.kind.as_deref() {
+            Some("function_call") => open.push((
+                index,
+                RequiredToolCall {
+                    call_id,
+                    name: part.name.unwrap_or_default(),
+                    arguments: part.arguments.unwrap_or_default(),
+                },
+            )),
+            // An output answers the earliest open call of its id: a model may use one id
+            // again once its call is answered.
+            Some("function_call_output") => {
+                if let Some(answered) = open.iter().position(|(_, c)| c.call_id == call_id) {
+                    open.remove(answered);
+                }
+            }
+            _ => {}
+        }
+    }
+    open
+}
+
+/// The function calls among `items` (a run's output) that no `function_call_output`
+/// answers, in order.
+pub fn unanswered_calls(items: &[Box<RawValue>]) -> Vec<RequiredToolCall> {
+    open_calls(items).into_iter().map(|(_, call)| call).collect()
+}
+
+/// What an interrupted run keeps of its `output`: every item but function calls left
+/// without their output (the model must never see a call unanswered), then the text the
+/// model had streamed of its next message, as an incomplete message.
+pub fn keep_interrupted(output: &mut Vec<Box<RawValue>>, partial: &str) {
+    let open: HashSet<usize> = open_calls(output).into_iter().map(|(index, _)| index).collect();
+    let mut index = 0;
+    output.retain(|_| {
+        index += 1;
+        !open.contains(&(index - 1))
+    });
     if !partial.is_empty() {
         output.push(incomplete_assistant_message(partial));
     }

@@ -79,6 +79,9 @@ pub struct RunRecord {
     /// The number of the last [`Steer`] the run took into its output.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub steered_through: i64,
+    /// Calls of server-side tools a person approved that the run has yet to make.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved: Vec<String>,
 }
 
 fn is_zero(n: &i64) -> bool {

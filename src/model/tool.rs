@@ -29,6 +29,25 @@ pub struct Tool {
     pub parameters: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<Webhook>,
+    /// `always`: a person approves each call of this webhook tool before it runs (the
+    /// run pauses with `required_action.type` `approve_tool_calls`).
+    #[serde(default, skip_serializing_if = "RequireApproval::is_never")]
+    pub require_approval: RequireApproval,
+}
+
+/// Whether a server-side tool's calls wait for a person's approval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RequireApproval {
+    Always,
+    #[default]
+    Never,
+}
+
+impl RequireApproval {
+    fn is_never(&self) -> bool {
+        *self == Self::Never
+    }
 }
 
 /// What an answer shows for a webhook header's value, and what a PATCH sends back to
@@ -123,6 +142,11 @@ impl Tool {
         }
         if let Some(webhook) = &self.webhook {
             webhook.validate(&format!("{at}.webhook"), webhooks)?;
+        } else if self.require_approval == RequireApproval::Always {
+            return Err(InvalidField::new(
+                format!("{at}.require_approval"),
+                "applies only to a tool with a webhook: the client runs the others",
+            ));
         }
         Ok(())
     }

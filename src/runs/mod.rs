@@ -31,7 +31,7 @@ pub use start::{StartRun, Started};
 
 use crate::llm::LlmClient;
 use crate::model::{
-    Page, PageRequest, Run, RunEvent, RunEventKind, RunRecord, SessionId, StopAction, ToolOutput,
+    Page, PageRequest, Run, RunAnswer, RunEvent, RunEventKind, RunRecord, SessionId, StopAction,
     WebhookPolicy,
 };
 use crate::store::{SessionStore, StoreError};
@@ -243,17 +243,17 @@ impl Runs {
         Ok(self.store().list_runs(tenant, session_id, page).await?)
     }
 
-    /// Answers a `requires_action` run's tool calls and hands it to the workers. Returns
-    /// the seq of the run's last event: the continuation's events follow it.
-    pub async fn submit_tool_outputs(
+    /// Answers a `requires_action` run's tool calls, with their outputs or approvals, and
+    /// hands it to the workers. Returns the seq of the run's last event: the
+    /// continuation's events follow it.
+    pub async fn answer(
         &self,
         tenant: &str,
         session_id: &SessionId,
         run_id: Uuid,
-        outputs: &[ToolOutput],
+        answer: &RunAnswer,
     ) -> Result<i64> {
-        let (_, after) =
-            self.store().submit_tool_outputs(tenant, session_id, run_id, outputs).await?;
+        let (_, after) = self.store().answer_run(tenant, session_id, run_id, answer).await?;
         self.wake();
         Ok(after)
     }

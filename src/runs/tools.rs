@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::Engine;
 use crate::llm::read_limited;
-use crate::model::Tool;
+use crate::model::{RequiredToolCall, Tool};
 
 /// The most response body a tool output keeps.
 const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -27,7 +27,7 @@ struct WebhookCall<'a> {
 pub(super) async fn call_webhook(
     engine: &Engine,
     tool: &Tool,
-    call: &crate::llm::ToolCall,
+    call: &RequiredToolCall,
     tenant: &str,
     session_id: &str,
     run_id: uuid::Uuid,

@@ -11,10 +11,10 @@ use super::context::{build_messages, estimate_tokens};
 use super::execution::Execution;
 use super::tools::call_webhook;
 use super::Engine;
-use crate::llm::{ChatRequest, ToolCall, ToolSpec};
+use crate::llm::{ChatRequest, ToolSpec};
 use crate::model::{
-    run_items, IncompleteDetails, Order, PageRequest, RequiredAction, RequiredActionKind,
-    RequiredToolCall, RunConfig, RunError, SessionId, Tool,
+    run_items, IncompleteDetails, Order, PageRequest, RequireApproval, RequiredAction,
+    RequiredActionKind, RunConfig, RunError, SessionId,
 };
 use crate::store::{Claim, StoreError};
 
@@ -74,6 +74,10 @@ pub(super) async fn drive(
     };
     let mut may_be_steered = claim.may_be_steered;
     loop {
+        // The calls of the last model call, or of a paused run the client answered.
+        if let Some(pause) = settle_calls(engine, &claim.tenant, exec, &config).await {
+            return Ok(pause);
+        }
         if may_be_steered {
             for (n, steer) in engine.store.take_steering(claim, exec.record.steered_through).await?
             {
@@ -143,45 +147,39 @@ pub(super) async fn drive(
         for call in calls {
             exec.push_item(call);
         }
-        let client_calls =
-            run_tools(engine, &claim.tenant, exec, &config.tools, &completion.tool_calls).await;
-        if !client_calls.is_empty() {
-            if config.client_calls_complete {
-                return Ok(Outcome::Completed);
-            }
-            let kind = RequiredActionKind::SubmitToolOutputs;
-            return Ok(Outcome::RequiresAction(RequiredAction { kind, tool_calls: client_calls }));
-        }
     }
 }
 
-/// Runs the webhook tools of one turn, concurrently, and answers calls of tools the agent
-/// does not have; returns the calls the client must answer.
-async fn run_tools(
+/// Answers the calls in the run's output that have none yet: calls of webhook tools run
+/// concurrently (those needing approval once a person approved them), calls of tools the
+/// agent lacks get an error. The run pauses for the approvals still missing, then for
+/// the client's tools; None when every call is answered.
+async fn settle_calls(
     engine: &Engine,
     tenant: &str,
     exec: &mut Execution,
-    tools: &[Tool],
-    calls: &[ToolCall],
-) -> Vec<RequiredToolCall> {
-    let session_id = exec.record.run.session_id.clone();
-    let run_id = exec.record.run.id;
-    let mut client_calls = Vec::new();
-    let mut webhook_calls = Vec::new();
-    for call in calls {
-        match tools.iter().find(|t| t.name == call.name) {
-            Some(tool) if tool.webhook.is_some() => webhook_calls.push((tool, call)),
-            Some(_) => client_calls.push(RequiredToolCall {
-                call_id: call.call_id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            }),
+    config: &RunConfig,
+) -> Option<Outcome> {
+    let (mut to_approve, mut client_calls, mut webhook_calls) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for call in run_items::unanswered_calls(&exec.record.run.output) {
+        match config.tools.iter().find(|t| t.name == call.name) {
+            Some(tool) if tool.webhook.is_some() => {
+                let approved = exec.record.approved.contains(&call.call_id);
+                if tool.require_approval == RequireApproval::Always && !approved {
+                    to_approve.push(call);
+                } else {
+                    webhook_calls.push((tool, call));
+                }
+            }
+            Some(_) => client_calls.push(call),
             None => exec.push_item(run_items::function_call_output(
                 &call.call_id,
                 &format!("error: there is no tool named `{}`", call.name),
             )),
         }
     }
+    let (session_id, run_id) = (exec.record.run.session_id.clone(), exec.record.run.id);
     let outputs = join_all(
         webhook_calls
             .iter()
@@ -190,8 +188,19 @@ async fn run_tools(
     .await;
     for ((_, call), output) in webhook_calls.iter().zip(outputs) {
         exec.push_item(run_items::function_call_output(&call.call_id, &output));
+        exec.record.approved.retain(|id| *id != call.call_id);
     }
-    client_calls
+    let (kind, tool_calls) = if !to_approve.is_empty() {
+        (RequiredActionKind::ApproveToolCalls, to_approve)
+    } else if !client_calls.is_empty() {
+        if config.client_calls_complete {
+            return Some(Outcome::Completed);
+        }
+        (RequiredActionKind::SubmitToolOutputs, client_calls)
+    } else {
+        return None;
+    };
+    Some(Outcome::RequiresAction(RequiredAction { kind, tool_calls }))
 }
 
 /// One LLM call, publishing its text as it streams.

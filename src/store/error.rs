@@ -1,6 +1,6 @@
 use uuid::Uuid;
 
-use crate::model::{InvalidField, RunStatus};
+use crate::model::{InvalidField, RequiredActionKind, RunStatus};
 
 /// What can go wrong in the store, in domain terms. Database failures stay opaque.
 #[derive(Debug, thiserror::Error)]
@@ -23,8 +23,14 @@ pub enum StoreError {
     SessionBusy(Uuid),
     #[error("the run has finished")]
     RunFinished(RunStatus),
-    #[error("the run is not waiting for tool outputs")]
-    RunNotWaiting(RunStatus),
+    /// The run does not wait for the answer `asked`: it is in `status`, or waits for the
+    /// answer `waiting`.
+    #[error("the run is not waiting for {}", asked.answers())]
+    RunNotWaiting {
+        status: RunStatus,
+        waiting: Option<RequiredActionKind>,
+        asked: RequiredActionKind,
+    },
     #[error("the session's history changed while it was being compacted")]
     HistoryChanged,
     #[error("the cursor names no row of this listing")]

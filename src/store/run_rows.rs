@@ -11,7 +11,7 @@ use super::payload::{Column, PayloadCodec};
 use super::timestamp::Timestamp;
 use super::{Claim, StartNow, StoreError};
 use crate::model::{
-    IfBusy, NewRun, Run, RunError, RunEvent, RunRecord, RunStatus, SessionId, ToolOutput, Usage,
+    IfBusy, NewRun, Run, RunAnswer, RunError, RunEvent, RunRecord, RunStatus, SessionId, Usage,
 };
 
 pub(super) const RUN_COLUMNS: &str = "r.status, r.started_at, r.finished_at, r.body";
@@ -187,6 +187,7 @@ pub(super) fn new_run(
         request: run.request,
         idempotency_key: run.idempotency.map(|key| key.key),
         steered_through: 0,
+        approved: Vec::new(),
     };
     let event = RunEvent::for_status(1, &record.run);
     (record, event)
@@ -217,14 +218,19 @@ pub(super) fn claim_new(
     }
 }
 
-/// Adds the client's tool outputs to a `requires_action` run and sets it running again.
-pub(super) fn resume(record: &mut RunRecord, outputs: &[ToolOutput]) -> Result<(), StoreError> {
-    let waiting = match (&record.run.required_action, record.run.status) {
-        (Some(action), RunStatus::RequiresAction) => action,
-        (_, status) => return Err(StoreError::RunNotWaiting(status)),
+/// Adds the client's answer to a `requires_action` run and sets it running again.
+pub(super) fn resume(record: &mut RunRecord, answer: &RunAnswer) -> Result<(), StoreError> {
+    let (status, asked) = (record.run.status, answer.kind());
+    let waiting = match (&record.run.required_action, status) {
+        (Some(action), RunStatus::RequiresAction) if action.kind == asked => action,
+        (action, _) => {
+            let waiting = action.as_ref().map(|action| action.kind);
+            return Err(StoreError::RunNotWaiting { status, waiting, asked });
+        }
     };
-    let answers = waiting.answer(outputs)?;
-    record.run.output.extend(answers);
+    let answered = waiting.answer(answer)?;
+    record.run.output.extend(answered.items);
+    record.approved.extend(answered.approved);
     record.run.required_action = None;
     record.run.status = RunStatus::Running;
     Ok(())

@@ -7,8 +7,8 @@ use uuid::Uuid;
 
 use super::Result;
 use crate::model::{
-    IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
-    SessionId, Steer, StopAction, ToolOutput,
+    IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord,
+    RunStatus, SessionId, Steer, StopAction,
 };
 
 /// Runs, their events, and the queue the workers claim them from.
@@ -79,14 +79,15 @@ pub trait RunStore: Send + Sync {
         action: StopAction,
     ) -> Result<Run>;
 
-    /// Answers a `requires_action` run's tool calls and hands it back to the workers.
-    /// Returns the run and the seq of its last event: the continuation's events follow it.
-    async fn submit_tool_outputs(
+    /// Answers a `requires_action` run's tool calls (with their outputs or approvals) and
+    /// hands it back to the workers. Returns the run and the seq of its last event: the
+    /// continuation's events follow it.
+    async fn answer_run(
         &self,
         tenant: &str,
         session_id: &SessionId,
         run_id: Uuid,
-        outputs: &[ToolOutput],
+        answer: &RunAnswer,
     ) -> Result<(Run, i64)>;
 
     /// Leases to `worker` a claimable run whose session has no other run executing: of

@@ -120,6 +120,7 @@ def serve(fake_llm: FakeLLM, workdir: Path, extra: Dict[str, str]) -> Iterator[s
         "LLM_API_KEY": "fake",
         "LLM_MODEL": "fake-model",
         "LLM_MAX_RETRIES": "0",
+        "TOOL_WEBHOOK_ALLOWED_HOSTS": fake_llm.host,
         "LOG_FORMAT": "json",
         "RUST_LOG": "warn",
     }

@@ -7,18 +7,20 @@ Replies are chosen from the request alone (no shared queue), so tests that run t
 the same time never receive each other's answers:
 
 - the last message is a tool result: ``tool said: <its content>``;
-- the last user message contains ``call get_weather`` and the request offers tools:
-  a call of ``get_weather`` with ``{"city": "Oslo"}``;
+- the last user message contains ``call <name>`` and the request offers that tool: a
+  call of it with ``{"city": "Oslo"}``;
 - it contains ``slow``: a long answer streamed one word every ``SLOW_DELAY`` seconds;
 - it contains ``please fail``: 400, which fails the run with ``llm_bad_request``;
 - otherwise ``echo: <the last user message>``.
 
 Every request body is recorded in ``requests`` so tests can assert what a model was sent.
+It also serves a webhook tool at ``/tool``, answering ``webhook got <arguments>``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,11 +47,13 @@ def reply_for(body: Dict[str, Any]) -> Dict[str, Any]:
         return {"role": "assistant", "content": f"tool said: {_text(last.get('content'))}"}
     users = [m for m in messages if m.get("role") == "user"]
     said = _text(users[-1].get("content")) if users else ""
-    if "call get_weather" in said and body.get("tools"):
+    offered = {tool["function"]["name"] for tool in body.get("tools") or []}
+    called = re.search(r"call (\w+)", said)
+    if called and called.group(1) in offered:
         call = {
             "id": f"call_{abs(hash(said)) % 10**8}",
             "type": "function",
-            "function": {"name": "get_weather", "arguments": json.dumps({"city": "Oslo"})},
+            "function": {"name": called.group(1), "arguments": json.dumps({"city": "Oslo"})},
         }
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if "slow" in said:
@@ -76,6 +80,9 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake._lock:
                     fake.requests.append(body)
+                if self.path == "/tool":
+                    self._text(f"webhook got {body.get('arguments')}")
+                    return
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
                     return
@@ -87,6 +94,14 @@ class FakeLLM:
                     self._stream(body, message)
                 else:
                     self._json(body, message)
+
+            def _text(self, text: str) -> None:
+                data = text.encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/plain")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _refuse(self) -> None:
                 data = json.dumps({"error": {"message": "the fake refuses", "type": "invalid_request_error"}}).encode()
@@ -164,6 +179,12 @@ class FakeLLM:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def host(self) -> str:
+        """``host:port``, as ``TOOL_WEBHOOK_ALLOWED_HOSTS`` lists it."""
+        host, port = self._server.server_address[:2]
+        return f"{host!s}:{port}"
 
     @property
     def base_url(self) -> str:

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from conftest import Api, messages, open_session
+from fake_llm import FakeLLM
 
 
 #: The shape of the request ids the service generates.
@@ -112,6 +113,46 @@ def test_a_client_tool_call_is_answered_in_a_form(page: Page, api: Api) -> None:
     block.get_by_role("button", name="Raw JSON").click()
     raw = json.loads(block.locator("pre.raw").text_content() or "")
     assert [entry["item"]["type"] for entry in raw] == ["function_call", "function_call_output"]
+
+
+def test_a_call_waiting_for_approval_is_approved_or_rejected(page: Page, api: Api, fake_llm: FakeLLM) -> None:
+    webhook = {"url": f"http://{fake_llm.host}/tool"}
+    agent = api.ok("POST", "/v1/agents", {
+        "name": unique("careful"),
+        "tools": [
+            {"type": "function", "name": "send_note", "webhook": webhook, "require_approval": "always"},
+            {"type": "function", "name": "wipe_disk", "webhook": webhook, "require_approval": "always"},
+        ],
+    })
+    session_id = unique("approvals")
+    open_session(page, session_id)
+    page.select_option("#composer-agent", agent["id"])
+    page.fill("#composer-input", "please call send_note")
+    page.click("#send")
+    form = page.locator("#approvals")
+    expect(form).to_contain_text("The run waits for your approval")
+    expect(form).to_contain_text("send_note")
+    expect(page.locator("#submit-approvals")).to_be_disabled()
+    page.click("#approve-0")
+    page.click("#submit-approvals")
+    expect(page.locator("#log .item.message.assistant .text").last).to_have_text(
+        "tool said: webhook got {\"city\": \"Oslo\"}", timeout=15_000
+    )
+
+    # A rejection reaches the model with its reason, and nothing is called. The form is
+    # there again for a run that waits when the session is opened.
+    page.fill("#composer-input", "please call wipe_disk")
+    page.click("#send")
+    expect(page.locator("#approvals")).to_contain_text("wipe_disk")
+    open_session(page, session_id)
+    page.click("#reject-0")
+    page.fill("#reject-reason-0", "never on Fridays")
+    page.click("#submit-approvals")
+    expect(page.locator("#log .item.message.assistant .text").last).to_have_text(
+        'tool said: {"error":"rejected","reason":"never on Fridays"}', timeout=15_000
+    )
+    runs = api.ok("GET", f"/v1/sessions/{session_id}/runs")["data"]
+    assert [run["status"] for run in runs] == ["completed", "completed"]
 
 
 def test_branch_from_here_forks_at_the_item(page: Page, api: Api) -> None:

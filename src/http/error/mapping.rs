@@ -98,8 +98,15 @@ impl From<StoreError> for ApiError {
             StoreError::RunFinished(status) => {
                 Self::RunFinished(format!("the run has finished as `{status}`"))
             }
-            StoreError::RunNotWaiting(status) => {
-                Self::RunNotWaiting(format!("the run is `{status}`, not waiting for tool outputs"))
+            StoreError::RunNotWaiting { status, waiting, asked } => {
+                let asked = asked.answers();
+                Self::RunNotWaiting(match waiting {
+                    Some(waiting) => format!(
+                        "the run is `{status}` waiting for {}, not for {asked}",
+                        waiting.answers()
+                    ),
+                    None => format!("the run is `{status}`, not waiting for {asked}"),
+                })
             }
             StoreError::Invalid(field) => field.into(),
             StoreError::EncryptionKeyMissing(_) => Self::EncryptionKeyMissing(error.to_string()),

@@ -1,31 +1,15 @@
-//! Reading runs, cancelling them and answering their client tools.
+//! Reading runs and stopping them.
 
 use axum::extract::State;
-use axum::response::Response;
 use axum::Json;
-use serde::Deserialize;
-use utoipa::ToSchema;
 
-use super::follow::{wait, Native};
-use super::schemas::RunStreamEvent;
 use super::stop_query::StopQuery;
-use crate::http::error::{Conflict, JsonBody, Lookup, Result};
-use crate::http::event_stream::sse;
-use crate::http::extract::{AppJson, TenantRun, TenantSession};
+use crate::http::error::{Conflict, Lookup, Result};
+use crate::http::extract::{TenantRun, TenantSession};
 use crate::http::list_query::ListQuery;
 use crate::http::AppState;
-use crate::model::{Order, Page, Run, ToolOutput};
+use crate::model::{Order, Page, Run};
 use crate::runs::RunsError;
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ToolOutputsRequest {
-    /// One output for each of `required_action.tool_calls`.
-    #[schema(min_items = 1, max_items = 128)]
-    outputs: Vec<ToolOutput>,
-    /// Answer with the run's further events as server-sent events.
-    stream: Option<bool>,
-}
 
 /// List a session's runs, newest first.
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/runs", tag = "runs",
@@ -68,31 +52,4 @@ pub async fn cancel_run(
 ) -> Result<Json<Run>> {
     let answer = state.runs.stop(&run.tenant, &run.session, run.id, query.action).await;
     answer.map(Json).map_err(|e| run.runs_error(e))
-}
-
-/// Answer a `requires_action` run's client tool calls; the run goes on.
-#[utoipa::path(post, path = "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs", tag = "runs",
-    params(TenantRun), request_body = ToolOutputsRequest,
-    responses(
-        (status = 200, description = "The run once it finishes or needs the client again, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream"))),
-        (status = 202, description = "The run, still executing after RUN_WAIT_SECS", body = Run),
-        Lookup,
-        JsonBody,
-        (status = 409, response = Conflict),
-    ))]
-pub async fn submit_tool_outputs(
-    State(state): State<AppState>,
-    run: TenantRun,
-    AppJson(request): AppJson<ToolOutputsRequest>,
-) -> Result<Response> {
-    let after = state
-        .runs
-        .submit_tool_outputs(&run.tenant, &run.session, run.id, &request.outputs)
-        .await
-        .map_err(|e| run.runs_error(e))?;
-    if request.stream.unwrap_or(false) {
-        let events = state.runs.events(&run.tenant, &run.session, run.id, after);
-        return Ok(sse(events, Native));
-    }
-    wait(&state, &run.tenant, &run.session, run.id, after).await
 }

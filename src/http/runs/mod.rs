@@ -1,6 +1,7 @@
 //! `/v1/sessions/{session_id}/runs`: run the agent's next turn, follow it, cancel it,
 //! answer its client tools. Parsing and answering only: the use cases are `crate::runs`.
 
+mod answers;
 mod control;
 mod follow;
 mod schemas;
@@ -22,9 +23,8 @@ use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
 use crate::model::{AgentConfig, IdempotencyKey, IfBusy, Metadata, Run};
 use crate::runs::{ConfigRequest, StartRun};
-pub(super) use control::{
-    __path_cancel_run, __path_get_run, __path_list_runs, __path_submit_tool_outputs,
-};
+pub(super) use answers::{__path_submit_approvals, __path_submit_tool_outputs};
+pub(super) use control::{__path_cancel_run, __path_get_run, __path_list_runs};
 pub(super) use follow::__path_run_events;
 use follow::Mode;
 use schemas::RunInput;
@@ -46,8 +46,9 @@ pub fn waiting_router() -> Router<AppState> {
         .route("/v1/sessions/{session_id}/runs/{run_id}/cancel", post(control::cancel_run))
         .route(
             "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs",
-            post(control::submit_tool_outputs),
+            post(answers::submit_tool_outputs),
         )
+        .route("/v1/sessions/{session_id}/runs/{run_id}/approvals", post(answers::submit_approvals))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

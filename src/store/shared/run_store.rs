@@ -13,8 +13,8 @@ use super::backend::{Store, SKIP_LOCKED};
 use super::idempotency_keys::kept_response;
 use super::{run_creation, runs, steering};
 use crate::model::{
-    IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunEvent, RunRecord, RunStatus,
-    SessionId, Steer, StopAction, ToolOutput,
+    IdempotencyKey, IfBusy, NewRun, Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord,
+    RunStatus, SessionId, Steer, StopAction,
 };
 use crate::store::idempotency::replayed_run_id;
 use crate::store::run_rows::{self, LockedRunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED};
@@ -82,14 +82,14 @@ impl RunStore for Store {
         runs::stop(self, tenant, session_id, run_id, action).await
     }
 
-    async fn submit_tool_outputs(
+    async fn answer_run(
         &self,
         tenant: &str,
         session_id: &SessionId,
         run_id: Uuid,
-        outputs: &[ToolOutput],
+        answer: &RunAnswer,
     ) -> Result<(Run, i64)> {
-        runs::submit_tool_outputs(self, tenant, session_id, run_id, outputs).await
+        runs::answer(self, tenant, session_id, run_id, answer).await
     }
 
     async fn claim_run(

@@ -10,7 +10,7 @@ use super::sessions::session_pk;
 use super::steering;
 use super::Conn;
 use crate::model::{
-    Page, PageRequest, Run, RunEvent, RunRecord, RunStatus, SessionId, StopAction, ToolOutput,
+    Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord, RunStatus, SessionId, StopAction,
 };
 use crate::store::pages::{beyond, direction, explain_empty_page, uuid_cursor};
 use crate::store::rows::live;
@@ -230,17 +230,17 @@ pub(super) async fn stop(
     Ok(record.run)
 }
 
-pub(super) async fn submit_tool_outputs(
+pub(super) async fn answer(
     store: &Store,
     tenant: &str,
     session_id: &SessionId,
     run_id: Uuid,
-    outputs: &[ToolOutput],
+    answer: &RunAnswer,
 ) -> Result<(Run, i64)> {
     let mut tx = store.writer().begin().await?;
     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
     let mut record = locked.run.into_record(&store.codec, tenant)?;
-    run_rows::resume(&mut record, outputs)?;
+    run_rows::resume(&mut record, answer)?;
     write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[], None, Timestamp::now())
         .await?;
     tx.commit().await?;

@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 
 use crate::helpers::{get_json, scratch_postgres, ScratchDatabase};
 
+mod approvals;
 mod auth;
 mod restart;
 mod runs;

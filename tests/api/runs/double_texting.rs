@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::{slow_webhook_tool, until_called, RunsApp};
+use super::{until_called, RunsApp, ToolHook};
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, test_config, TestApp, TestDb};
 
@@ -183,18 +183,18 @@ async fn unknown_if_busy_values_are_refused(db: TestDb) {
 /// that executes the run, at its next model call.
 #[sqlx::test(migrations = "./migrations/postgres")]
 async fn steer_lands_on_another_replica(pool: sqlx::PgPool) {
-    let (tool, host) = slow_webhook_tool("lookup", Duration::from_millis(800)).await;
+    let hook = ToolHook::answering_after("lookup", Duration::from_millis(800)).await;
     let executing = RunsApp::configured(TestDb::postgres(pool.clone()), |c| {
-        c.tool_webhook_allowed_hosts = vec![host.clone()];
+        c.tool_webhook_allowed_hosts = vec![hook.host.clone()];
     })
     .await;
     let mut config = test_config();
     config.run_workers = 0;
-    config.tool_webhook_allowed_hosts = vec![host];
+    config.tool_webhook_allowed_hosts = vec![hook.host.clone()];
     let other = TestApp::new(TestDb::postgres_replica(&pool), &config);
     executing.llm.push(Reply::tool_call("c1", "lookup", "{}"));
     executing.llm.push(Reply::text("joined"));
-    let body = json!({"input": "first", "background": true, "agent": {"tools": [tool]}});
+    let body = json!({"input": "first", "background": true, "agent": {"tools": [hook.tool]}});
     let active = executing.app.post("/v1/sessions/x/runs", body).await.expect(StatusCode::ACCEPTED);
     until_called(&executing.llm, 1).await;
     let body = json!({"input": "meanwhile", "if_busy": "steer", "background": true});

@@ -1,5 +1,6 @@
 //! Runs end to end: the API, the worker pool and the in-process fake LLM.
 
+mod approvals;
 mod double_texting;
 mod examples;
 mod failures;
@@ -51,26 +52,53 @@ impl RunsApp {
     }
 }
 
-/// A webhook tool `name` served on a port of its own, answering `result of {arguments}`;
-/// returns the tool and the host to allow.
-pub async fn webhook_tool(name: &str) -> (Value, String) {
-    slow_webhook_tool(name, std::time::Duration::ZERO).await
+/// A webhook tool served on a port of its own, answering `result of {arguments}`.
+pub struct ToolHook {
+    /// The tool, as an agent lists it.
+    pub tool: Value,
+    /// The host to allow.
+    pub host: String,
+    /// The calls it received, as posted.
+    pub calls: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
 }
 
-/// [`webhook_tool`], answering after `delay`.
-pub async fn slow_webhook_tool(name: &str, delay: std::time::Duration) -> (Value, String) {
-    let hook = axum::Router::new().route(
-        "/tool",
-        axum::routing::post(move |axum::Json(call): axum::Json<Value>| async move {
-            tokio::time::sleep(delay).await;
-            format!("result of {}", call["arguments"].as_str().unwrap_or_default())
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let host = listener.local_addr().unwrap().to_string();
-    tokio::spawn(async move { axum::serve(listener, hook).await });
-    let webhook = serde_json::json!({"url": format!("http://{host}/tool"), "timeout_ms": 2000});
-    (serde_json::json!({"type": "function", "name": name, "webhook": webhook}), host)
+impl ToolHook {
+    pub async fn start(name: &str) -> Self {
+        Self::answering_after(name, std::time::Duration::ZERO).await
+    }
+
+    /// A hook that answers each call after `delay`.
+    pub async fn answering_after(name: &str, delay: std::time::Duration) -> Self {
+        let calls: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = std::sync::Arc::default();
+        let seen = std::sync::Arc::clone(&calls);
+        let hook = axum::Router::new().route(
+            "/tool",
+            axum::routing::post(move |axum::Json(call): axum::Json<Value>| async move {
+                seen.lock().unwrap().push(call.clone());
+                tokio::time::sleep(delay).await;
+                format!("result of {}", call["arguments"].as_str().unwrap_or_default())
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let host = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move { axum::serve(listener, hook).await });
+        let webhook = serde_json::json!({"url": format!("http://{host}/tool"), "timeout_ms": 2000});
+        let tool = serde_json::json!({"type": "function", "name": name, "webhook": webhook});
+        Self { tool, host, calls }
+    }
+
+    /// The tool, its calls approved by a person first.
+    pub fn approved(&self) -> Value {
+        let mut tool = self.tool.clone();
+        tool["require_approval"] = "always".into();
+        tool
+    }
+
+    /// The call ids it was called with.
+    pub fn called(&self) -> Vec<String> {
+        let calls = self.calls.lock().unwrap();
+        calls.iter().map(|c| c["call_id"].as_str().unwrap_or_default().to_owned()).collect()
+    }
 }
 
 /// Waits until the fake LLM has been called `calls` times, then long enough for what it

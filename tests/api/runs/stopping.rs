@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use super::retries::keyed;
-use super::{parse_sse, until_called, webhook_tool, RunsApp};
+use super::{parse_sse, until_called, RunsApp, ToolHook};
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 use agent_sessions::model::{SessionId, StopAction};
@@ -22,15 +22,15 @@ fn run_path(session: &str, run: &Value) -> String {
 }
 
 async fn an_interrupt_keeps_finished_calls_and_the_partial_message(db: TestDb) {
-    let (tool, host) = webhook_tool("lookup").await;
+    let hook = ToolHook::start("lookup").await;
     let t = RunsApp::configured(db, |c| {
         c.llm_idle_timeout_secs = 30;
-        c.tool_webhook_allowed_hosts = vec![host];
+        c.tool_webhook_allowed_hosts = vec![hook.host.clone()];
     })
     .await;
     t.llm.push(Reply::tool_call("c1", "lookup", r#"{"q":1}"#));
     t.llm.push(Reply::HangMidStream);
-    let body = json!({"input": "go", "background": true, "agent": {"tools": [tool]}});
+    let body = json!({"input": "go", "background": true, "agent": {"tools": [hook.tool]}});
     let run = t.app.post("/v1/sessions/i/runs", body).await.expect(StatusCode::ACCEPTED);
     until_called(&t.llm, 2).await;
     let path = run_path("i", &run);

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use agent_sessions::model::{RunEvent, RunEventKind, SessionId, ToolOutput};
+use agent_sessions::model::{RunAnswer, RunEvent, RunEventKind, SessionId, ToolOutput};
 use agent_sessions::runs::Runs;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -81,8 +81,8 @@ async fn a_translator_outside_the_engine_reads_replay_and_live_alike(db: TestDb)
     let session = SessionId::parse("session", "tr".to_owned()).unwrap();
     let output = ToolOutput { call_id: "call_1".into(), output: "x is here".into() };
     let run_id = id.parse().unwrap();
-    let after =
-        (t.app.runs).submit_tool_outputs("default", &session, run_id, &[output]).await.unwrap();
+    let answer = RunAnswer::ToolOutputs(vec![output]);
+    let after = (t.app.runs).answer("default", &session, run_id, &answer).await.unwrap();
     assert_eq!(after, 4);
     // Followed live while the model streams: the first text line arrives before the run
     // has finished.

@@ -20,6 +20,7 @@ from ._transport import DEFAULT_RETRY, DEFAULT_TIMEOUT, Call, QueryParams, Retry
 from .errors import APIConnectionError, NotFound
 from .types import (
     Agent,
+    Approval,
     Compaction,
     Item,
     JSONObject,
@@ -442,6 +443,20 @@ class Runs(_Resource):
             "POST",
             _p("v1", "sessions", session_id, "runs", run_id, "tool_outputs"),
             json={"outputs": list(outputs)},
+            timeout=WAIT_TIMEOUT,
+            long=True,
+        )
+        return cast(Run, await self._json(call))
+
+    async def submit_approvals(
+        self, session_id: str, run_id: str, approvals: Sequence[Approval]
+    ) -> Run:
+        """Approve or reject every call of a run waiting with ``required_action.type``
+        ``approve_tool_calls``, and wait for it to go on."""
+        call = Call(
+            "POST",
+            _p("v1", "sessions", session_id, "runs", run_id, "approvals"),
+            json={"approvals": list(approvals)},
             timeout=WAIT_TIMEOUT,
             long=True,
         )

@@ -111,6 +111,18 @@ class ToolOutput(TypedDict):
     output: str
 
 
+class _ApprovalFields(TypedDict):
+    call_id: str
+    approve: bool
+
+
+class Approval(_ApprovalFields, total=False):
+    """A person's decision on a call of a server-side tool; ``reason`` tells the model
+    why a call was rejected."""
+
+    reason: str
+
+
 @dataclass
 class Page(Generic[T]):
     """One page of a listing, with the cursors to read the next one."""

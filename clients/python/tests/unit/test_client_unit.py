@@ -19,6 +19,7 @@ from agent_sessions_client import (
     RunStatusEvent,
 )
 from agent_sessions_client._sse import SSEDecoder
+from agent_sessions_client.types import Approval
 from sessions_testkit.mocks import Chunks, body_of, page, problem, sse
 
 RUN = {"id": "r1", "session_id": "s1", "status": "queued"}
@@ -234,6 +235,19 @@ async def test_tool_outputs(api: respx.MockRouter, client: AgentSessionsClient) 
     assert events == [4, 5, 6]
     assert body_of(route.calls[0].request) == {"outputs": outputs}
     assert body_of(route.calls[1].request) == {"outputs": outputs, "stream": True}
+
+
+async def test_approvals(api: respx.MockRouter, client: AgentSessionsClient) -> None:
+    route = api.post("/v1/sessions/s1/runs/r1/approvals").mock(
+        return_value=httpx.Response(200, json={**RUN, "status": "completed"})
+    )
+    decisions: List[Approval] = [
+        {"call_id": "c1", "approve": True},
+        {"call_id": "c2", "approve": False, "reason": "not now"},
+    ]
+    run = await client.runs.submit_approvals("s1", "r1", decisions)
+    assert run["status"] == "completed"
+    assert body_of(route.calls[0].request) == {"approvals": decisions}
 
 
 async def test_cancel_and_agents(api: respx.MockRouter, client: AgentSessionsClient) -> None:

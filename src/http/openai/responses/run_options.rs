@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::super::errors::{OpenAiError, Result};
-use crate::model::{ContextConfig, ContextStrategy, Tool, ToolKind};
+use crate::model::{ContextConfig, ContextStrategy, RequireApproval, Tool, ToolKind};
 
 /// The caller's `function` tools, as tools the engine offers and the caller answers.
 pub fn tools(given: &[Value]) -> Result<Vec<Tool>> {
@@ -45,7 +45,15 @@ pub fn tools(given: &[Value]) -> Result<Vec<Tool>> {
                     ))
                 }
             };
-            Ok(Tool { kind: ToolKind::Function, name, description, parameters, webhook: None })
+            let (webhook, require_approval) = (None, RequireApproval::Never);
+            Ok(Tool {
+                kind: ToolKind::Function,
+                name,
+                description,
+                parameters,
+                webhook,
+                require_approval,
+            })
         })
         .collect()
 }
