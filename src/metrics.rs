@@ -11,6 +11,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use std::sync::atomic::Ordering;
+
+use crate::runs::DeliveryStats;
 use crate::store::{AppendStats, PoolStats};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -32,6 +35,11 @@ struct PoolLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct KeyLabels {
     /// Empty for values stored in plain.
     key_id: String,
@@ -47,6 +55,9 @@ pub struct Metrics {
     sweep_duration: Histogram,
     stored_values: Family<KeyLabels, Gauge>,
     appends: AppendCounters,
+    /// Completion webhook attempts by outcome, copied from the engine's counts.
+    deliveries: Family<OutcomeLabels, Counter>,
+    copying_deliveries: std::sync::Mutex<()>,
 }
 
 /// The store's append counts, copied into counters at each export.
@@ -132,9 +143,17 @@ impl Default for Metrics {
         );
         let appends = AppendCounters::default();
         appends.register(&mut registry);
+        let deliveries = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "webhook_deliveries",
+            "Completion webhook attempts by outcome: delivered, retried (to be tried again) or failed (given up after an hour)",
+            deliveries.clone(),
+        );
         Self {
             registry,
             appends,
+            deliveries,
+            copying_deliveries: std::sync::Mutex::default(),
             requests,
             latency,
             pool_connections,
@@ -180,7 +199,12 @@ impl Metrics {
 
     /// The registry in the OpenMetrics text format, with the gauges and counters that are
     /// read from the store at export (its pool, its appends) brought up to date first.
-    pub fn encode(&self, pool: PoolStats, appends: AppendStats) -> Result<String, std::fmt::Error> {
+    pub fn encode(
+        &self,
+        pool: PoolStats,
+        appends: AppendStats,
+        deliveries: &DeliveryStats,
+    ) -> Result<String, std::fmt::Error> {
         self.pool_connections
             .get_or_create(&PoolLabels { state: "in_use" })
             .set(i64::from(pool.in_use));
@@ -188,6 +212,18 @@ impl Metrics {
             .get_or_create(&PoolLabels { state: "idle" })
             .set(i64::from(pool.idle));
         self.appends.copy(appends);
+        {
+            // Two exports at once must not both add the same increase.
+            let _copying = self.copying_deliveries.lock().unwrap_or_else(|e| e.into_inner());
+            for (outcome, total) in [
+                ("delivered", &deliveries.delivered),
+                ("retried", &deliveries.retried),
+                ("failed", &deliveries.failed),
+            ] {
+                let counter = self.deliveries.get_or_create(&OutcomeLabels { outcome });
+                counter.inc_by(total.load(Ordering::Relaxed).saturating_sub(counter.get()));
+            }
+        }
         let mut body = String::new();
         prometheus_client::encoding::text::encode(&mut body, &self.registry)?;
         Ok(body)

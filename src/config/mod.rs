@@ -152,6 +152,11 @@ pub struct Config {
     #[arg(long, env = "TOOL_WEBHOOK_ALLOWED_HOSTS", global = true, value_delimiter = ',')]
     pub tool_webhook_allowed_hosts: Vec<String>,
 
+    /// Signs completion webhooks as Standard Webhooks do (a `whsec_` base64 secret, or
+    /// any other string as its bytes); unset refuses runs and agents with a `webhook`.
+    #[arg(long, env = "WEBHOOK_SIGNING_SECRET", global = true, hide_env_values = true)]
+    pub webhook_signing_secret: Option<Secret>,
+
     /// Turns authentication on: every `/v1` request then needs an API key, and this key
     /// (at least 32 characters) manages them.
     #[arg(long, env = "ADMIN_API_KEY", global = true, hide_env_values = true)]

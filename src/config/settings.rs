@@ -25,7 +25,12 @@ impl Config {
             workers: self.run_workers,
             lease: Duration::from_secs(self.run_lease_secs),
             max_attempts: self.run_max_attempts,
-            webhooks: crate::model::WebhookPolicy::new(&self.tool_webhook_allowed_hosts),
+            webhooks: crate::model::WebhookPolicy::new(&self.tool_webhook_allowed_hosts)
+                .signing_completions(
+                    self.webhook_signing_secret.as_ref().is_some_and(|s| !s.expose().is_empty()),
+                ),
+            webhook_signing_secret: (self.webhook_signing_secret.clone())
+                .filter(|secret| !secret.expose().is_empty()),
             default_model: self.llm_model.clone().filter(|m| !m.is_empty()),
             tenant_max_active_runs: self.tenant_max_active_runs,
             ..crate::runs::RunSettings::default()

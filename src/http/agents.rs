@@ -16,8 +16,8 @@ use super::extract::{present, AppJson, Tenant, TenantAgent};
 use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{
-    whole_optional, whole_patch, Agent, AgentConfig, AgentPatch, ContextConfig, Metadata,
-    MetadataPatch, Order, Page, Tool,
+    whole_optional, whole_patch, Agent, AgentConfig, AgentPatch, CompletionWebhook, ContextConfig,
+    Metadata, MetadataPatch, Order, Page, Tool,
 };
 
 pub fn router() -> Router<AppState> {
@@ -53,6 +53,8 @@ pub struct CreateAgentRequest {
     #[schema(minimum = 2, maximum = 100)]
     max_repeated_tool_calls: Option<u32>,
     context: Option<ContextConfig>,
+    /// Where each run's finish or pause is posted.
+    webhook: Option<CompletionWebhook>,
     #[schema(value_type = Option<Metadata>)]
     metadata: Option<BTreeMap<String, String>>,
 }
@@ -69,6 +71,7 @@ impl CreateAgentRequest {
             max_turns: self.max_turns,
             max_repeated_tool_calls: self.max_repeated_tool_calls,
             context: self.context,
+            webhook: self.webhook,
         };
         (config, self.metadata)
     }
@@ -105,6 +108,9 @@ pub struct UpdateAgentRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<ContextConfig>)]
     context: Option<Option<ContextConfig>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<CompletionWebhook>)]
+    webhook: Option<Option<CompletionWebhook>>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = MetadataPatch)]
     metadata: Option<Option<BTreeMap<String, Option<String>>>>,
@@ -182,6 +188,7 @@ async fn update_agent(
         max_turns: request.max_turns,
         max_repeated_tool_calls: request.max_repeated_tool_calls,
         context: request.context,
+        webhook: request.webhook,
         metadata: request.metadata.map(MetadataPatch::from_request).transpose()?,
     };
     patch.as_config().validate("", &state.runs.settings().webhooks)?;

@@ -11,6 +11,7 @@ use super::agent_config::{
 use super::field::InvalidField;
 use super::metadata::{Metadata, MetadataPatch};
 use super::tool::Tool;
+use super::webhook::CompletionWebhook;
 
 /// A stored agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -41,6 +42,9 @@ pub struct Agent {
     pub max_repeated_tool_calls: u32,
     #[schema(required = true)]
     pub context: Option<ContextConfig>,
+    /// Where each run's finish or pause is posted; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<CompletionWebhook>,
     pub metadata: Metadata,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -62,6 +66,7 @@ impl Agent {
                 .max_repeated_tool_calls
                 .unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS),
             context: config.context,
+            webhook: config.webhook,
             metadata,
             created_at: now,
             updated_at: now,
@@ -80,6 +85,7 @@ impl Agent {
             max_turns: Some(self.max_turns),
             max_repeated_tool_calls: Some(self.max_repeated_tool_calls),
             context: self.context.clone(),
+            webhook: self.webhook.clone(),
         }
     }
 }
@@ -96,6 +102,7 @@ pub struct AgentPatch {
     pub max_turns: Option<Option<u32>>,
     pub max_repeated_tool_calls: Option<Option<u32>>,
     pub context: Option<Option<ContextConfig>>,
+    pub webhook: Option<Option<CompletionWebhook>>,
     pub metadata: Option<MetadataPatch>,
 }
 
@@ -121,6 +128,7 @@ impl AgentPatch {
         set(&mut agent.temperature, self.temperature);
         set(&mut agent.max_output_tokens, self.max_output_tokens);
         set(&mut agent.context, self.context);
+        set(&mut agent.webhook, self.webhook);
         if let Some(tools) = self.tools {
             let mut tools = tools.unwrap_or_default();
             for (i, tool) in tools.iter_mut().enumerate() {
@@ -153,6 +161,7 @@ impl AgentPatch {
             max_turns: self.max_turns.flatten(),
             max_repeated_tool_calls: self.max_repeated_tool_calls.flatten(),
             context: self.context.clone().flatten(),
+            webhook: self.webhook.clone().flatten(),
         }
     }
 }

@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use super::compaction::{DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS};
 use super::field::InvalidField;
 use super::tool::{Tool, WebhookPolicy};
+use super::webhook::CompletionWebhook;
 use super::whole_number;
 
 /// `max_turns` when no layer sets it.
@@ -53,6 +54,8 @@ pub struct AgentConfig {
     #[schema(minimum = 2, maximum = 100)]
     pub max_repeated_tool_calls: Option<u32>,
     pub context: Option<ContextConfig>,
+    /// Where the service posts each run when it finishes or waits for the client.
+    pub webhook: Option<CompletionWebhook>,
 }
 
 impl AgentConfig {
@@ -68,6 +71,7 @@ impl AgentConfig {
             max_turns: self.max_turns.or(base.max_turns),
             max_repeated_tool_calls: self.max_repeated_tool_calls.or(base.max_repeated_tool_calls),
             context: self.context.or(base.context),
+            webhook: self.webhook.or(base.webhook),
         }
     }
 
@@ -108,6 +112,9 @@ impl AgentConfig {
         if let Some(context) = &self.context {
             within(&field("context.max_input_tokens"), context.max_input_tokens, max_tokens)?;
             context.validate(&field("context."))?;
+        }
+        if let Some(webhook) = &self.webhook {
+            webhook.validate(&field("webhook"), webhooks)?;
         }
         if let Some(tools) = &self.tools {
             if tools.len() > MAX_TOOLS {

@@ -18,6 +18,7 @@ pub mod run_items;
 mod run_record;
 mod session;
 mod tool;
+mod webhook;
 mod whole_number;
 
 pub use agent::{Agent, AgentPatch};
@@ -48,4 +49,5 @@ pub use session::{
     AgentId, ForkedFrom, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT,
 };
 pub use tool::{RequireApproval, Tool, ToolKind, Webhook, WebhookPolicy};
+pub use webhook::{CompletionWebhook, DeliveryStatus, WebhookDelivery};
 pub(crate) use whole_number::{optional as whole_optional, patch as whole_patch};

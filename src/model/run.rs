@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::metadata::Metadata;
 use super::session::Usage;
+use super::webhook::WebhookDelivery;
 
 /// `queued → running → (requires_action ⇄ running) → completed | failed | cancelled |
 /// interrupted`.
@@ -103,6 +104,9 @@ pub struct Run {
     #[schema(required = true)]
     pub incomplete_details: Option<IncompleteDetails>,
     pub metadata: Metadata,
+    /// How the latest post to the run's completion `webhook` stands; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<WebhookDelivery>,
 }
 
 /// Why the model stopped before it finished its answer, as the Responses API says it.

@@ -14,6 +14,7 @@ use super::run::{Run, RunError, RunStatus};
 use super::run_event::{RunEvent, RunEventKind};
 use super::run_items;
 use super::tool::Tool;
+use super::webhook::CompletionWebhook;
 
 /// The configuration a run executes with, resolved from its layers when it was created,
 /// so later changes to an agent never alter a queued run.
@@ -38,6 +39,9 @@ pub struct RunConfig {
     /// client to answer in a later run, instead of pausing it as `requires_action`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub client_calls_complete: bool,
+    /// Where each finish or pause of the run is posted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<CompletionWebhook>,
 }
 
 /// How the model samples beyond the temperature, in the Chat Completions form the LLM is

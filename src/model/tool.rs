@@ -194,6 +194,8 @@ impl Webhook {
 pub struct WebhookPolicy {
     /// `host` (any port) or `host:port`, lowercase.
     allowed: Vec<String>,
+    /// `WEBHOOK_SIGNING_SECRET` is set: completion webhooks are signed, so allowed.
+    signs_completions: bool,
 }
 
 impl WebhookPolicy {
@@ -204,7 +206,17 @@ impl WebhookPolicy {
                 .map(|h| h.trim().to_ascii_lowercase())
                 .filter(|h| !h.is_empty())
                 .collect(),
+            signs_completions: false,
         }
+    }
+
+    /// The policy when completion webhooks are signed (`WEBHOOK_SIGNING_SECRET`).
+    pub fn signing_completions(self, signs: bool) -> Self {
+        Self { signs_completions: signs, ..self }
+    }
+
+    pub fn signs_completions(&self) -> bool {
+        self.signs_completions
     }
 
     pub fn allows(&self, host: &str, port: Option<u16>) -> bool {

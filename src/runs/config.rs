@@ -4,7 +4,7 @@
 use super::error::{Result, RunsError};
 use super::RunSettings;
 use crate::model::{
-    AgentConfig, AgentId, ContextConfig, RunConfig, Sampling, SessionId,
+    AgentConfig, AgentId, CompletionWebhook, ContextConfig, RunConfig, Sampling, SessionId,
     DEFAULT_MAX_REPEATED_TOOL_CALLS, DEFAULT_MAX_TURNS,
 };
 use crate::store::{SessionStore, StoreError};
@@ -23,6 +23,8 @@ pub struct ConfigRequest {
     /// adapter need not read it first. A session deleted between this read and the run's
     /// insert is made again by the insert, as it was with a read of its own.
     pub existing_session: bool,
+    /// The run's own completion webhook, over any its agent has.
+    pub webhook: Option<CompletionWebhook>,
 }
 
 /// The configuration a run on `session_id` executes with.
@@ -48,6 +50,9 @@ pub(super) async fn resolve(
         AgentId::parse("agent_id", id.clone())?;
         config = agent(store, tenant, id, false).await?.over(config);
     }
+    if let Some(webhook) = &request.webhook {
+        webhook.validate("webhook", &settings.webhooks)?;
+    }
     if let Some(inline) = request.inline {
         inline.validate("agent.", &settings.webhooks)?;
         config = inline.over(config);
@@ -72,6 +77,7 @@ pub(super) async fn resolve(
         compaction: config.context.as_ref().and_then(ContextConfig::compaction),
         sampling: request.sampling,
         client_calls_complete: request.client_calls_complete,
+        webhook: request.webhook.or(config.webhook),
     })
 }
 

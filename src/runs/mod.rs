@@ -4,10 +4,12 @@
 mod compact;
 mod config;
 mod context;
+mod deliveries;
 mod error;
 mod execution;
 mod follow;
 mod hub;
+mod signature;
 mod start;
 mod tools;
 mod turn;
@@ -26,6 +28,7 @@ use uuid::Uuid;
 pub use compact::{CompactRequest, CONVERSATION_HEADING, SUMMARY_PROMPT};
 pub use config::ConfigRequest;
 pub use context::SUMMARY_HEADING;
+pub use deliveries::DeliveryStats;
 pub use error::RunsError;
 pub use start::{StartRun, Started};
 
@@ -56,6 +59,8 @@ pub struct RunSettings {
     pub default_model: Option<String>,
     /// Runs of one tenant executing at once, across replicas (`TENANT_MAX_ACTIVE_RUNS`).
     pub tenant_max_active_runs: Option<std::num::NonZeroU32>,
+    /// Signs completion webhooks (`WEBHOOK_SIGNING_SECRET`); none refuses them.
+    pub webhook_signing_secret: Option<crate::secret::Secret>,
 }
 
 impl Default for RunSettings {
@@ -69,6 +74,7 @@ impl Default for RunSettings {
             webhooks: WebhookPolicy::default(),
             default_model: None,
             tenant_max_active_runs: None,
+            webhook_signing_secret: None,
         }
     }
 }
@@ -86,6 +92,7 @@ pub(crate) struct Engine {
     /// The runs started at creation, which shutdown waits for like a worker's run.
     started: TaskTracker,
     webhook_client: reqwest::Client,
+    deliveries: DeliveryStats,
 }
 
 /// The handle the API and the application hold. Cheap to clone.
@@ -116,6 +123,7 @@ impl Runs {
                 slots: Arc::new(Semaphore::new(settings.workers)),
                 started: TaskTracker::new(),
                 webhook_client,
+                deliveries: DeliveryStats::default(),
             }),
         }
     }
@@ -133,6 +141,11 @@ impl Runs {
         self.engine.work.notify_one();
     }
 
+    /// Completion webhook deliveries by outcome since the process started.
+    pub fn delivery_stats(&self) -> &DeliveryStats {
+        &self.engine.deliveries
+    }
+
     /// Waits for the runs started at creation; call after the requests have ended.
     pub async fn drain_started(&self) {
         self.engine.started.close();
@@ -146,6 +159,7 @@ impl Runs {
         for _ in 0..self.engine.settings.workers {
             tasks.spawn(worker::work(self.engine.clone(), shutdown.clone()));
         }
+        tasks.spawn(deliveries::deliver(self.engine.clone(), shutdown.clone()));
         tasks.spawn(worker::recover(self.engine.clone(), shutdown));
         tasks
     }

@@ -20,7 +20,7 @@ pub(super) struct PayloadColumn {
     pub tenant: &'static str,
 }
 
-pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 6] = [
+pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 8] = [
     PayloadColumn {
         column: Column::ItemBody,
         table: "items",
@@ -66,6 +66,22 @@ pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 6] = [
         table: "agents",
         value: "body",
         from: "agents p",
+        alias: "p",
+        tenant: "p.tenant_id",
+    },
+    PayloadColumn {
+        column: Column::SteeringBody,
+        table: "run_steering",
+        value: "body",
+        from: "run_steering p join runs r on r.pk = p.run_pk",
+        alias: "p",
+        tenant: "r.tenant_id",
+    },
+    PayloadColumn {
+        column: Column::WebhookPayload,
+        table: "webhook_deliveries",
+        value: "payload",
+        from: "webhook_deliveries p",
         alias: "p",
         tenant: "p.tenant_id",
     },

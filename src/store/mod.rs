@@ -6,6 +6,7 @@ mod api_keys;
 mod at_rest;
 mod combiner;
 mod compactions;
+mod deliveries;
 mod encryption;
 mod error;
 mod held;
@@ -31,6 +32,7 @@ pub use api_keys::ApiKeyStore;
 pub use at_rest::{AtRestStore, Progress};
 pub use combiner::AppendStats;
 pub use compactions::{CompactionStore, Context, Forked};
+pub use deliveries::{Attempt, Delivery, DeliveryStore};
 pub use encryption::{Keyring, KeyringError};
 pub use error::StoreError;
 pub use payload::{Column, PayloadCodec};
@@ -50,7 +52,15 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// acts within one tenant and never sees rows of another.
 #[async_trait]
 pub trait SessionStore:
-    AgentStore + ApiKeyStore + AtRestStore + RunStore + CompactionStore + Send + Sync + 'static
+    AgentStore
+    + ApiKeyStore
+    + AtRestStore
+    + RunStore
+    + CompactionStore
+    + DeliveryStore
+    + Send
+    + Sync
+    + 'static
 {
     /// Fails with [`StoreError::SessionExists`] when the id is taken.
     async fn create_session(&self, tenant: &str, session: NewSession) -> Result<Session>;

@@ -20,6 +20,8 @@ pub enum Column {
     RunEventData,
     CompactionSummary,
     AgentBody,
+    SteeringBody,
+    WebhookPayload,
 }
 
 impl Column {
@@ -32,6 +34,8 @@ impl Column {
             Self::RunEventData => "run_events.data",
             Self::CompactionSummary => "compactions.summary",
             Self::AgentBody => "agents.body",
+            Self::SteeringBody => "run_steering.body",
+            Self::WebhookPayload => "webhook_deliveries.payload",
         }
     }
 }

@@ -11,10 +11,16 @@ use super::payload::{Column, PayloadCodec};
 use super::timestamp::Timestamp;
 use super::{Claim, StartNow, StoreError};
 use crate::model::{
-    IfBusy, NewRun, Run, RunAnswer, RunError, RunEvent, RunRecord, RunStatus, SessionId, Usage,
+    DeliveryStatus, IfBusy, NewRun, Run, RunAnswer, RunError, RunEvent, RunRecord, RunStatus,
+    SessionId, Usage, WebhookDelivery,
 };
 
 pub(super) const RUN_COLUMNS: &str = "r.status, r.started_at, r.finished_at, r.body";
+
+/// [`RUN_COLUMNS`] and the run's latest webhook delivery, as clients read a run.
+pub(super) const RUN_VIEW_COLUMNS: &str = "r.status, r.started_at, r.finished_at, r.body, \
+     (select d.status || ' ' || d.attempts || ' ' || coalesce(d.last_status_code, 0) \
+      from webhook_deliveries d where d.run_pk = r.pk order by d.pk desc limit 1) as webhook";
 
 /// The bookkeeping columns of [`LockedRunRow`].
 pub(super) const LOCKED_COLUMNS: &str =
@@ -31,12 +37,26 @@ pub(super) const UNFINISHED: &str = "('queued', 'running', 'requires_action')";
 /// The final statuses, as an SQL list.
 pub(super) const FINISHED: &str = "('completed', 'failed', 'cancelled', 'interrupted')";
 
+/// A run's `webhook` from the summary [`RUN_VIEW_COLUMNS`] reads.
+fn delivery_view(summary: &str) -> Result<WebhookDelivery, StoreError> {
+    let corrupt = || StoreError::Corrupt(format!("webhook delivery `{summary}`"));
+    let mut parts = summary.split(' ');
+    let status = parts.next().and_then(DeliveryStatus::parse).ok_or_else(corrupt)?;
+    let attempts = parts.next().and_then(|n| n.parse().ok()).ok_or_else(corrupt)?;
+    let code: u16 = parts.next().and_then(|n| n.parse().ok()).ok_or_else(corrupt)?;
+    Ok(WebhookDelivery { status, attempts, last_status_code: (code != 0).then_some(code) })
+}
+
 #[derive(sqlx::FromRow)]
 pub(super) struct RunRow {
     status: String,
     started_at: Option<Timestamp>,
     finished_at: Option<Timestamp>,
     body: String,
+    /// `status attempts last_status_code` (0 for none) of the latest webhook delivery,
+    /// where the query reads it ([`RUN_VIEW_COLUMNS`]).
+    #[sqlx(default)]
+    webhook: Option<String>,
 }
 
 impl RunRow {
@@ -54,6 +74,9 @@ impl RunRow {
             .ok_or_else(|| StoreError::Corrupt(format!("run status `{}`", self.status)))?;
         record.run.started_at = self.started_at.map(Timestamp::into_inner);
         record.run.finished_at = self.finished_at.map(Timestamp::into_inner);
+        if let Some(webhook) = self.webhook {
+            record.run.webhook = Some(delivery_view(&webhook)?);
+        }
         Ok(record)
     }
 }
@@ -181,6 +204,7 @@ pub(super) fn new_run(
             error: None,
             incomplete_details: None,
             metadata: run.metadata,
+            webhook: None,
         },
         config: run.config,
         turns: 0,
@@ -252,4 +276,35 @@ pub(super) fn turn_items(record: &RunRecord) -> Vec<&RawValue> {
         return Vec::new();
     }
     record.run.input.iter().chain(&record.run.output).map(|item| &**item).collect()
+}
+
+/// What a completion webhook delivery holds: where to post, and the body to sign and post.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct DeliveryPayload {
+    pub url: String,
+    pub body: String,
+}
+
+/// The delivery that writing `record` queues, sealed, with its id: when the run has a
+/// completion webhook and the write finishes or pauses it.
+pub(super) fn webhook_delivery(
+    codec: &PayloadCodec,
+    tenant: &str,
+    record: &RunRecord,
+    now: DateTime<Utc>,
+) -> Result<Option<(Uuid, String)>, StoreError> {
+    let status = record.run.status;
+    let Some(webhook) = &record.config.webhook else { return Ok(None) };
+    if !(status.is_final() || status == RunStatus::RequiresAction) {
+        return Ok(None);
+    }
+    let event = RunEvent::for_status(0, &record.run);
+    let body = serde_json::json!({
+        "type": event.name(),
+        "timestamp": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "data": record.run,
+    });
+    let payload = DeliveryPayload { url: webhook.url.clone(), body: body.to_string() };
+    let sealed = codec.seal(tenant, Column::WebhookPayload, super::rows::to_json(&payload)?)?;
+    Ok(Some((Uuid::now_v7(), sealed.into_owned())))
 }

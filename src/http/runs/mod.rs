@@ -21,7 +21,7 @@ use super::answer::Replayed;
 use super::error::{Conflict, JsonBody, KeyReused, Lookup, Result};
 use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
-use crate::model::{AgentConfig, IdempotencyKey, IfBusy, Metadata, Run};
+use crate::model::{AgentConfig, CompletionWebhook, IdempotencyKey, IfBusy, Metadata, Run};
 use crate::runs::{ConfigRequest, StartRun};
 pub(super) use answers::{__path_submit_approvals, __path_submit_tool_outputs};
 pub(super) use control::{__path_cancel_run, __path_get_run, __path_list_runs};
@@ -71,6 +71,9 @@ pub struct CreateRunRequest {
     /// Answer 202 at once; the run executes in the background.
     background: Option<bool>,
     if_busy: Option<IfBusy>,
+    /// Where the run is posted when it finishes or waits for the client; over the
+    /// agent's `webhook`.
+    webhook: Option<CompletionWebhook>,
     #[schema(value_type = Option<Metadata>)]
     metadata: Option<BTreeMap<String, String>>,
 }
@@ -107,6 +110,7 @@ async fn create_run(
         config: ConfigRequest {
             agent_id: request.agent_id,
             inline: request.agent,
+            webhook: request.webhook,
             ..ConfigRequest::default()
         },
         metadata: request.metadata,

@@ -108,7 +108,11 @@ pub(super) async fn write_run(
               i as (
                   insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
                   select t.id, $17, s.pk, s.last_seq - $12 + t.n, $10, $18, t.body
-                  from s, unnest($19::uuid[], $20::text[]) with ordinality as t (id, body, n))
+                  from s, unnest($19::uuid[], $20::text[]) with ordinality as t (id, body, n)),
+              w as (
+                  insert into webhook_deliveries
+                      (id, tenant_id, run_pk, payload, status, attempts, next_attempt_at, created_at)
+                  select $21, $17, $1, $22, 'pending', 0, $10, $10 from r where $22::text is not null)
               select 1 from r",
             touch = touch("$10")
         )
@@ -122,6 +126,8 @@ pub(super) async fn write_run(
         .iter()
         .map(|i| codec.seal(tenant, Column::ItemBody, i.get()))
         .collect::<Result<Vec<_>>>()?;
+    let delivery = run_rows::webhook_delivery(codec, tenant, record, now.0)?;
+    let (delivery_id, delivery) = delivery.unzip();
     let written: Option<i32> = sqlx::query_scalar(&WRITE)
         .bind(run_pk)
         .bind(record.run.status.as_str())
@@ -143,6 +149,8 @@ pub(super) async fn write_run(
         .bind(record.run.id)
         .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
         .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
+        .bind(delivery_id)
+        .bind(delivery)
         .fetch_optional(conn)
         .await?;
     Ok(written.is_some())

@@ -29,6 +29,7 @@ mod append_writer;
 pub(super) mod appends;
 mod at_rest;
 mod compactions;
+mod deliveries;
 mod forks;
 mod idempotency_keys;
 mod items;

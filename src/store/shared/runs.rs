@@ -14,7 +14,9 @@ use crate::model::{
 };
 use crate::store::pages::{beyond, direction, explain_empty_page, uuid_cursor};
 use crate::store::rows::live;
-use crate::store::run_rows::{self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS};
+use crate::store::run_rows::{
+    self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS, RUN_VIEW_COLUMNS,
+};
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError};
 
@@ -76,7 +78,8 @@ pub(super) async fn get(
     run_id: Uuid,
 ) -> Result<Run> {
     let mut conn = store.reader().acquire().await?;
-    let row: RunRow = select_run(&mut conn, tenant, session_id, run_id, RUN_COLUMNS, "").await?;
+    let row: RunRow =
+        select_run(&mut conn, tenant, session_id, run_id, RUN_VIEW_COLUMNS, "").await?;
     Ok(row.into_record(&store.codec, tenant)?.run)
 }
 
@@ -121,7 +124,7 @@ pub(super) async fn list(
     let cursor = uuid_cursor(page);
     let scan = page.scan_order();
     let rows: Vec<RunRow> = sqlx::query_as(&format!(
-        r"select {RUN_COLUMNS} from runs r
+        r"select {RUN_VIEW_COLUMNS} from runs r
           where r.tenant_id = $1
             and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live})
             and ($3 is null or r.pk {} (select c.pk from runs c where c.tenant_id = $1 and c.id = $3

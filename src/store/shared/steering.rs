@@ -35,7 +35,7 @@ pub(super) async fn join(
     .await?;
     let Some(active) = active else { return Ok(None) };
     let locked = find_run(conn, tenant, session.1, active).await?;
-    let body = codec.seal(tenant, Column::RunBody, to_json(&Steer::from(run.clone()))?)?;
+    let body = codec.seal(tenant, Column::SteeringBody, to_json(&Steer::from(run.clone()))?)?;
     sqlx::query(
         r"insert into run_steering (run_pk, n, body, taken, created_at)
           select $1, coalesce(max(n), 0) + 1, $2, $3, $4 from run_steering where run_pk = $1",
@@ -145,6 +145,6 @@ pub(super) async fn release(
 }
 
 fn open(codec: &PayloadCodec, tenant: &str, body: String) -> Result<Steer> {
-    let body = codec.open(tenant, Column::RunBody, body)?;
+    let body = codec.open(tenant, Column::SteeringBody, body)?;
     serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(format!("steered input: {e}")))
 }

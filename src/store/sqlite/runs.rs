@@ -119,6 +119,20 @@ pub(super) async fn write_run(
         return Ok(false);
     };
     insert_events(conn, codec, tenant, run_pk, events).await?;
+    if let Some((id, payload)) = run_rows::webhook_delivery(codec, tenant, record, now.0)? {
+        sqlx::query(
+            r"insert into webhook_deliveries
+                  (id, tenant_id, run_pk, payload, status, attempts, next_attempt_at, created_at)
+              values ($1, $2, $3, $4, 'pending', 0, $5, $5)",
+        )
+        .bind(id)
+        .bind(tenant)
+        .bind(run_pk)
+        .bind(payload)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    }
     if record.run.status.is_final() {
         settle_session(conn, codec, tenant, session_pk, record, now).await?;
     }

@@ -18,6 +18,7 @@ mod auth;
 mod restart;
 mod runs;
 mod startup;
+mod webhooks;
 
 struct Server {
     child: Child,
@@ -295,7 +296,8 @@ async fn migrate_applies_the_schema_and_exits() {
             "run_steering",
             "runs",
             "server_secrets",
-            "sessions"
+            "sessions",
+            "webhook_deliveries"
         ]
     );
 }

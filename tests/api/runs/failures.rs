@@ -223,6 +223,7 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
             compaction: None,
             sampling: Default::default(),
             client_calls_complete: false,
+            webhook: None,
         },
         metadata: Metadata::new(BTreeMap::new()).unwrap(),
         idempotency: None,

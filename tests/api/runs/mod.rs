@@ -11,6 +11,7 @@ mod retries;
 mod stopping;
 mod tools;
 mod translator;
+pub mod webhooks;
 
 use axum::http::StatusCode;
 use serde_json::Value;
