@@ -113,9 +113,16 @@ def docs_reply(body: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": f"echo: {said}"}
 
 
-def start_server(workdir: str, llm_url: str) -> tuple[subprocess.Popen[str], str]:
+# The host the docs' webhooks name; the fake LLM's own host, which answers `/tool`, is
+# put in its place.
+HOOKS_HOST = "hooks.internal:9000"
+
+
+def start_server(workdir: str, llm_url: str, hooks: str) -> tuple[subprocess.Popen[str], str]:
     env = dict(
         os.environ,
+        TOOL_WEBHOOK_ALLOWED_HOSTS=hooks,
+        WEBHOOK_SIGNING_SECRET="whsec_ZG9jcyBzaWduaW5nIHNlY3JldA==",
         LLM_BASE_URL=llm_url,
         LLM_MODEL="gpt-4o-mini",
         DATABASE_URL=f"sqlite://{workdir}/docs.db",
@@ -134,12 +141,13 @@ def start_server(workdir: str, llm_url: str) -> tuple[subprocess.Popen[str], str
     raise SystemExit("the server stopped before it listened")
 
 
-def run_block(addr: str, block: str) -> list[str]:
+def run_block(addr: str, hooks: str, block: str) -> list[str]:
     """Runs one block; returns what did not answer as the text says."""
     cmds = commands(block)
     script = ["curl() { command curl \"$@\" -w '%{stderr}@@status %{http_code}\\n'; }"]
     for index, (command, _) in enumerate(cmds):
         command = command.replace("localhost:8080", addr).replace("127.0.0.1:8080", addr)
+        command = command.replace(HOOKS_HOST, hooks)
         script.append(f"echo '@@command {index}' >&2")
         script.append(command)
     done = subprocess.run(
@@ -177,7 +185,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as workdir, fake_llm.FakeLLM() as llm:
         # A cancelled run hangs up on the fake mid-stream: not an error worth a traceback.
         llm._server.handle_error = lambda request, address: None  # type: ignore[method-assign]
-        server, addr = start_server(workdir, llm.base_url)
+        server, addr = start_server(workdir, llm.base_url, llm.host)
         try:
             for path, line, block in blocks():
                 reason = next((why for needle, why in NOT_RUN if needle in block), None)
@@ -185,7 +193,7 @@ def main() -> int:
                     print(f"not run  {path}:{line}: {reason}")
                     continue
                 ran += 1
-                problems = run_block(addr, block)
+                problems = run_block(addr, llm.host, block)
                 status = "FAILED" if problems else "ok"
                 print(f"{status:<8} {path}:{line} ({len(commands(block))} commands)")
                 for problem in problems:
