@@ -50,6 +50,8 @@ AGENT_OPERATIONS = {
     "PATCH /v1/agents/{agent_id}": "",
     "POST /v1/sessions/{session_id}/runs": "agent.",
 }
+# Where a webhook sits in an agent's configuration (`prefix` before it) or on a run.
+WEBHOOK_FIELD = r"({prefix}tools\[\d+\]\.webhook|{prefix}webhook|webhook)"
 CREATE_RESPONSE = "POST /v1/responses"
 # The OpenAI operations that take input items, which may be compactions.
 OPENAI_INPUT_OPERATIONS = {
@@ -247,12 +249,14 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             # 5. A webhook on a host the operator has not listed in
             #    TOOL_WEBHOOK_ALLOWED_HOSTS: the contract refuses it with 400 wherever an
             #    agent is given. Which hosts are allowed is configuration, not schema.
+            #    The same for a completion webhook, on an agent, inline or on the run.
+            webhook = WEBHOOK_FIELD.format(prefix=re.escape(prefix))
             if (
                 code == "invalid_request"
                 and re.fullmatch(
-                    re.escape(prefix)
-                    + r"tools\[\d+\]\.webhook\.url: webhook host `[^`]*` is not allowed; "
-                    r"the operator lists the hosts tools may call in TOOL_WEBHOOK_ALLOWED_HOSTS",
+                    webhook + r"\.url: webhook host `[^`]*` is not allowed; "
+                    r"the operator lists the hosts (tools|the service) may call in "
+                    r"TOOL_WEBHOOK_ALLOWED_HOSTS",
                     detail,
                 )
             ):
@@ -262,10 +266,18 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             #    IPv4 address, ...). The schema's pattern asks for `http(s)://` and a host;
             #    the rest of the WHATWG URL rules has no JSON Schema form.
             if code == "invalid_request" and re.fullmatch(
-                re.escape(prefix) + r"tools\[\d+\]\.webhook\.url: not a URL: [^\n]*",
-                detail,
+                webhook + r"\.url: not a URL: [^\n]*", detail
             ):
                 return _drop(f"ST202 {label} 400 webhook url not a URL")
+            # 6b. `require_approval` on a tool without a webhook: only calls the service
+            #    makes wait for a person; the client runs the others. That one field goes
+            #    with another's presence is not said by the schema.
+            if code == "invalid_request" and re.fullmatch(
+                re.escape(prefix) + r"tools\[\d+\]\.require_approval: applies only to a "
+                r"tool with a webhook: the client runs the others",
+                detail,
+            ):
+                return _drop(f"ST202 {label} 400 require_approval without a webhook")
             # 7. Two tools of one name: the model calls a tool by its name, so names are
             #    unique within an agent. JSON Schema's `uniqueItems` compares whole items
             #    and cannot say that one property of the items is unique.
