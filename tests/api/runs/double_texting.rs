@@ -17,6 +17,7 @@ on_both_backends!(
     steer_after_the_last_model_call_queues_a_run,
     steering_a_run_that_ended_without_taking_it_is_queued_by_recovery,
     unknown_if_busy_values_are_refused,
+    interrupts_racing_their_runs_end_never_fail_nor_split_a_turn,
 );
 
 fn texts(items: &[Value]) -> Vec<String> {
@@ -161,6 +162,58 @@ async fn steering_a_run_that_ended_without_taking_it_is_queued_by_recovery(db: T
     t.llm.push(Reply::text("done"));
     assert_eq!(t.app.runs.run_pending().await.unwrap(), 1);
     assert_eq!(texts(&t.items("q").await), ["steered", "done"]);
+}
+
+/// The active run may finish while the interrupting request stops it: either way the
+/// request gets its run, and every turn in the history is whole.
+async fn interrupts_racing_their_runs_end_never_fail_nor_split_a_turn(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.set_default(Reply::text("ok"));
+    for n in 0..8 {
+        let body = json!({"input": format!("first {n}"), "background": true});
+        t.app.post("/v1/sessions/race/runs", body).await.expect(StatusCode::ACCEPTED);
+        let body = json!({"input": format!("second {n}"), "if_busy": "interrupt"});
+        let next = t.app.post("/v1/sessions/race/runs", body).await.expect(StatusCode::OK);
+        assert_eq!(next["status"], "completed", "{next}");
+    }
+    let runs = t.app.get("/v1/sessions/race/runs?limit=100").await.expect(StatusCode::OK);
+    let statuses: Vec<&str> =
+        runs["data"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses.len(), 16);
+    assert!(statuses.iter().all(|s| ["completed", "interrupted"].contains(s)), "{statuses:?}");
+    let items = texts(&t.items("race").await);
+    for n in 0..8 {
+        let first = items.iter().position(|i| *i == format!("first {n}")).unwrap();
+        let second = items.iter().position(|i| *i == format!("second {n}")).unwrap();
+        assert!(first < second, "{items:?}");
+        assert_eq!(items[second + 1], "ok", "the second run's answer follows it: {items:?}");
+    }
+}
+
+/// An interrupt sent to a replica that executes nothing stops the run the other replica
+/// executes, keeping what its stored events show.
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn interrupt_lands_on_another_replica(pool: sqlx::PgPool) {
+    let executing =
+        RunsApp::configured(TestDb::postgres(pool.clone()), |c| c.llm_idle_timeout_secs = 30).await;
+    let mut config = test_config();
+    config.run_workers = 0;
+    config.llm_base_url = executing.llm.base_url();
+    let other = TestApp::new(TestDb::postgres_replica(&pool), &config);
+    executing.llm.push(Reply::HangMidStream);
+    let body = json!({"input": "first", "background": true});
+    let active = executing.app.post("/v1/sessions/y/runs", body).await.expect(StatusCode::ACCEPTED);
+    until_called(&executing.llm, 1).await;
+    executing.llm.push(Reply::text("second answer"));
+    // The other replica queues the new run; the executing one runs it.
+    let body = json!({"input": "second", "if_busy": "interrupt", "background": true});
+    let next = other.post("/v1/sessions/y/runs", body).await.expect(StatusCode::ACCEPTED);
+    let path = format!("/v1/sessions/y/runs/{}", active["id"].as_str().unwrap());
+    assert_eq!(other.get(&path).await.expect(StatusCode::OK)["status"], "interrupted");
+    let events = format!("/v1/sessions/y/runs/{}/events", next["id"].as_str().unwrap());
+    let (last, _, _) = super::parse_sse(&other.get(&events).await.text).pop().unwrap();
+    assert_eq!(last, "run.completed");
+    assert_eq!(texts(&executing.items("y").await), ["first", "Hel", "second", "second answer"]);
 }
 
 async fn unknown_if_busy_values_are_refused(db: TestDb) {
