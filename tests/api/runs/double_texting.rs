@@ -31,17 +31,25 @@ fn texts(items: &[Value]) -> Vec<String> {
         .collect()
 }
 
-async fn interrupt_keeps_the_active_turn_and_runs_the_new_input(db: TestDb) {
+/// Session `d` with a run streaming its answer (`Hel` so far) when a second run with
+/// `if_busy` arrives; returns the app and the path of the first run, once the second
+/// completed.
+async fn double_text(db: TestDb, if_busy: &str) -> (RunsApp, String) {
     let t = RunsApp::configured(db, |c| c.llm_idle_timeout_secs = 30).await;
     t.llm.push(Reply::HangMidStream);
     let body = json!({"input": "first", "background": true});
     let active = t.app.post("/v1/sessions/d/runs", body).await.expect(StatusCode::ACCEPTED);
     until_called(&t.llm, 1).await;
     t.llm.push(Reply::text("second answer"));
-    let body = json!({"input": "second", "if_busy": "interrupt"});
+    let body = json!({"input": "second", "if_busy": if_busy});
     let next = t.app.post("/v1/sessions/d/runs", body).await.expect(StatusCode::OK);
     assert_eq!(next["status"], "completed", "{next}");
     let path = format!("/v1/sessions/d/runs/{}", active["id"].as_str().unwrap());
+    (t, path)
+}
+
+async fn interrupt_keeps_the_active_turn_and_runs_the_new_input(db: TestDb) {
+    let (t, path) = double_text(db, "interrupt").await;
     let active = t.app.get(&path).await.expect(StatusCode::OK);
     assert_eq!(active["status"], "interrupted");
     assert_eq!(texts(&t.items("d").await), ["first", "Hel", "second", "second answer"]);
@@ -51,16 +59,7 @@ async fn interrupt_keeps_the_active_turn_and_runs_the_new_input(db: TestDb) {
 }
 
 async fn rollback_forgets_the_active_run(db: TestDb) {
-    let t = RunsApp::configured(db, |c| c.llm_idle_timeout_secs = 30).await;
-    t.llm.push(Reply::HangMidStream);
-    let body = json!({"input": "first", "background": true});
-    let active = t.app.post("/v1/sessions/d/runs", body).await.expect(StatusCode::ACCEPTED);
-    until_called(&t.llm, 1).await;
-    t.llm.push(Reply::text("second answer"));
-    let body = json!({"input": "second", "if_busy": "rollback"});
-    let next = t.app.post("/v1/sessions/d/runs", body).await.expect(StatusCode::OK);
-    assert_eq!(next["status"], "completed", "{next}");
-    let path = format!("/v1/sessions/d/runs/{}", active["id"].as_str().unwrap());
+    let (t, path) = double_text(db, "rollback").await;
     t.app.get(&path).await.expect_problem(StatusCode::NOT_FOUND, "run_not_found");
     let runs = t.app.get("/v1/sessions/d/runs").await.expect(StatusCode::OK);
     assert_eq!(runs["data"].as_array().unwrap().len(), 1);

@@ -5,10 +5,11 @@ an incomplete turn, or rolls it back, which leaves nothing of it."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, List
+from typing import Any, List, Tuple
 
 import pytest
 from openai import AsyncOpenAI, NotFoundError
+from openai.types.responses import Response
 
 from .support import MODEL, dumped, text
 
@@ -28,29 +29,33 @@ async def conversation_items(client: AsyncOpenAI, conversation_id: str) -> List[
     return dumped([item async for item in items])
 
 
-async def test_interrupt_keeps_the_partial_answer_as_a_turn(client: AsyncOpenAI) -> None:
+async def double_text(client: AsyncOpenAI, said: str, if_busy: str) -> Tuple[str, str, Response]:
+    """A conversation whose slow answer is streaming when ``said`` arrives with
+    ``if_busy``: its id, the slow response's id, and the response to ``said``."""
     conversation = await client.conversations.create()
     slow = await client.responses.create(
         model=MODEL, input="a slow story", conversation=conversation.id, background=True
     )
     await started_streaming(client, slow.id)
     quick = await client.responses.create(
-        model=MODEL,
-        input="never mind",
-        conversation=conversation.id,
-        extra_body={"if_busy": "interrupt"},
+        model=MODEL, input=said, conversation=conversation.id, extra_body={"if_busy": if_busy}
     )
+    return conversation.id, slow.id, quick
+
+
+async def test_interrupt_keeps_the_partial_answer_as_a_turn(client: AsyncOpenAI) -> None:
+    conversation_id, slow_id, quick = await double_text(client, "never mind", "interrupt")
     assert quick.status == "completed"
     assert quick.output_text == "echo: never mind"
 
-    interrupted = await client.responses.retrieve(slow.id)
+    interrupted = await client.responses.retrieve(slow_id)
     assert interrupted.status == "incomplete"
     assert interrupted.incomplete_details is not None
     assert interrupted.incomplete_details.reason == "interrupted"  # type: ignore[comparison-overlap]
     partial = interrupted.output_text
     assert partial.startswith("slow") and len(partial) < len(" ".join(["slow"] * 30))
 
-    items = await conversation_items(client, conversation.id)
+    items = await conversation_items(client, conversation_id)
     assert [(i["role"], text(i)) for i in items] == [
         ("user", "a slow story"),
         ("assistant", partial),
@@ -61,19 +66,9 @@ async def test_interrupt_keeps_the_partial_answer_as_a_turn(client: AsyncOpenAI)
 
 
 async def test_rollback_leaves_nothing_of_the_answer(client: AsyncOpenAI) -> None:
-    conversation = await client.conversations.create()
-    slow = await client.responses.create(
-        model=MODEL, input="a slow story", conversation=conversation.id, background=True
-    )
-    await started_streaming(client, slow.id)
-    quick = await client.responses.create(
-        model=MODEL,
-        input="start over",
-        conversation=conversation.id,
-        extra_body={"if_busy": "rollback"},
-    )
+    conversation_id, slow_id, quick = await double_text(client, "start over", "rollback")
     assert quick.output_text == "echo: start over"
     with pytest.raises(NotFoundError):
-        await client.responses.retrieve(slow.id)
-    items = await conversation_items(client, conversation.id)
+        await client.responses.retrieve(slow_id)
+    items = await conversation_items(client, conversation_id)
     assert [text(i) for i in items] == ["start over", "echo: start over"]
