@@ -132,23 +132,31 @@ impl From<Steer> for NewRun {
 impl RunRecord {
     /// Ends the run `interrupted` with what its stored events show it finished: the
     /// items generated since its execution last started, then the text streamed since
-    /// the last of them (see [`run_items::keep_interrupted`]). `events` are the run's
-    /// events, oldest first; `steered` the input its worker took since it last started,
-    /// which the events may not show yet.
+    /// the last of them (see [`run_items::keep_interrupted`]), then the input steered
+    /// into it that they do not show. `events` are the run's events, oldest first;
+    /// `steered` the items steered in after `steered_through` and the number of the last.
     pub fn interrupt(
         &mut self,
         events: &[RunEvent],
-        steered: &[Box<RawValue>],
+        steered: (Vec<Box<RawValue>>, i64),
         last_event_seq: i64,
         now: DateTime<Utc>,
     ) -> RunEvent {
         let last_status = events.iter().rposition(|e| matches!(e.kind, RunEventKind::Status(_)));
-        let executing = last_status
-            .filter(|&i| matches!(&events[i].kind, RunEventKind::Status(run) if run.status == RunStatus::Running));
+        let executing = last_status.filter(|&i| {
+            matches!(&events[i].kind, RunEventKind::Status(run) if run.status == RunStatus::Running)
+        });
+        let (steered, steered_through) = steered;
+        // The worker took steered input in order, each item an event of its own: the
+        // events show a prefix of it.
+        let mut shown = 0;
         let mut partial = String::new();
         for event in executing.map_or(&[][..], |i| &events[i + 1..]) {
             match &event.kind {
                 RunEventKind::ItemCreated(item) => {
+                    if steered.get(shown).is_some_and(|next| next.get() == item.get()) {
+                        shown += 1;
+                    }
                     self.run.output.push(item.clone());
                     partial.clear();
                 }
@@ -156,12 +164,9 @@ impl RunRecord {
                 RunEventKind::Status(_) | RunEventKind::CompactionCreated(_) => {}
             }
         }
-        for item in steered {
-            if !self.run.output.iter().any(|kept| kept.get() == item.get()) {
-                self.run.output.push(item.clone());
-            }
-        }
         run_items::keep_interrupted(&mut self.run.output, &partial);
+        self.run.output.extend(steered.into_iter().skip(shown));
+        self.steered_through = steered_through;
         self.end(RunStatus::Interrupted, None, last_event_seq, now)
     }
 

@@ -36,7 +36,7 @@ pub struct DeliveryStats {
 
 /// Delivers until shutdown, polling for due deliveries.
 pub(super) async fn deliver(engine: Arc<Engine>, shutdown: CancellationToken) {
-    loop {
+    while !shutdown.is_cancelled() {
         match engine.store.claim_deliveries(BATCH, CLAIM_HOLD).await {
             Ok(due) if !due.is_empty() => {
                 join_all(due.into_iter().map(|delivery| attempt(&engine, delivery))).await;
@@ -78,7 +78,7 @@ async fn attempt(engine: &Engine, delivery: Delivery) {
         tracing::warn!(delivery = %delivery.id, attempts, code, status = status.as_str(), "a webhook delivery failed");
     }
     let attempt = Attempt { status, attempts, last_status_code: code, next_attempt_at };
-    if let Err(error) = engine.store.record_delivery(delivery.pk, &attempt).await {
+    if let Err(error) = engine.store.record_delivery(&delivery, &attempt).await {
         // The claim lapses, and the delivery is attempted again: at least once.
         tracing::warn!(%error, "cannot record a webhook delivery");
     }

@@ -58,10 +58,12 @@ pub(crate) struct LiveRun {
 }
 
 impl LiveRun {
-    /// Stops the execution; the first request's action decides how the run ends.
-    pub(crate) fn stop(&self, action: StopAction) {
-        let _ = self.action.set(action);
+    /// Stops the execution; the first request's action decides how the run ends. True
+    /// when that is this one's.
+    pub(crate) fn stop(&self, action: StopAction) -> bool {
+        let decided = self.action.set(action).is_ok();
         self.stop.cancel();
+        decided
     }
 
     pub(crate) fn stopped_by(&self) -> StopAction {

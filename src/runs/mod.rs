@@ -34,8 +34,8 @@ pub use start::{StartRun, Started};
 
 use crate::llm::LlmClient;
 use crate::model::{
-    Page, PageRequest, Run, RunAnswer, RunEvent, RunEventKind, RunRecord, SessionId, StopAction,
-    WebhookPolicy,
+    Page, PageRequest, Run, RunAnswer, RunEvent, RunEventKind, RunRecord, RunStatus, SessionId,
+    StopAction, WebhookPolicy,
 };
 use crate::store::{SessionStore, StoreError};
 use error::Result;
@@ -223,10 +223,22 @@ impl Runs {
         action: StopAction,
     ) -> Result<Run> {
         if let Some(live) = self.engine.hub.get(run_id) {
-            live.stop(action);
+            let decided = live.stop(action);
             let run = self.wait(tenant, session_id, run_id, live.first_seq - 1).await?;
-            if run.status.is_final() && action != StopAction::Rollback {
-                return Ok(run);
+            match (action, run.status) {
+                // Cancelled for this request, not an earlier one.
+                (StopAction::Rollback, RunStatus::Cancelled) if decided => {
+                    return Ok(self
+                        .store()
+                        .forget_cancelled_run(tenant, session_id, run_id)
+                        .await?)
+                }
+                // It finished first: there is nothing to roll back.
+                (StopAction::Rollback, status) if status.is_final() => {
+                    return Err(StoreError::RunFinished(status).into())
+                }
+                (_, status) if status.is_final() => return Ok(run),
+                _ => {}
             }
         }
         Ok(self.store().stop_run(tenant, session_id, run_id, action).await?)

@@ -1,7 +1,7 @@
 //! One execution of a claimed run: the loop of DESIGN.md from the stored history to a
 //! final status or a pause for the client's tool outputs.
 
-use futures::future::join_all;
+use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -72,23 +72,12 @@ pub(super) async fn drive(
         max_output_tokens: config.max_output_tokens,
         sampling: config.sampling.clone(),
     };
-    let mut may_be_steered = claim.may_be_steered;
     loop {
         // The calls of the last model call, or of a paused run the client answered.
         if let Some(pause) = settle_calls(engine, &claim.tenant, exec, &config).await {
             return Ok(pause);
         }
-        if may_be_steered {
-            for (n, steer) in engine.store.take_steering(claim, exec.record.steered_through).await?
-            {
-                for item in steer.input {
-                    exec.push_item(item);
-                }
-                exec.record.steered_through = n;
-            }
-        }
-        // A client may steer from now on.
-        may_be_steered = true;
+        take_steering(engine, claim, exec).await?;
         let current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
         request.messages = match build_messages(
             config.instructions.as_deref(),
@@ -180,13 +169,14 @@ async fn settle_calls(
         }
     }
     let (session_id, run_id) = (exec.record.run.session_id.clone(), exec.record.run.id);
-    let outputs = join_all(
-        webhook_calls
-            .iter()
-            .map(|(tool, call)| call_webhook(engine, tool, call, tenant, &session_id, run_id)),
-    )
-    .await;
-    for ((_, call), output) in webhook_calls.iter().zip(outputs) {
+    // Each output is kept as it comes: an interruption keeps the calls that finished.
+    let mut outputs: FuturesUnordered<_> = (webhook_calls.iter())
+        .map(|(tool, call)| {
+            let session_id = &session_id;
+            async move { (call, call_webhook(engine, tool, call, tenant, session_id, run_id).await) }
+        })
+        .collect();
+    while let Some((call, output)) = outputs.next().await {
         exec.push_item(run_items::function_call_output(&call.call_id, &output));
         exec.record.approved.retain(|id| *id != call.call_id);
     }
@@ -201,6 +191,21 @@ async fn settle_calls(
         return None;
     };
     Some(Outcome::RequiresAction(RequiredAction { kind, tool_calls }))
+}
+
+/// Adds the input steered into the run since it last took any to its output.
+pub(super) async fn take_steering(
+    engine: &Engine,
+    claim: &Claim,
+    exec: &mut Execution,
+) -> Result<(), StoreError> {
+    for (n, steer) in engine.store.take_steering(claim, exec.record.steered_through).await? {
+        for item in steer.input {
+            exec.push_item(item);
+        }
+        exec.record.steered_through = n;
+    }
+    Ok(())
 }
 
 /// One LLM call, publishing its text as it streams.

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::execution::Execution;
 use super::hub::LiveRun;
-use super::turn::{drive, Outcome};
+use super::turn::{drive, take_steering, Outcome};
 use super::Engine;
 use crate::model::{run_items, RunEvent, RunEventKind, RunStatus, StopAction};
 use crate::store::{Claim, StoreError};
@@ -145,6 +145,11 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
     let (status, error, action) = match outcome {
         None if live.stopped_by() == StopAction::Interrupt => {
             run_items::keep_interrupted(&mut exec.record.run.output, &exec.partial);
+            // Input steered in is kept with the turn, also what the run had yet to take
+            // (or was taking when it stopped); should this fail, the input is queued.
+            if let Err(error) = take_steering(engine, claim, exec).await {
+                tracing::warn!(%error, "cannot read the input steered into the run");
+            }
             (RunStatus::Interrupted, None, None)
         }
         // A rollback deletes the run once it is cancelled.

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::timestamp::Timestamp;
 use super::Result;
 use crate::model::DeliveryStatus;
 
@@ -15,9 +16,11 @@ pub trait DeliveryStore: Send + Sync {
     /// worker takes them meanwhile, oldest due first.
     async fn claim_deliveries(&self, limit: i64, hold: Duration) -> Result<Vec<Delivery>>;
 
-    /// Records an attempt: the delivery is `delivered`, `failed`, or `pending` again
-    /// from `next_attempt_at`.
-    async fn record_delivery(&self, pk: i64, attempt: &Attempt) -> Result<()>;
+    /// Records an attempt on a delivery still held by its claim: the delivery is
+    /// `delivered`, `failed`, or `pending` again from `next_attempt_at`. A claim that
+    /// lapsed (the attempt outlasted it, and another worker took the delivery) records
+    /// nothing.
+    async fn record_delivery(&self, delivery: &Delivery, attempt: &Attempt) -> Result<()>;
 }
 
 /// A delivery claimed for an attempt.
@@ -31,6 +34,9 @@ pub struct Delivery {
     /// Attempts made before this one.
     pub attempts: u32,
     pub created_at: DateTime<Utc>,
+    /// Until when the claim holds the delivery, as stored: what tells this claim from a
+    /// later one.
+    pub(super) held_until: Timestamp,
 }
 
 /// What an attempt left.

@@ -107,7 +107,6 @@ impl LockedRunRow {
             attempts: self.attempts,
             record,
             history_empty: false,
-            may_be_steered: true,
         })
     }
 }
@@ -238,7 +237,6 @@ pub(super) fn claim_new(
         last_event_seq: 1,
         attempts: 1,
         history_empty,
-        may_be_steered: false,
     }
 }
 

@@ -68,15 +68,25 @@ pub trait RunStore: Send + Sync {
 
     /// Stops an unfinished run that no worker of this process holds; a worker elsewhere
     /// loses its lease with it. `Interrupt` keeps what the run's stored events show it
-    /// finished. `Rollback` deletes the run, its events and its Idempotency-Key, also
-    /// once it is cancelled (a worker of this process cancels before the rollback), and
-    /// returns it as it was, cancelled. Fails with [`super::StoreError::RunFinished`].
+    /// finished and the input steered into it. `Rollback` deletes the run, its events and
+    /// its Idempotency-Key, and returns it as it was, cancelled. Fails with
+    /// [`super::StoreError::RunFinished`].
     async fn stop_run(
         &self,
         tenant: &str,
         session_id: &SessionId,
         run_id: Uuid,
         action: StopAction,
+    ) -> Result<Run>;
+
+    /// Rolls back a run that a worker of this process has just cancelled for it, as
+    /// `stop_run` rolls back an unfinished one. Fails with
+    /// [`super::StoreError::RunFinished`] unless the run is cancelled.
+    async fn forget_cancelled_run(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
     ) -> Result<Run>;
 
     /// Answers a `requires_action` run's tool calls (with their outputs or approvals) and
@@ -117,8 +127,8 @@ pub trait RunStore: Send + Sync {
         events: &[RunEvent],
     ) -> Result<bool>;
 
-    /// The input steered into the claimed run after `after` (see `RunRecord::
-    /// steered_through`), each with its number, marked taken; none once the lease is lost.
+    /// The input steered into the claimed run after number `after` (see
+    /// `RunRecord::steered_through`), each with its number.
     async fn take_steering(&self, claim: &Claim, after: i64) -> Result<Vec<(i64, Steer)>>;
 
     /// Queues the input that finished runs (`run_pk`, or all of them) never took as runs
@@ -162,7 +172,4 @@ pub struct Claim {
     /// items: its history is empty, as of its creation, and need not be read. A run that
     /// starts later reads the history its claim finds.
     pub history_empty: bool,
-    /// Input may have been steered into the run already: false only for a run claimed
-    /// by the transaction that created it.
-    pub may_be_steered: bool,
 }

@@ -35,6 +35,7 @@ impl Modify for Components {
                 {"not": {"required": ["if_busy"], "properties": {"if_busy": {"not": {"type": "null"}}}}},
                 {"required": ["conversation"], "properties": {"conversation": {"not": {"type": "null"}}}},
             ]},
+            {"not": both(given("if_busy"), is("store", false))},
         ]);
         let compact = json!([
             {"not": both(given("input"), given("previous_response_id"))},

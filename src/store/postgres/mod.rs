@@ -44,6 +44,10 @@ type Store = PgStore;
 /// Transactions lock the rows they change, so that concurrent writers queue.
 const FOR_UPDATE: &str = " for update";
 
+/// A run locked to change it, not its key: a steer's row that refers to it (a key-share
+/// lock) may go in meanwhile, so that neither waits for the other's session lock.
+const FOR_NO_KEY_UPDATE: &str = " for no key update";
+
 /// Replicas recovering lapsed leases, or sweeping expired sessions, at once each take
 /// other rows.
 const SKIP_LOCKED: &str = " for update skip locked";

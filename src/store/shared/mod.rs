@@ -13,8 +13,8 @@
 //! - `Db` and `Store`: its sqlx database and its store, which has `writer()`, `reader()`
 //!   and `pools()`, and the fields `codec`, `default_expiry`, `appends`, `page_readers`
 //!   and `append_writer`; `MIGRATOR`, its schema;
-//! - `FOR_UPDATE` and `SKIP_LOCKED`, the row locks its transactions and sweeps take, if
-//!   any; `NOW`, its SQL for the current time; `touch`, the SQL that records activity;
+//! - `FOR_UPDATE`, `FOR_NO_KEY_UPDATE` and `SKIP_LOCKED`, the row locks its transactions
+//!   and sweeps take, if any; `NOW`, its SQL for the current time; `touch`, the SQL that records activity;
 //! - `insert_items` and `appends::append_many`, how it writes one append's items and a
 //!   combined batch of appends; `push_metadata_filter`, JSON containment;
 //! - `new_id` and `SNAPSHOT`, ids made in SQL and a fork's one snapshot;

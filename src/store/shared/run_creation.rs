@@ -103,8 +103,7 @@ pub(super) async fn create(
         }
     };
     if if_busy == IfBusy::Steer {
-        let session = (session_pk, session_id);
-        if let Some(active) = join(&mut tx, &store.codec, tenant, session, &run, now).await? {
+        if let Some(active) = join(&mut tx, &store.codec, tenant, session_pk, &run, now).await? {
             if let Some(key) = &key {
                 keep_response(&mut tx, &store.codec, tenant, key, &run_response(active.id)).await?;
             }

@@ -82,6 +82,15 @@ impl RunStore for Store {
         runs::stop(self, tenant, session_id, run_id, action).await
     }
 
+    async fn forget_cancelled_run(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+    ) -> Result<Run> {
+        runs::forget_cancelled(self, tenant, session_id, run_id).await
+    }
+
     async fn answer_run(
         &self,
         tenant: &str,

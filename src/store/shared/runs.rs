@@ -5,14 +5,16 @@
 use uuid::Uuid;
 
 use super::backend::runs::write_run;
-use super::backend::{Db, Store, FOR_UPDATE, NOW};
+use super::backend::{Db, Store, FOR_NO_KEY_UPDATE, FOR_UPDATE, NOW};
 use super::sessions::session_pk;
 use super::steering;
 use super::Conn;
 use crate::model::{
     Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord, RunStatus, SessionId, StopAction,
 };
+use crate::store::idempotency::replayed_run_id;
 use crate::store::pages::{beyond, direction, explain_empty_page, uuid_cursor};
+use crate::store::payload::Column;
 use crate::store::rows::live;
 use crate::store::run_rows::{
     self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS, RUN_VIEW_COLUMNS,
@@ -52,7 +54,7 @@ where
 }
 
 /// The run with its bookkeeping, locked for the rest of the transaction where the
-/// backend locks rows.
+/// backend locks rows (but for its key: input may be steered into it meanwhile).
 pub(super) async fn find_run(
     conn: &mut Conn,
     tenant: &str,
@@ -60,7 +62,7 @@ pub(super) async fn find_run(
     run_id: Uuid,
 ) -> Result<LockedRunRow> {
     let columns = format!("{LOCKED_COLUMNS}, {RUN_COLUMNS}");
-    select_run(conn, tenant, session_id, run_id, &columns, FOR_UPDATE).await
+    select_run(conn, tenant, session_id, run_id, &columns, FOR_NO_KEY_UPDATE).await
 }
 
 /// Why a run lookup found nothing: the session or only the run is missing.
@@ -183,54 +185,89 @@ pub(super) async fn stop(
     action: StopAction,
 ) -> Result<Run> {
     let now = Timestamp::now();
+    let codec = &store.codec;
     let mut tx = store.writer().begin().await?;
     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
-    let mut record = locked.run.into_record(&store.codec, tenant)?;
-    let status = record.run.status;
-    let rolls_back = action == StopAction::Rollback && status == RunStatus::Cancelled;
-    if status.is_final() && !rolls_back {
-        return Err(StoreError::RunFinished(status));
+    let mut record = locked.run.into_record(codec, tenant)?;
+    if record.run.status.is_final() {
+        return Err(StoreError::RunFinished(record.run.status));
     }
-    let seq = locked.last_event_seq;
+    let (pk, seq) = (locked.pk, locked.last_event_seq);
     match action {
         StopAction::Rollback => {
-            steering::release(&mut tx, &store.codec, Some(locked.pk), now.0).await?;
-            // Its events go with it (on delete cascade).
-            sqlx::query("delete from runs where pk = $1").bind(locked.pk).execute(&mut *tx).await?;
-            if let Some(key) = &record.idempotency_key {
-                sqlx::query("delete from idempotency_keys where tenant_id = $1 and key = $2")
-                    .bind(tenant)
-                    .bind(key)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            if !rolls_back {
-                record.end(RunStatus::Cancelled, None, seq, now.0);
-            }
+            record.end(RunStatus::Cancelled, None, seq, now.0);
+            forget(&mut tx, store, tenant, pk, &record).await?;
         }
         StopAction::Cancel => {
             let event = record.end(RunStatus::Cancelled, None, seq, now.0);
-            write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[event], None, now)
-                .await?;
-            steering::release(&mut tx, &store.codec, Some(locked.pk), now.0).await?;
+            write_run(&mut tx, codec, tenant, pk, &record, &[event], None, now).await?;
+            steering::release(&mut tx, codec, Some(pk), now.0).await?;
         }
         StopAction::Interrupt => {
             let rows: Vec<EventRow> = sqlx::query_as(
                 "select seq, event, data from run_events where run_pk = $1 order by seq",
             )
-            .bind(locked.pk)
+            .bind(pk)
             .fetch_all(&mut *tx)
             .await?;
-            let events = run_rows::events(rows, &store.codec, tenant)?;
-            let (codec, pk, through) = (&store.codec, locked.pk, record.steered_through);
-            let steered = steering::taken_items(&mut tx, codec, tenant, pk, through).await?;
-            let event = record.interrupt(&events, &steered, seq, now.0);
+            let events = run_rows::events(rows, codec, tenant)?;
+            let through = record.steered_through;
+            let steered = steering::steered_since(&mut tx, codec, tenant, pk, through).await?;
+            let event = record.interrupt(&events, steered, seq, now.0);
             write_run(&mut tx, codec, tenant, pk, &record, &[event], None, now).await?;
             steering::release(&mut tx, codec, Some(pk), now.0).await?;
         }
     }
     tx.commit().await?;
     Ok(record.run)
+}
+
+pub(super) async fn forget_cancelled(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    run_id: Uuid,
+) -> Result<Run> {
+    let mut tx = store.writer().begin().await?;
+    let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
+    let record = locked.run.into_record(&store.codec, tenant)?;
+    if record.run.status != RunStatus::Cancelled {
+        return Err(StoreError::RunFinished(record.run.status));
+    }
+    forget(&mut tx, store, tenant, locked.pk, &record).await?;
+    tx.commit().await?;
+    Ok(record.run)
+}
+
+/// Deletes a run rolled back, with its events (on delete cascade) and its Idempotency-Key
+/// while the key still names it; input steered into it that it never took is queued.
+async fn forget(
+    conn: &mut Conn,
+    store: &Store,
+    tenant: &str,
+    run_pk: i64,
+    record: &RunRecord,
+) -> Result<()> {
+    steering::release(conn, &store.codec, Some(run_pk), crate::store::now()).await?;
+    sqlx::query("delete from runs where pk = $1").bind(run_pk).execute(&mut *conn).await?;
+    let Some(key) = &record.idempotency_key else { return Ok(()) };
+    let kept: Option<Option<String>> = sqlx::query_scalar(
+        "select response from idempotency_keys where tenant_id = $1 and key = $2",
+    )
+    .bind(tenant)
+    .bind(key)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(Some(response)) = kept else { return Ok(()) };
+    let response = store.codec.open(tenant, Column::IdempotencyResponse, response)?;
+    if replayed_run_id(&response)? == record.run.id {
+        sqlx::query("delete from idempotency_keys where tenant_id = $1 and key = $2")
+            .bind(tenant)
+            .bind(key)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
 }
 
 pub(super) async fn answer(

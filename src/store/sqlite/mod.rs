@@ -46,6 +46,9 @@ const FOR_UPDATE: &str = "";
 /// The single writer takes no row locks.
 const SKIP_LOCKED: &str = "";
 
+/// See `FOR_UPDATE`.
+const FOR_NO_KEY_UPDATE: &str = "";
+
 /// The current time in SQL, which expiry is checked against.
 const NOW: &str = "cast((julianday('now') - 2440587.5) * 86400000000.0 as integer)";
 

@@ -18,6 +18,7 @@ on_both_backends!(
     steering_a_run_that_ended_without_taking_it_is_queued_by_recovery,
     unknown_if_busy_values_are_refused,
     interrupts_racing_their_runs_end_never_fail_nor_split_a_turn,
+    steered_input_stays_with_an_interrupted_turn,
 );
 
 fn texts(items: &[Value]) -> Vec<String> {
@@ -163,6 +164,36 @@ async fn steering_a_run_that_ended_without_taking_it_is_queued_by_recovery(db: T
     assert_eq!(texts(&t.items("q").await), ["steered", "done"]);
 }
 
+/// Input steered into a run that is then interrupted is part of its turn, whether the
+/// worker here stops the run or the store does for another replica.
+async fn steered_input_stays_with_an_interrupted_turn(db: TestDb) {
+    let store = db.store.clone();
+    let t = RunsApp::configured(db, |c| c.llm_idle_timeout_secs = 30).await;
+    for (session, here) in [("here", true), ("elsewhere", false)] {
+        t.llm.push(Reply::HangMidStream);
+        let runs = format!("/v1/sessions/{session}/runs");
+        let body = json!({"input": "first", "background": true});
+        let active = t.app.post(&runs, body).await.expect(StatusCode::ACCEPTED);
+        until_called(&t.llm, if here { 1 } else { 2 }).await;
+        let body = json!({"input": "also this", "if_busy": "steer", "background": true});
+        t.app.post(&runs, body).await.expect(StatusCode::ACCEPTED);
+        let id = active["id"].as_str().unwrap();
+        let stopped = if here {
+            let path = format!("{runs}/{id}/cancel?action=interrupt");
+            t.app.post(&path, json!({})).await.expect(StatusCode::OK)
+        } else {
+            let session = agent_sessions::model::SessionId::parse("id", session.into()).unwrap();
+            let stop = agent_sessions::model::StopAction::Interrupt;
+            let run = store.stop_run("default", &session, id.parse().unwrap(), stop).await;
+            serde_json::to_value(run.unwrap()).unwrap()
+        };
+        assert_eq!(stopped["status"], "interrupted");
+        assert_eq!(texts(&t.items(session).await), ["first", "Hel", "also this"], "{session}");
+        let listed = t.app.get(&runs).await.expect(StatusCode::OK);
+        assert_eq!(listed["data"].as_array().unwrap().len(), 1, "no run of its own: {listed}");
+    }
+}
+
 /// The active run may finish while the interrupting request stops it: either way the
 /// request gets its run, and every turn in the history is whole.
 async fn interrupts_racing_their_runs_end_never_fail_nor_split_a_turn(db: TestDb) {
@@ -223,12 +254,13 @@ async fn unknown_if_busy_values_are_refused(db: TestDb) {
         .await
         .expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
     assert!(detail.starts_with("if_busy"), "{detail}");
-    let detail = t
-        .app
-        .post("/v1/responses", json!({"input": "x", "if_busy": "steer"}))
-        .await
-        .expect(StatusCode::BAD_REQUEST);
-    assert_eq!(detail["error"]["param"], "if_busy", "{detail}");
+    for body in [
+        json!({"input": "x", "if_busy": "steer"}),
+        json!({"input": "x", "if_busy": "steer", "conversation": "u", "store": false}),
+    ] {
+        let detail = t.app.post("/v1/responses", body).await.expect(StatusCode::BAD_REQUEST);
+        assert_eq!(detail["error"]["param"], "if_busy", "{detail}");
+    }
 }
 
 /// Steering posted to a replica that executes nothing reaches the worker of the replica

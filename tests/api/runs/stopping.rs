@@ -153,8 +153,18 @@ async fn a_rollback_leaves_no_trace(db: TestDb) {
     assert_eq!(again["status"], "completed");
     assert_ne!(again["id"], run["id"]);
     // A finished run is not rolled back: deleting it is `DELETE`, which keeps its turn.
-    t.app
-        .post(&format!("{}/cancel?action=rollback", run_path("b", &again)), json!({}))
-        .await
-        .expect_problem(StatusCode::CONFLICT, "run_finished");
+    // Nor is one cancelled before.
+    t.llm.push(Reply::HangMidStream);
+    let body = json!({"input": "later", "background": true});
+    let cancelled = t.app.post("/v1/sessions/b/runs", body).await.expect(StatusCode::ACCEPTED);
+    until_called(&t.llm, 3).await;
+    let cancelled = run_path("b", &cancelled);
+    t.app.post(&format!("{cancelled}/cancel"), json!({})).await.expect(StatusCode::OK);
+    for finished in [run_path("b", &again), cancelled] {
+        t.app
+            .post(&format!("{finished}/cancel?action=rollback"), json!({}))
+            .await
+            .expect_problem(StatusCode::CONFLICT, "run_finished");
+        t.app.get(&finished).await.expect(StatusCode::OK);
+    }
 }

@@ -103,10 +103,10 @@ pub struct Asked {
 impl CreateResponse {
     /// Checks the fields that configure the run; `model` is the upstream model.
     pub fn asked(&self, requested_model: &str, model: &str) -> Result<Asked> {
-        if self.if_busy.is_some() && self.conversation.is_none() {
+        if self.if_busy.is_some() && (self.conversation.is_none() || self.store == Some(false)) {
             return Err(OpenAiError::invalid(
                 "if_busy",
-                "applies only to a response in a `conversation`",
+                "applies only to a stored response in a `conversation`",
             ));
         }
         if self.prompt.is_some() {
