@@ -130,9 +130,18 @@ pub fn context(entries: &[Value]) -> Result<Option<ContextConfig>> {
             return Err(OpenAiError::invalid(&format!("{at}.type"), "must be `compaction`"));
         }
         let field = format!("{at}.compact_threshold");
+        // A whole float (`5.0`) is a whole number, as JSON Schema's `integer` says.
+        let whole = |value: &Value| {
+            value.as_u64().or_else(|| {
+                value
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 4e9)
+                    .map(|f| f as u64)
+            })
+        };
         let tokens = entry
             .get("compact_threshold")
-            .and_then(Value::as_u64)
+            .and_then(whole)
             .filter(|n| (1..=u64::from(i32::MAX as u32)).contains(n));
         threshold = Some(tokens.ok_or_else(|| {
             OpenAiError::invalid(&field, "must be a whole number of tokens from 1 to 2147483647")
@@ -144,4 +153,24 @@ pub fn context(entries: &[Value]) -> Result<Option<ContextConfig>> {
         compact_threshold_tokens: Some(tokens),
         keep_recent_items: None,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::context;
+
+    #[test]
+    fn a_compaction_threshold_is_a_whole_number_written_either_way() {
+        let threshold = |value: serde_json::Value| {
+            let entry = json!({"type": "compaction", "compact_threshold": value});
+            context(&[entry]).ok().flatten().and_then(|c| c.compact_threshold_tokens)
+        };
+        assert_eq!(threshold(json!(2147483647.0)), Some(2147483647));
+        assert_eq!(threshold(json!(1000)), Some(1000));
+        for refused in [json!(0), json!(10.5), json!(2147483648.0), json!(-1.0), json!("5")] {
+            assert_eq!(threshold(refused.clone()), None, "{refused}");
+        }
+    }
 }
