@@ -32,6 +32,7 @@ pub struct Application {
     runs: Runs,
     metrics: Arc<Metrics>,
     key_census: Arc<KeyCensus>,
+    draining: CancellationToken,
     sweep_every: Duration,
     census_every: Duration,
     /// How long a client may take to send request headers, and how long shutdown waits
@@ -113,6 +114,7 @@ impl Application {
         let state = state(config, store.clone(), llm)?;
         let runs = state.runs.clone();
         let (metrics, key_census) = (state.metrics.clone(), state.key_census.clone());
+        let draining = state.draining.clone();
         let auth_enabled = state.auth.enabled();
         let router = http::router(state, config)?;
         let listener = TcpListener::bind(&config.listen_addr).await.with_context(|| {
@@ -132,6 +134,7 @@ impl Application {
             runs,
             metrics,
             key_census,
+            draining,
             sweep_every: Duration::from_secs(config.sweep_interval_secs),
             census_every: Duration::from_secs(config.key_census_interval_secs),
             patience: Duration::from_secs(config.request_timeout_secs),
@@ -188,6 +191,9 @@ impl Application {
             });
         }
         drop(self.listener);
+        // Balancers asking `/readyz` on a kept-alive connection stop sending; clients
+        // following runs are told to go on at another replica.
+        self.draining.cancel();
         // One deadline for the requests in flight and the runs in hand together.
         let deadline = tokio::time::Instant::now() + self.patience;
         tokio::select! {
@@ -232,6 +238,7 @@ pub fn state(
         metrics: Arc::new(Metrics::default()),
         key_census: Arc::new(KeyCensus::default()),
         run_wait: Duration::from_secs(config.run_wait_secs),
+        draining: CancellationToken::new(),
     })
 }
 

@@ -9,6 +9,7 @@ use std::convert::Infallible;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
 
 use crate::model::RunEvent;
 use crate::store::StoreError;
@@ -27,13 +28,27 @@ pub trait Translator: Send + 'static {
 }
 
 /// The run's events, translated, as a `text/event-stream` answer with keep-alive
-/// comments while the run is quiet.
+/// comments while the run is quiet. When `draining` is cancelled (the process is
+/// shutting down) the answer ends with a comment instead, so that the client reconnects,
+/// to another replica, with `Last-Event-ID`: the run goes on wherever it executes.
 pub fn sse(
     events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
     translator: impl Translator,
+    draining: &CancellationToken,
 ) -> Response {
-    Sse::new(translated(events, translator)).keep_alive(KeepAlive::default()).into_response()
+    let draining = draining.clone();
+    let ended = draining.clone().cancelled_owned();
+    let events = translated(events, translator).take_until(ended).chain(
+        futures::stream::once(async move {
+            draining.is_cancelled().then(|| Ok(Event::default().comment(RECONNECT)))
+        })
+        .filter_map(futures::future::ready),
+    );
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
 }
+
+/// The comment that ends an event stream cut off by shutdown.
+pub const RECONNECT: &str = "shutting down: reconnect with Last-Event-ID";
 
 /// The translated events, then the translator's closing ones.
 fn translated(

@@ -62,6 +62,9 @@ pub struct AppState {
     pub run_wait: Duration,
     pub sealer: Arc<crate::sealing::Sealer>,
     pub model_aliases: Arc<crate::config::ModelAliases>,
+    /// Cancelled when shutdown starts: `/readyz` answers 503 from then on, and open event
+    /// streams end so that their clients go on at another replica.
+    pub draining: tokio_util::sync::CancellationToken,
 }
 
 /// The whole API with its middleware.

@@ -82,6 +82,7 @@ use crate::model::IDENTIFIER_PATTERN;
         api_keys::list_api_keys,
         api_keys::delete_api_key,
         operations::healthz,
+        operations::livez,
         operations::readyz,
         openapi_yaml,
         metrics::export,

@@ -16,6 +16,7 @@ use crate::store::StoreError;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/livez", get(livez))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics::export))
         .route("/", get(|| async { Redirect::temporary("/console") }))
@@ -35,15 +36,27 @@ async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// The database answers, and every stored value is under a configured key (as last
-/// counted; 503 `encryption_key_missing` names the missing key ids); a load balancer
-/// sends traffic only while this is 200.
+/// The process is up and answers: what a liveness probe asks. Unlike `/readyz`, it
+/// stays 200 while the process shuts down, so the probe never kills a draining process.
+#[utoipa::path(get, path = "/livez", tag = "operations",
+    responses((status = 200, description = "Live", body = Health)))]
+async fn livez() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// The database answers, every stored value is under a configured key (as last
+/// counted; 503 `encryption_key_missing` names the missing key ids), and the process is
+/// not shutting down (503 `shutting_down` from SIGTERM on); a load balancer sends traffic
+/// only while this is 200.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Health),
         (status = 503, response = Unavailable),
     ))]
 async fn readyz(State(state): State<AppState>) -> Result<Json<Health>> {
+    if state.draining.is_cancelled() {
+        return Err(ApiError::ShuttingDown);
+    }
     match tokio::time::timeout(Duration::from_secs(2), state.store.ping()).await {
         Ok(Ok(())) => {
             let missing = state.key_census.missing();

@@ -267,6 +267,8 @@ pub struct TestApp {
     pub metrics: Arc<agent_sessions::metrics::Metrics>,
     pub key_census: Arc<agent_sessions::upkeep::KeyCensus>,
     pub store: Arc<dyn SessionStore>,
+    /// What shutdown cancels first: `/readyz` turns 503 and event streams end.
+    pub draining: CancellationToken,
     _workers: Workers,
     /// Keeps the database (and its temp dir) alive as long as the app.
     _db: TestDb,
@@ -301,6 +303,7 @@ impl TestApp {
         let runs = state.runs.clone();
         let (metrics, key_census) = (state.metrics.clone(), state.key_census.clone());
         let store = db.store.clone();
+        let draining = state.draining.clone();
         let router = http::router(state, config).expect("the router builds");
         Self {
             router,
@@ -308,6 +311,7 @@ impl TestApp {
             metrics,
             key_census,
             store,
+            draining,
             _workers: Workers { stop, _tasks: workers },
             _db: db,
         }

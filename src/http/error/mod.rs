@@ -79,6 +79,9 @@ pub enum ApiError {
     /// Stored values are under keys the service was not given: not ready to serve them.
     #[error("stored values are under encryption keys that ENCRYPTION_KEYS does not list: {}", .0.join(", "))]
     KeysMissing(Vec<String>),
+    /// The process is shutting down: a balancer should send elsewhere.
+    #[error("the process is shutting down; requests go to another replica")]
+    ShuttingDown,
 }
 
 /// Bytes in MiB, or KiB below one MiB; to one decimal where that is not a whole number.
@@ -126,9 +129,10 @@ impl ApiError {
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Timeout(_) | Self::DatabaseUnavailable(_) | Self::KeysMissing(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::Timeout(_)
+            | Self::DatabaseUnavailable(_)
+            | Self::KeysMissing(_)
+            | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) | Self::EncryptionKeyMissing(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -162,6 +166,7 @@ impl ApiError {
             Self::DatabaseUnavailable(_) => "database_unavailable",
             Self::Internal(_) => "internal_error",
             Self::EncryptionKeyMissing(_) | Self::KeysMissing(_) => "encryption_key_missing",
+            Self::ShuttingDown => "shutting_down",
         }
     }
 

@@ -32,7 +32,7 @@ problem_responses! {
     LlmFailed => "`llm_rate_limited` (429), `llm_timeout` (504), `llm_unavailable`, `llm_bad_response` or `llm_auth_failed` (502), `llm_bad_request` or `context_too_long` (400): the summarising LLM call failed and nothing was stored",
     PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
     UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",
-    Unavailable => "`database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit",
+    Unavailable => "`database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`",
     Internal => "`internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold",
 }
 

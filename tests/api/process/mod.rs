@@ -15,6 +15,7 @@ use crate::helpers::{get_json, scratch_postgres, ScratchDatabase};
 
 mod approvals;
 mod auth;
+mod draining;
 mod restart;
 mod runs;
 mod startup;

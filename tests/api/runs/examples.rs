@@ -16,6 +16,7 @@ use crate::helpers::TestDb;
 /// server makes are taken from the answer that made them, as a docs user would.
 const WALK: &[(&str, &str)] = &[
     ("GET", "/healthz"),
+    ("GET", "/livez"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
     ("GET", "/openapi.yaml"),

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod double_texting;
+mod draining;
 mod examples;
 mod failures;
 mod modes;

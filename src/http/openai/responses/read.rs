@@ -81,7 +81,8 @@ pub(super) async fn read(
     }
     let session = session_of(&record.run)?;
     let events = state.runs.events(&tenant, &session, record.run.id, 0);
-    Ok(sse(events, ResponseStream::new(echo, query.starting_after, None)))
+    let translator = ResponseStream::new(echo, query.starting_after, None);
+    Ok(sse(events, translator, &state.draining))
 }
 
 /// List a response's input items.
