@@ -83,11 +83,12 @@ async fn pump(
             continue;
         }
         let (events, status) = engine.store.run_events(tenant, session_id, run_id, cursor).await?;
-        let mut ended = false;
         for event in events {
             cursor = event.seq;
-            ended = event.ends_stream();
-            if send(event).await.is_err() {
+            let ends = event.ends_stream();
+            // The stream ends here even when the status, read before the events, said
+            // the run was still going: going round again would send this event twice.
+            if send(event).await.is_err() || ends {
                 return Ok(());
             }
         }
@@ -98,11 +99,9 @@ async fn pump(
         // of the worker had more from its memory), or when a client that saw the end
         // reconnects. Every stream ends with the event that ends it all the same.
         if status.is_final() || status == RunStatus::RequiresAction {
-            if !ended {
-                let (all, _) = engine.store.run_events(tenant, session_id, run_id, 0).await?;
-                if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
-                    let _ = send(last).await;
-                }
+            let (all, _) = engine.store.run_events(tenant, session_id, run_id, 0).await?;
+            if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
+                let _ = send(last).await;
             }
             return Ok(());
         }
