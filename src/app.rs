@@ -229,13 +229,14 @@ pub fn state(
     store: Arc<dyn SessionStore>,
     llm: Arc<dyn LlmClient>,
 ) -> Result<AppState, StartupError> {
+    let metrics = Arc::new(Metrics::default());
     Ok(AppState {
         auth: Arc::new(Auth::new(&config.auth_settings()?, store.clone())),
         sealer: Arc::new(Sealer::new(store.clone(), config.keyring()?)),
         model_aliases: Arc::new(config.model_aliases.clone()),
-        runs: Runs::new(store.clone(), llm, config.run_settings()),
+        runs: Runs::new(store.clone(), llm, config.run_settings(), metrics.engine.clone()),
         store,
-        metrics: Arc::new(Metrics::default()),
+        metrics,
         key_census: Arc::new(KeyCensus::default()),
         run_wait: Duration::from_secs(config.run_wait_secs),
         draining: CancellationToken::new(),

@@ -54,7 +54,7 @@ fn method_label(method: &Method) -> String {
 pub async fn export(State(state): State<AppState>) -> Result<Response, ApiError> {
     let body = state
         .metrics
-        .encode(state.store.pool_stats(), state.store.append_stats(), state.runs.delivery_stats())
+        .encode(state.store.pool_stats(), state.store.append_stats())
         .map_err(|e| ApiError::Internal(format!("cannot encode metrics: {e}")))?;
     Ok((
         [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],

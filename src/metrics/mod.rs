@@ -1,8 +1,12 @@
 //! The Prometheus registry: requests by route and status, their latency, the database
-//! pool, the sweeper's work and the stored values per encryption key. The HTTP layer
-//! records the requests, the upkeep tasks their work; `GET /metrics` exports it all.
+//! pool, the sweeper's work, the stored values per encryption key and the run engine's
+//! model calls, runs and webhook deliveries. The HTTP layer records the requests, the
+//! upkeep tasks and the engine their work; `GET /metrics` exports it all.
+
+mod engine;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -11,9 +15,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use std::sync::atomic::Ordering;
+pub use engine::EngineMetrics;
 
-use crate::runs::DeliveryStats;
 use crate::store::{AppendStats, PoolStats};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -35,11 +38,6 @@ struct PoolLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct OutcomeLabels {
-    outcome: &'static str,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct KeyLabels {
     /// Empty for values stored in plain.
     key_id: String,
@@ -55,9 +53,8 @@ pub struct Metrics {
     sweep_duration: Histogram,
     stored_values: Family<KeyLabels, Gauge>,
     appends: AppendCounters,
-    /// Completion webhook attempts by outcome, copied from the engine's counts.
-    deliveries: Family<OutcomeLabels, Counter>,
-    copying_deliveries: std::sync::Mutex<()>,
+    /// What the run engine records; it holds them too.
+    pub engine: Arc<EngineMetrics>,
 }
 
 /// The store's append counts, copied into counters at each export.
@@ -104,7 +101,8 @@ impl Default for Metrics {
         let latency: Family<RouteLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 15)));
         let pool_connections = Family::<PoolLabels, Gauge>::default();
-        let mut registry = Registry::default();
+        // Every series is the service's own: `agent_sessions_…`.
+        let mut registry = Registry::with_prefix("agent_sessions");
         registry.register("http_requests", "HTTP requests answered", requests.clone());
         registry.register(
             "http_request_duration_seconds",
@@ -143,17 +141,12 @@ impl Default for Metrics {
         );
         let appends = AppendCounters::default();
         appends.register(&mut registry);
-        let deliveries = Family::<OutcomeLabels, Counter>::default();
-        registry.register(
-            "webhook_deliveries",
-            "Completion webhook attempts by outcome: delivered, retried (to be tried again) or failed (given up after an hour)",
-            deliveries.clone(),
-        );
+        let engine = Arc::new(EngineMetrics::default());
+        engine.register(&mut registry);
         Self {
             registry,
             appends,
-            deliveries,
-            copying_deliveries: std::sync::Mutex::default(),
+            engine,
             requests,
             latency,
             pool_connections,
@@ -199,12 +192,7 @@ impl Metrics {
 
     /// The registry in the OpenMetrics text format, with the gauges and counters that are
     /// read from the store at export (its pool, its appends) brought up to date first.
-    pub fn encode(
-        &self,
-        pool: PoolStats,
-        appends: AppendStats,
-        deliveries: &DeliveryStats,
-    ) -> Result<String, std::fmt::Error> {
+    pub fn encode(&self, pool: PoolStats, appends: AppendStats) -> Result<String, std::fmt::Error> {
         self.pool_connections
             .get_or_create(&PoolLabels { state: "in_use" })
             .set(i64::from(pool.in_use));
@@ -212,18 +200,6 @@ impl Metrics {
             .get_or_create(&PoolLabels { state: "idle" })
             .set(i64::from(pool.idle));
         self.appends.copy(appends);
-        {
-            // Two exports at once must not both add the same increase.
-            let _copying = self.copying_deliveries.lock().unwrap_or_else(|e| e.into_inner());
-            for (outcome, total) in [
-                ("delivered", &deliveries.delivered),
-                ("retried", &deliveries.retried),
-                ("failed", &deliveries.failed),
-            ] {
-                let counter = self.deliveries.get_or_create(&OutcomeLabels { outcome });
-                counter.inc_by(total.load(Ordering::Relaxed).saturating_sub(counter.get()));
-            }
-        }
         let mut body = String::new();
         prometheus_client::encoding::text::encode(&mut body, &self.registry)?;
         Ok(body)

@@ -3,7 +3,6 @@
 //! until an hour after the run's write queued it. A delivery is a row, so retries go on
 //! across restarts and replicas, and a run never waits for its webhook.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,14 +24,6 @@ const CLAIM_HOLD: Duration = Duration::from_secs(60);
 const RETRY_FOR: chrono::TimeDelta = chrono::TimeDelta::hours(1);
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 const LONGEST_WAIT: Duration = Duration::from_secs(300);
-
-/// Deliveries by outcome since the process started.
-#[derive(Debug, Default)]
-pub struct DeliveryStats {
-    pub delivered: AtomicU64,
-    pub retried: AtomicU64,
-    pub failed: AtomicU64,
-}
 
 /// Delivers until shutdown, polling for due deliveries.
 pub(super) async fn deliver(engine: Arc<Engine>, shutdown: CancellationToken) {
@@ -67,13 +58,11 @@ async fn attempt(engine: &Engine, delivery: Delivery) {
     } else {
         DeliveryStatus::Pending
     };
-    let stats = &engine.deliveries;
-    let counter = match status {
-        DeliveryStatus::Delivered => &stats.delivered,
-        DeliveryStatus::Pending => &stats.retried,
-        DeliveryStatus::Failed => &stats.failed,
-    };
-    counter.fetch_add(1, Ordering::Relaxed);
+    engine.metrics.delivery(match status {
+        DeliveryStatus::Delivered => "delivered",
+        DeliveryStatus::Pending => "retried",
+        DeliveryStatus::Failed => "failed",
+    });
     if status != DeliveryStatus::Delivered {
         tracing::warn!(delivery = %delivery.id, attempts, code, status = status.as_str(), "a webhook delivery failed");
     }

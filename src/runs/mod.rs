@@ -28,11 +28,11 @@ use uuid::Uuid;
 pub use compact::{CompactRequest, CONVERSATION_HEADING, SUMMARY_PROMPT};
 pub use config::ConfigRequest;
 pub use context::SUMMARY_HEADING;
-pub use deliveries::DeliveryStats;
 pub use error::RunsError;
 pub use start::{StartRun, Started};
 
 use crate::llm::LlmClient;
+use crate::metrics::EngineMetrics;
 use crate::model::{
     Page, PageRequest, Run, RunAnswer, RunEvent, RunEventKind, RunRecord, RunStatus, SessionId,
     StopAction, WebhookPolicy,
@@ -92,7 +92,7 @@ pub(crate) struct Engine {
     /// The runs started at creation, which shutdown waits for like a worker's run.
     started: TaskTracker,
     webhook_client: reqwest::Client,
-    deliveries: DeliveryStats,
+    metrics: Arc<EngineMetrics>,
 }
 
 /// The handle the API and the application hold. Cheap to clone.
@@ -106,6 +106,7 @@ impl Runs {
         store: Arc<dyn SessionStore>,
         llm: Arc<dyn LlmClient>,
         settings: RunSettings,
+        metrics: Arc<EngineMetrics>,
     ) -> Self {
         let webhook_client = reqwest::Client::builder()
             // A redirect could lead past the allow-list.
@@ -123,7 +124,7 @@ impl Runs {
                 slots: Arc::new(Semaphore::new(settings.workers)),
                 started: TaskTracker::new(),
                 webhook_client,
-                deliveries: DeliveryStats::default(),
+                metrics,
             }),
         }
     }
@@ -139,11 +140,6 @@ impl Runs {
     /// Tells the workers a run may be claimable.
     pub fn wake(&self) {
         self.engine.work.notify_one();
-    }
-
-    /// Completion webhook deliveries by outcome since the process started.
-    pub fn delivery_stats(&self) -> &DeliveryStats {
-        &self.engine.deliveries
     }
 
     /// Waits for the runs started at creation; call after the requests have ended.

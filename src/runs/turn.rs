@@ -11,7 +11,7 @@ use super::context::{build_messages, estimate_tokens};
 use super::execution::Execution;
 use super::tools::call_webhook;
 use super::Engine;
-use crate::llm::{ChatRequest, ToolSpec};
+use crate::llm::{ChatRequest, Progress, ToolSpec};
 use crate::model::{
     run_items, IncompleteDetails, Order, PageRequest, RequireApproval, RequiredAction,
     RequiredActionKind, RunConfig, RunError, SessionId,
@@ -217,16 +217,27 @@ async fn complete(
     let (progress, mut received) = mpsc::unbounded_channel();
     let call = engine.llm.complete(request, progress);
     tokio::pin!(call);
+    let started = std::time::Instant::now();
+    let mut first_token = None;
+    let mut progress = |exec: &mut Execution, progress: Progress| {
+        if matches!(progress, Progress::Delta(_)) && first_token.is_none() {
+            first_token = Some(started.elapsed().as_secs_f64());
+        }
+        exec.progress(progress);
+    };
     let result = loop {
         tokio::select! {
             biased;
-            Some(progress) = received.recv() => exec.progress(progress),
+            Some(sent) = received.recv() => progress(exec, sent),
             result = &mut call => break result,
         }
     };
-    while let Ok(progress) = received.try_recv() {
-        exec.progress(progress);
+    while let Ok(sent) = received.try_recv() {
+        progress(exec, sent);
     }
+    let tokens = result.as_ref().map_or((0, 0), |c| (c.usage.input_tokens, c.usage.output_tokens));
+    let seconds = started.elapsed().as_secs_f64();
+    engine.metrics.llm_called(&request.model, seconds, first_token, tokens);
     result
 }
 

@@ -170,6 +170,8 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
         exec.seq = last.seq;
         exec.live.publish(last);
         tracing::info!(status = %status, "run finished");
+        let code = exec.record.run.error.as_ref().map(|e| e.code.as_str());
+        engine.metrics.run_ended(status.as_str(), code);
         if status.is_final() {
             release_steering(engine, claim.run_pk).await;
         }

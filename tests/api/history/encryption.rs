@@ -186,7 +186,7 @@ async fn reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them(db: TestD
     new_only.key_census.count(&*new_only.store, &new_only.metrics).await;
     new_only.get("/readyz").await.expect(StatusCode::OK);
     let metrics = new_only.get("/metrics").await.text;
-    assert!(metrics.contains(r#"stored_values{key_id="k2"} 8"#), "{metrics}");
+    assert!(metrics.contains(r#"agent_sessions_stored_values{key_id="k2"} 8"#), "{metrics}");
 
     // Bound to tenant and column: moved elsewhere, a value does not decrypt.
     let listed = new_only.get("/v1/sessions/s0/items").await.json();

@@ -101,8 +101,8 @@ async fn an_expired_session_is_gone_everywhere_and_swept(db: TestDb) {
     assert_eq!(left, ["appended", "kept", "reused"]);
     assert_eq!(db.strings("select body from items").await.len(), 1);
     let metrics = app.get("/metrics").await.text;
-    assert!(metrics.contains("sessions_expired_total 1"), "{metrics}");
-    assert!(metrics.contains("swept_rows_total 2"), "{metrics}");
+    assert!(metrics.contains("agent_sessions_sessions_expired_total 1"), "{metrics}");
+    assert!(metrics.contains("agent_sessions_swept_rows_total 2"), "{metrics}");
     assert!(metrics.contains("sweep_duration_seconds_count 1"), "{metrics}");
 }
 

@@ -70,13 +70,13 @@ async fn metrics_count_requests_by_route_and_report_the_pool() {
     let text = &response.text;
     assert!(
         text.contains(
-            r#"http_requests_total{method="GET",route="/v1/sessions/{session_id}",status="404"} 2"#
+            r#"agent_sessions_http_requests_total{method="GET",route="/v1/sessions/{session_id}",status="404"} 2"#
         ),
         "{text}"
     );
     assert!(text.contains(r#"http_request_duration_seconds_bucket{"#), "{text}");
-    assert!(text.contains(r#"db_pool_connections{state="idle"}"#), "{text}");
-    assert!(text.contains(r#"db_pool_connections{state="in_use"}"#), "{text}");
+    assert!(text.contains(r#"agent_sessions_db_pool_connections{state="idle"}"#), "{text}");
+    assert!(text.contains(r#"agent_sessions_db_pool_connections{state="in_use"}"#), "{text}");
 }
 
 #[tokio::test]

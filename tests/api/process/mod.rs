@@ -141,7 +141,10 @@ async fn acknowledged_writes_survive_kill_9(database_url: &str) {
             .and_then(|value| value.parse().ok())
             .unwrap_or_else(|| panic!("{name} in /metrics"))
     };
-    let (appends, transactions) = (counter("appends_total"), counter("append_transactions_total"));
+    let (appends, transactions) = (
+        counter("agent_sessions_appends_total"),
+        counter("agent_sessions_append_transactions_total"),
+    );
     assert!(
         appends > transactions,
         "no appends were combined: {appends} appends in {transactions} transactions"

@@ -5,6 +5,7 @@ mod double_texting;
 mod draining;
 mod examples;
 mod failures;
+mod metrics;
 mod modes;
 mod openai;
 mod queue;

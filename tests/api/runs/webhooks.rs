@@ -130,7 +130,7 @@ async fn a_finished_run_is_posted_signed_and_retried_after_a_500(db: TestDb) {
     assert_eq!(listed["data"][0]["webhook"], shown["webhook"]);
     let metrics = t.app.get("/metrics").await.text;
     for outcome in ["delivered", "retried"] {
-        let line = format!("webhook_deliveries_total{{outcome=\"{outcome}\"}} 1");
+        let line = format!("agent_sessions_webhook_deliveries_total{{outcome=\"{outcome}\"}} 1");
         assert!(metrics.contains(&line), "{line} in\n{metrics}");
     }
 }
