@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::Engine;
-use crate::model::{RunEvent, RunStatus, SessionId};
+use crate::model::{RunEvent, RunEventKind, RunStatus, SessionId};
 use crate::store::StoreError;
 
 /// The stream of a run's events after `after`, ending after the event that ends the
@@ -46,6 +46,8 @@ async fn pump(
     tx: &mpsc::Sender<Result<RunEvent, StoreError>>,
 ) -> Result<(), StoreError> {
     let send = |event: RunEvent| async move { tx.send(Ok(event)).await.map_err(|_| Gone) };
+    // Whether the last event sent ends a stream: it is not sent again at the end.
+    let mut sent_ending = false;
     loop {
         let mut starts = engine.hub.starts();
         starts.borrow_and_update();
@@ -67,6 +69,7 @@ async fn pump(
                 for event in events {
                     cursor = event.seq;
                     let ends = event.ends_stream();
+                    sent_ending = ends;
                     if send(event).await.is_err() || ends {
                         return Ok(());
                     }
@@ -85,23 +88,28 @@ async fn pump(
         let (events, status) = engine.store.run_events(tenant, session_id, run_id, cursor).await?;
         for event in events {
             cursor = event.seq;
-            let ends = event.ends_stream();
-            // The stream ends here even when the status, read before the events, said
-            // the run was still going: going round again would send this event twice.
-            if send(event).await.is_err() || ends {
+            // A stored `run.requires_action` may be one the run has gone on from: only a
+            // final status certainly ends the stream mid-way.
+            let is_final =
+                matches!(&event.kind, RunEventKind::Status(run) if run.status.is_final());
+            sent_ending = event.ends_stream();
+            if send(event).await.is_err() || is_final {
                 return Ok(());
             }
         }
         // A final or waiting status was committed with the event announcing it, and the
-        // status was read first: that event has been sent, unless the follower had passed
-        // its seq already. That happens when another replica cancelled the run (the store
+        // status was read first: that event has been sent, this round or an earlier one
+        // (whose status said the run went on), unless the follower had passed its seq
+        // already. That happens when another replica cancelled the run (the store
         // numbers `run.cancelled` after the events the worker had stored, while followers
         // of the worker had more from its memory), or when a client that saw the end
         // reconnects. Every stream ends with the event that ends it all the same.
         if status.is_final() || status == RunStatus::RequiresAction {
-            let (all, _) = engine.store.run_events(tenant, session_id, run_id, 0).await?;
-            if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
-                let _ = send(last).await;
+            if !sent_ending {
+                let (all, _) = engine.store.run_events(tenant, session_id, run_id, 0).await?;
+                if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
+                    let _ = send(last).await;
+                }
             }
             return Ok(());
         }

@@ -221,20 +221,19 @@ impl Runs {
         if let Some(live) = self.engine.hub.get(run_id) {
             let decided = live.stop(action);
             let run = self.wait(tenant, session_id, run_id, live.first_seq - 1).await?;
-            match (action, run.status) {
-                // Cancelled for this request, not an earlier one.
-                (StopAction::Rollback, RunStatus::Cancelled) if decided => {
-                    return Ok(self
-                        .store()
-                        .forget_cancelled_run(tenant, session_id, run_id)
-                        .await?)
+            let status = run.status;
+            // Cancelled for this request, not an earlier one.
+            if action == StopAction::Rollback && status == RunStatus::Cancelled && decided {
+                return Ok(self.store().forget_cancelled_run(tenant, session_id, run_id).await?);
+            }
+            if status.is_final() {
+                // Another request stopped it first, or it finished before a rollback
+                // could: it had finished for this request. A run that finished as this
+                // request stopped it is answered as it ended.
+                if !decided || action == StopAction::Rollback {
+                    return Err(StoreError::RunFinished(status).into());
                 }
-                // It finished first: there is nothing to roll back.
-                (StopAction::Rollback, status) if status.is_final() => {
-                    return Err(StoreError::RunFinished(status).into())
-                }
-                (_, status) if status.is_final() => return Ok(run),
-                _ => {}
+                return Ok(run);
             }
         }
         Ok(self.store().stop_run(tenant, session_id, run_id, action).await?)

@@ -91,6 +91,13 @@ async fn a_client_tool_pauses_the_run_until_its_output_arrives(db: TestDb) {
         )
         .await
         .expect_problem(StatusCode::CONFLICT, "run_not_requires_action");
+    // A replay of the whole run goes past its pause to its end.
+    let replay = parse_sse(&t.app.get(&format!("{path}/events")).await.text);
+    let names: Vec<&str> = replay.iter().map(|(name, _, _)| name.as_str()).collect();
+    assert!(names.contains(&"run.requires_action"), "{names:?}");
+    assert_eq!(names.last(), Some(&"run.completed"), "{names:?}");
+    let ids: Vec<i64> = replay.iter().map(|(_, id, _)| *id).collect();
+    assert_eq!(ids, (1..=ids.len() as i64).collect::<Vec<_>>(), "each event once");
 }
 
 #[tokio::test]

@@ -127,7 +127,9 @@ pub(super) async fn create(
     }
     if stream {
         let events = state.runs.events(&tenant, &target.session, run.id, 0);
-        return Ok(sse(events, ResponseStream::new(echo, None, reading), &state.draining));
+        // OpenAI's clients do not reconnect: the stream stays open until the shutdown
+        // deadline rather than end without the response's last event.
+        return Ok(sse(events, ResponseStream::new(echo, None, reading), None));
     }
     // Answered when it ends, as OpenAI does, however long that takes: OpenAI's clients
     // take any answer for the final one. RUN_WAIT_SECS bounds native runs only; the LLM's

@@ -82,7 +82,7 @@ pub(super) async fn read(
     let session = session_of(&record.run)?;
     let events = state.runs.events(&tenant, &session, record.run.id, 0);
     let translator = ResponseStream::new(echo, query.starting_after, None);
-    Ok(sse(events, translator, &state.draining))
+    Ok(sse(events, translator, None))
 }
 
 /// List a response's input items.
