@@ -7,13 +7,15 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::payload::{Column, PayloadCodec};
-use super::run_rows::UNFINISHED;
 use super::timestamp::Timestamp;
 use super::StoreError;
 use crate::model::{
     Agent, Anchor, ApiKey, Compaction, ExpiresAfter, ForkedFrom, Item, ItemBody, Metadata, Scope,
     Session, Usage,
 };
+
+/// The statuses of a session's unfinished runs, as an SQL list.
+pub(super) const UNFINISHED: &str = "('queued', 'running', 'requires_action')";
 
 pub(super) const SESSION_COLUMNS: &str =
     "id, created_at, updated_at, metadata, agent_id, item_count, \

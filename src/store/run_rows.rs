@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use super::payload::{Column, PayloadCodec};
+use super::rows::to_json;
 use super::timestamp::Timestamp;
 use super::{Claim, StartNow, StoreError};
 use crate::model::{
@@ -31,8 +32,7 @@ pub(super) const LOCKED_COLUMNS: &str =
 pub(super) const EXECUTING_PER_TENANT: &str = "select tenant_id, count(*) as n from runs \
      where status = 'running' and lease_owner is not null group by tenant_id";
 
-/// The statuses of a session's unfinished runs, as an SQL list.
-pub(super) const UNFINISHED: &str = "('queued', 'running', 'requires_action')";
+pub(super) use super::rows::UNFINISHED;
 
 /// The final statuses, as an SQL list.
 pub(super) const FINISHED: &str = "('completed', 'failed', 'cancelled', 'interrupted')";
@@ -303,6 +303,6 @@ pub(super) fn webhook_delivery(
         "data": record.run,
     });
     let payload = DeliveryPayload { url: webhook.url.clone(), body: body.to_string() };
-    let sealed = codec.seal(tenant, Column::WebhookPayload, super::rows::to_json(&payload)?)?;
+    let sealed = codec.seal(tenant, Column::WebhookPayload, to_json(&payload)?)?;
     Ok(Some((Uuid::now_v7(), sealed.into_owned())))
 }
