@@ -38,6 +38,8 @@ pub struct Application {
     /// How long a client may take to send request headers, and how long shutdown waits
     /// for requests in flight: the request time limit.
     patience: Duration,
+    /// How long the listener stays open once shutdown begins.
+    linger: Duration,
     startup: Startup,
 }
 
@@ -138,6 +140,7 @@ impl Application {
             sweep_every: Duration::from_secs(config.sweep_interval_secs),
             census_every: Duration::from_secs(config.key_census_interval_secs),
             patience: Duration::from_secs(config.request_timeout_secs),
+            linger: Duration::from_secs(config.shutdown_delay_secs),
             startup: Startup::new(config),
         })
     }
@@ -166,6 +169,15 @@ impl Application {
         // connection forever by sending its headers slowly.
         server.http1().timer(TokioTimer::new()).header_read_timeout(self.patience);
         let connections = GracefulShutdown::new();
+        // From shutdown on, balancers asking `/readyz` stop sending and clients following
+        // runs are told to go on at another replica; the listener stays open a while for
+        // the requests sent meanwhile.
+        let lingering = async {
+            shutdown.cancelled().await;
+            self.draining.cancel();
+            tokio::time::sleep(self.linger).await;
+        };
+        tokio::pin!(lingering);
         loop {
             let stream = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
@@ -177,7 +189,7 @@ impl Application {
                         continue;
                     }
                 },
-                _ = shutdown.cancelled() => break,
+                () = &mut lingering => break,
             };
             let _ = stream.set_nodelay(true);
             let service = TowerToHyperService::new(self.router.clone());
@@ -191,9 +203,6 @@ impl Application {
             });
         }
         drop(self.listener);
-        // Balancers asking `/readyz` on a kept-alive connection stop sending; clients
-        // following runs are told to go on at another replica.
-        self.draining.cancel();
         // One deadline for the requests in flight and the runs in hand together.
         let deadline = tokio::time::Instant::now() + self.patience;
         tokio::select! {

@@ -91,6 +91,11 @@ pub struct Config {
     #[arg(long, env = "REQUEST_TIMEOUT_SECS", global = true, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout_secs: u64,
 
+    /// After SIGTERM, how many seconds the service goes on accepting requests while
+    /// `/readyz` answers 503, so that balancers stop sending before it stops listening.
+    #[arg(long, env = "SHUTDOWN_DELAY_SECS", global = true, default_value_t = 2)]
+    pub shutdown_delay_secs: u64,
+
     /// Origins allowed to call the API from a browser, comma-separated; `*` allows any.
     #[arg(long, env = "CORS_ALLOWED_ORIGINS", global = true, value_delimiter = ',')]
     pub cors_allowed_origins: Vec<String>,

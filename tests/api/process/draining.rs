@@ -1,6 +1,6 @@
 //! Two replicas on one Postgres: SIGTERM the one a client follows a run on, and the
 //! client, told to reconnect, goes on at the other with `Last-Event-ID`, getting every
-//! event of the run once.
+//! event of the run once. Meanwhile the replica shutting down still answers, unready.
 
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ async fn a_stream_cut_by_sigterm_goes_on_at_the_other_replica() {
     let env = [("LLM_BASE_URL", llm.base_url()), ("LLM_MODEL", "test-model".to_owned())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut following = env.clone();
-    following.push(("RUN_WORKERS", "0"));
+    following.extend([("RUN_WORKERS", "0"), ("SHUTDOWN_DELAY_SECS", "3")]);
     let executing = Server::start_with(&database.url, &env).await;
     let mut front = Server::start_with(&database.url, &following).await;
     let http = client();
@@ -41,6 +41,17 @@ async fn a_stream_cut_by_sigterm_goes_on_at_the_other_replica() {
         seen.push_str(std::str::from_utf8(&chunk).unwrap());
     }
     front.signal("-TERM");
+    let mut ready = http.get(front.url("/readyz")).send().await.unwrap();
+    for _ in 0..50 {
+        if ready.status() == 503 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        ready = http.get(front.url("/readyz")).send().await.unwrap();
+    }
+    assert_eq!(ready.status(), 503);
+    assert_eq!(ready.json::<Value>().await.unwrap()["code"], "shutting_down");
+    assert_eq!(http.get(front.url("/livez")).send().await.unwrap().status(), 200);
     while let Some(chunk) = stream.next().await {
         seen.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
     }

@@ -36,6 +36,7 @@ impl Server {
 
     async fn start_with(database_url: &str, env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_agent-sessions"))
+            .env("SHUTDOWN_DELAY_SECS", "0")
             .envs(env.iter().copied())
             .env("DATABASE_URL", database_url)
             .env("LISTEN_ADDR", "127.0.0.1:0")

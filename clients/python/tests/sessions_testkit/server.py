@@ -142,6 +142,8 @@ def start_on(
         "LLM_MODEL": "fake-model",
         "LLM_MAX_RETRIES": "0",
         "RUST_LOG": os.environ.get("RUST_LOG", "warn"),
+        # Nothing balances these processes: they stop listening at once.
+        "SHUTDOWN_DELAY_SECS": "0",
         **(env or {}),
     }
     with open(log, "wb") as out:
