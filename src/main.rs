@@ -8,8 +8,14 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    telemetry::init(cli.config.log_format);
+    let telemetry = telemetry::init(cli.config.log_format)?;
     tracing::debug!(config = ?cli.config, "starting");
+    let result = run(cli).await;
+    telemetry.shutdown().await;
+    result
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Migrate => {
             let url = cli.config.database_url();

@@ -19,6 +19,7 @@ pub mod openapi;
 mod operations;
 mod query_params;
 mod runs;
+mod server_span;
 mod sessions;
 
 use std::sync::Arc;
@@ -108,6 +109,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
     // and the metrics see the answers to panics and timeouts too.
     let layers = ServiceBuilder::new()
         .layer(SetRequestIdLayer::x_request_id(MakeUuidV7))
+        .layer(middleware::from_fn(server_span::trace))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(request_span)
@@ -141,7 +143,9 @@ fn request_span(request: &axum::http::Request<axum::body::Body>) -> Span {
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| request.uri().path(), MatchedPath::as_str);
+    // Logs only: the request id may be the caller's header.
     tracing::info_span!(
+        target: crate::telemetry::LOG_ONLY,
         "request",
         method = %request.method(),
         route,

@@ -16,6 +16,9 @@ use crate::secret::Secret;
 
 pub use openai::OpenAiClient;
 
+/// The protocol of the LLM calls, as `gen_ai.provider.name` names it in traces.
+pub const PROVIDER: &str = "openai";
+
 /// A response body cut off after `limit` bytes, as text: a peer cannot make the service
 /// hold more than that.
 pub(crate) async fn read_limited(
@@ -139,6 +142,8 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     pub usage: TokenUsage,
     pub finish_reason: Option<String>,
+    /// The model that answered, as the provider named it.
+    pub model: Option<String>,
 }
 
 /// Token counts as the provider reported them; zero when it reported none.

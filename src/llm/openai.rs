@@ -9,18 +9,21 @@ use anyhow::Context;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::StreamExt;
-use reqwest::header::CONTENT_TYPE;
+use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::timeout;
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
 
 use super::sse::SseParser;
 use super::{
     read_limited, ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message,
-    Progress, ToolSpec,
+    Progress, TokenUsage, ToolSpec, PROVIDER,
 };
 use crate::secret::Secret;
+use crate::telemetry;
 use errors::{provider_message, retry_after, retryable, status_code, timed_out, transport_error};
 use stream::Accumulator;
 
@@ -32,6 +35,8 @@ const MAX_ERROR_BYTES: usize = 64 * 1024;
 pub struct OpenAiClient {
     http: reqwest::Client,
     url: String,
+    /// The endpoint's host and port, as spans name the server.
+    server: (String, Option<u16>),
     settings: LlmSettings,
 }
 
@@ -42,13 +47,71 @@ impl OpenAiClient {
             .build()
             .context("building the LLM HTTP client")?;
         let url = format!("{}/chat/completions", settings.base_url.trim_end_matches('/'));
-        Ok(Self { http, url, settings })
+        let parsed = reqwest::Url::parse(&url).context("LLM_BASE_URL: not a URL")?;
+        let server =
+            (parsed.host_str().unwrap_or_default().to_owned(), parsed.port_or_known_default());
+        Ok(Self { http, url, server, settings })
     }
 }
 
 #[async_trait]
 impl LlmClient for OpenAiClient {
     async fn complete(
+        &self,
+        request: &ChatRequest,
+        progress: mpsc::UnboundedSender<Progress>,
+    ) -> Result<Completion, LlmError> {
+        let span = self.chat_span(request);
+        let result = self.complete_retrying(request, progress).instrument(span.clone()).await;
+        match &result {
+            Ok(completion) => {
+                if let Some(model) = &completion.model {
+                    span.record("gen_ai.response.model", model.as_str());
+                }
+                if let Some(reason) = &completion.finish_reason {
+                    span.record("agent_sessions.finish_reason", reason.as_str());
+                }
+                // Traces keep signed integers; an unsigned one would arrive as text.
+                let TokenUsage { input_tokens, output_tokens, .. } = completion.usage;
+                span.record("gen_ai.usage.input_tokens", input_tokens as i64);
+                span.record("gen_ai.usage.output_tokens", output_tokens as i64);
+            }
+            Err(error) => {
+                span.record("otel.status_code", "error");
+                span.record("error.type", error.code.as_str());
+            }
+        }
+        result
+    }
+}
+
+impl OpenAiClient {
+    /// The model call as traces show it, after the GenAI conventions: names and numbers,
+    /// never the messages.
+    fn chat_span(&self, request: &ChatRequest) -> Span {
+        let (address, port) = (&self.server.0, self.server.1);
+        tracing::info_span!(
+            "chat",
+            otel.name = %format_args!("chat {}", request.model),
+            otel.kind = "client",
+            otel.status_code = Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = PROVIDER,
+            gen_ai.request.model = %request.model,
+            gen_ai.request.temperature = request.temperature,
+            gen_ai.request.max_tokens = request.max_output_tokens.map(i64::from),
+            gen_ai.response.model = Empty,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
+            agent_sessions.finish_reason = Empty,
+            server.address = %address,
+            server.port = port.map(i64::from),
+            "error.type" = Empty,
+        )
+    }
+
+    /// The request, retried as the settings allow while nothing has streamed yet.
+    async fn complete_retrying(
         &self,
         request: &ChatRequest,
         progress: mpsc::UnboundedSender<Progress>,
@@ -105,8 +168,12 @@ impl OpenAiClient {
         acc: &mut Accumulator,
     ) -> Result<Completion, Failure> {
         let idle = self.settings.idle_timeout;
-        let mut request =
-            self.http.post(&self.url).header(CONTENT_TYPE, "application/json").body(body);
+        let mut headers = HeaderMap::new();
+        telemetry::inject(&mut headers);
+        let mut request = (self.http.post(&self.url))
+            .headers(headers)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = &self.settings.api_key {
             request = request.bearer_auth(key.expose());
         }

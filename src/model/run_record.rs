@@ -86,6 +86,10 @@ pub struct RunRecord {
     /// Calls of server-side tools a person approved that the run has yet to make.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approved: Vec<String>,
+    /// The W3C `traceparent` of the request that queued the run, or last resumed it,
+    /// which its execution continues on whichever replica claims it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -102,6 +106,8 @@ pub struct Steer {
     pub metadata: Metadata,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 impl From<NewRun> for Steer {
@@ -112,6 +118,7 @@ impl From<NewRun> for Steer {
             config: run.config,
             metadata: run.metadata,
             request: run.request,
+            trace_parent: run.trace_parent,
         }
     }
 }
@@ -125,6 +132,7 @@ impl From<Steer> for NewRun {
             metadata: steer.metadata,
             idempotency: None,
             request: steer.request,
+            trace_parent: steer.trace_parent,
         }
     }
 }
@@ -200,4 +208,6 @@ pub struct NewRun {
     pub idempotency: Option<IdempotencyKey>,
     /// See [`RunRecord::request`].
     pub request: Option<Box<RawValue>>,
+    /// See [`RunRecord::trace_parent`].
+    pub trace_parent: Option<String>,
 }

@@ -4,12 +4,13 @@
 
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::context::build_messages;
 use super::error::{Result, RunsError};
 use super::execution::Execution;
-use super::{config, ConfigRequest, Engine, Runs};
+use super::{config, spans, ConfigRequest, Engine, Runs};
 use crate::llm::{ChatRequest, LlmError, Message, Progress, Role};
 use crate::model::{
     AgentConfig, Compaction, InvalidField, RunError, RunEventKind, Sampling, SessionId,
@@ -197,8 +198,13 @@ async fn summarise(
         .map(|item| serde_json::from_str(item.item.get()).unwrap_or(Value::Null))
         .collect();
     let earlier_summary = context.compaction.as_ref().map(|c| c.summary.as_str());
+    let span = spans::compaction(session_id);
+    let summary = summary_of(engine, earlier_summary, &values, model, instructions)
+        .instrument(span.clone())
+        .await;
     let (summary, usage) =
-        summary_of(engine, earlier_summary, &values, model, instructions).await?;
+        summary.inspect_err(|error| spans::failed(&span, error.code.as_str()))?;
+    span.record("agent_sessions.items_compacted", plan.summarised as i64);
     let earlier = context.compaction.as_ref().map_or(0, |c| c.items_compacted);
     Ok(Compaction {
         id: Uuid::now_v7(),

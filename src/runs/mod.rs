@@ -10,6 +10,7 @@ mod execution;
 mod follow;
 mod hub;
 mod signature;
+mod spans;
 mod start;
 mod tools;
 mod turn;
@@ -274,7 +275,9 @@ impl Runs {
         run_id: Uuid,
         answer: &RunAnswer,
     ) -> Result<i64> {
-        let (_, after) = self.store().answer_run(tenant, session_id, run_id, answer).await?;
+        let trace_parent = crate::telemetry::traceparent();
+        let store = self.store();
+        let (_, after) = store.answer_run(tenant, session_id, run_id, answer, trace_parent).await?;
         self.wake();
         Ok(after)
     }

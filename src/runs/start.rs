@@ -74,6 +74,7 @@ impl Runs {
             metadata,
             idempotency: request.idempotency,
             request: request.request,
+            trace_parent: crate::telemetry::traceparent(),
         };
         let start_now = !request.background;
         let action = match request.if_busy {

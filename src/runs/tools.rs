@@ -3,11 +3,14 @@
 
 use std::time::Duration;
 
+use reqwest::header::HeaderMap;
 use serde::Serialize;
+use tracing::Instrument;
 
-use super::Engine;
+use super::{spans, Engine};
 use crate::llm::read_limited;
 use crate::model::{RequiredToolCall, Tool};
+use crate::telemetry;
 
 /// The most response body a tool output keeps.
 const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -32,8 +35,40 @@ pub(super) async fn call_webhook(
     session_id: &str,
     run_id: uuid::Uuid,
 ) -> String {
+    let span = spans::execute_tool(tool, call);
+    let posted = post(engine, tool, call, tenant, session_id, run_id).instrument(span.clone());
+    match posted.await {
+        Ok(output) => output,
+        Err(Failure { kind, output }) => {
+            spans::failed(&span, &kind);
+            output
+        }
+    }
+}
+
+/// A call that failed: a code of few values for traces, and the output the model reads.
+struct Failure {
+    kind: String,
+    output: String,
+}
+
+impl Failure {
+    fn new(kind: impl Into<String>, output: String) -> Self {
+        Self { kind: kind.into(), output }
+    }
+}
+
+async fn post(
+    engine: &Engine,
+    tool: &Tool,
+    call: &RequiredToolCall,
+    tenant: &str,
+    session_id: &str,
+    run_id: uuid::Uuid,
+) -> Result<String, Failure> {
+    let name = &tool.name;
     let Some(webhook) = &tool.webhook else {
-        return format!("error: tool `{}` has no webhook", tool.name);
+        return Err(Failure::new("no_webhook", format!("error: tool `{name}` has no webhook")));
     };
     // The allow-list may have shrunk since the agent was created.
     let allowed = reqwest::Url::parse(&webhook.url).is_ok_and(|url| {
@@ -43,12 +78,16 @@ pub(super) async fn call_webhook(
             .allows(url.host_str().unwrap_or_default(), url.port_or_known_default())
     });
     if !allowed {
-        return format!("error: the webhook host of tool `{}` is not allowed", tool.name);
+        let output = format!("error: the webhook host of tool `{name}` is not allowed");
+        return Err(Failure::new("host_not_allowed", output));
     }
+    let mut headers = HeaderMap::new();
+    telemetry::inject(&mut headers);
     let mut request = engine
         .webhook_client
         .post(&webhook.url)
         .timeout(Duration::from_millis(webhook.timeout_ms))
+        .headers(headers)
         .json(&WebhookCall {
             call_id: &call.call_id,
             name: &call.name,
@@ -61,23 +100,30 @@ pub(super) async fn call_webhook(
         request = request.header(name, value);
     }
     let late = || {
-        let (name, ms) = (&tool.name, webhook.timeout_ms);
-        format!("error: tool `{name}` did not answer within {ms} ms")
+        let ms = webhook.timeout_ms;
+        Failure::new("timeout", format!("error: tool `{name}` did not answer within {ms} ms"))
     };
     let response = match request.send().await {
         Ok(response) => response,
-        Err(error) if error.is_timeout() => return late(),
-        Err(_) => return format!("error: tool `{}` could not be reached", tool.name),
+        Err(error) if error.is_timeout() => return Err(late()),
+        Err(_) => {
+            let output = format!("error: tool `{name}` could not be reached");
+            return Err(Failure::new("unreachable", output));
+        }
     };
     let status = response.status();
     let body = match read_limited(response, MAX_OUTPUT_BYTES).await {
         Ok(body) => body,
-        Err(error) if error.is_timeout() => return late(),
-        Err(_) => return format!("error: the answer of tool `{}` broke off", tool.name),
+        Err(error) if error.is_timeout() => return Err(late()),
+        Err(_) => {
+            let output = format!("error: the answer of tool `{name}` broke off");
+            return Err(Failure::new("broken_answer", output));
+        }
     };
     if status.is_success() {
-        body
+        Ok(body)
     } else {
-        format!("error: tool `{}` answered {status}: {body}", tool.name)
+        let output = format!("error: tool `{name}` answered {status}: {body}");
+        Err(Failure::new(status.as_str(), output))
     }
 }

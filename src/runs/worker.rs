@@ -2,12 +2,14 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::execution::Execution;
 use super::hub::LiveRun;
+use super::spans;
 use super::turn::{drive, take_steering, Outcome};
 use super::Engine;
 use crate::model::{run_items, RunEvent, RunEventKind, RunStatus, StopAction};
@@ -71,6 +73,7 @@ pub(super) async fn claim_and_execute(
     engine: &Arc<Engine>,
     worker: Uuid,
 ) -> Result<bool, StoreError> {
+    let began = SystemTime::now();
     let Some(claim) = engine
         .store
         .claim_run(worker, engine.settings.lease, engine.settings.tenant_max_active_runs)
@@ -78,6 +81,7 @@ pub(super) async fn claim_and_execute(
     else {
         return Ok(false);
     };
+    spans::record_claim(&claim, began);
     execute_claimed(engine.clone(), claim, Vec::new()).await.map(|()| true)
 }
 
@@ -108,10 +112,8 @@ pub(super) fn execute_claimed(
         };
         let run = Box::new(exec.record.run.clone());
         exec.emit(RunEventKind::Status(run));
-        let span = tracing::info_span!("run", run_id = %run_id, attempt = claim.attempts);
-        let result =
-            tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await;
-        result
+        let span = spans::invoke_agent(&claim);
+        tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await
     }
 }
 
@@ -170,6 +172,7 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
         exec.seq = last.seq;
         exec.live.publish(last);
         tracing::info!(status = %status, "run finished");
+        spans::record_outcome(&tracing::Span::current(), &exec.record.run);
         let code = exec.record.run.error.as_ref().map(|e| e.code.as_str());
         engine.metrics.run_ended(status.as_str(), code);
         if status.is_final() {

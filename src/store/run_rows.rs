@@ -211,6 +211,7 @@ pub(super) fn new_run(
         idempotency_key: run.idempotency.map(|key| key.key),
         steered_through: 0,
         approved: Vec::new(),
+        trace_parent: run.trace_parent,
     };
     let event = RunEvent::for_status(1, &record.run);
     (record, event)

@@ -98,6 +98,7 @@ pub trait RunStore: Send + Sync {
         session_id: &SessionId,
         run_id: Uuid,
         answer: &RunAnswer,
+        trace_parent: Option<String>,
     ) -> Result<(Run, i64)>;
 
     /// Leases to `worker` a claimable run whose session has no other run executing: of

@@ -15,6 +15,7 @@ use crate::llm::{Completion, LlmError, LlmErrorCode, Progress, TokenUsage, ToolC
 
 #[derive(Deserialize)]
 struct Chunk {
+    model: Option<String>,
     choices: Option<Vec<Choice>>,
     usage: Option<Usage>,
     error: Option<Value>,
@@ -67,6 +68,7 @@ pub(super) struct Accumulator {
     calls: BTreeMap<usize, PartialCall>,
     usage: TokenUsage,
     finish_reason: Option<String>,
+    model: Option<String>,
     /// Once true, a retry would contradict text the caller has already published.
     pub(super) delivered: bool,
 }
@@ -91,6 +93,9 @@ impl Accumulator {
             let code = classify_error(&error);
             let detail = provider_message(&error.to_string());
             return Err(LlmError::new(code, format!("the LLM failed mid-stream: {detail}")));
+        }
+        if chunk.model.is_some() {
+            self.model = chunk.model;
         }
         if let Some(usage) = chunk.usage {
             let input = usage.prompt_tokens.unwrap_or(0);
@@ -152,6 +157,7 @@ impl Accumulator {
             tool_calls,
             usage: self.usage,
             finish_reason: self.finish_reason.take(),
+            model: self.model.take(),
         })
     }
 }

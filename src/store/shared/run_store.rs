@@ -97,8 +97,9 @@ impl RunStore for Store {
         session_id: &SessionId,
         run_id: Uuid,
         answer: &RunAnswer,
+        trace_parent: Option<String>,
     ) -> Result<(Run, i64)> {
-        runs::answer(self, tenant, session_id, run_id, answer).await
+        runs::answer(self, tenant, session_id, run_id, answer, trace_parent).await
     }
 
     async fn claim_run(

@@ -276,11 +276,16 @@ pub(super) async fn answer(
     session_id: &SessionId,
     run_id: Uuid,
     answer: &RunAnswer,
+    trace_parent: Option<String>,
 ) -> Result<(Run, i64)> {
     let mut tx = store.writer().begin().await?;
     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
     let mut record = locked.run.into_record(&store.codec, tenant)?;
     run_rows::resume(&mut record, answer)?;
+    // The continuation belongs to the trace of the request that answered.
+    if trace_parent.is_some() {
+        record.trace_parent = trace_parent;
+    }
     write_run(&mut tx, &store.codec, tenant, locked.pk, &record, &[], None, Timestamp::now())
         .await?;
     tx.commit().await?;

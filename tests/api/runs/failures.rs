@@ -228,6 +228,7 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
         metadata: Metadata::new(BTreeMap::new()).unwrap(),
         idempotency: None,
         request: None,
+        trace_parent: None,
     };
     let start = StartNow { worker: Uuid::now_v7(), lease: Duration::from_secs(30) };
     let created =

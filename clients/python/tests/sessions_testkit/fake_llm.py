@@ -10,7 +10,8 @@ the same time never receive each other's answers:
 - it contains ``slow``: a long answer streamed one word every ``SLOW_DELAY`` seconds;
 - otherwise ``echo: <the last user message>``.
 
-Every request body is recorded in ``requests`` so tests can assert what a model was sent.
+Every request body is recorded in ``requests``, and its headers at the same index in
+``headers``, so tests can assert what a model was sent.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class FakeLLM:
 
     def __init__(self) -> None:
         self.requests: List[Dict[str, Any]] = []
+        self.headers: List[Dict[str, str]] = []
         self._lock = threading.Lock()
         fake = self
 
@@ -73,6 +75,7 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake._lock:
                     fake.requests.append(body)
+                    fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
                     return
