@@ -33,6 +33,7 @@ pub struct Application {
     metrics: Arc<Metrics>,
     key_census: Arc<KeyCensus>,
     draining: CancellationToken,
+    closing: CancellationToken,
     sweep_every: Duration,
     census_every: Duration,
     /// How long a client may take to send request headers, and how long shutdown waits
@@ -116,7 +117,7 @@ impl Application {
         let state = state(config, store.clone(), llm)?;
         let runs = state.runs.clone();
         let (metrics, key_census) = (state.metrics.clone(), state.key_census.clone());
-        let draining = state.draining.clone();
+        let (draining, closing) = (state.draining.clone(), state.closing.clone());
         let auth_enabled = state.auth.enabled();
         let router = http::router(state, config)?;
         let listener = TcpListener::bind(&config.listen_addr).await.with_context(|| {
@@ -137,6 +138,7 @@ impl Application {
             metrics,
             key_census,
             draining,
+            closing,
             sweep_every: Duration::from_secs(config.sweep_interval_secs),
             census_every: Duration::from_secs(config.key_census_interval_secs),
             patience: Duration::from_secs(config.request_timeout_secs),
@@ -169,9 +171,9 @@ impl Application {
         // connection forever by sending its headers slowly.
         server.http1().timer(TokioTimer::new()).header_read_timeout(self.patience);
         let connections = GracefulShutdown::new();
-        // From shutdown on, balancers asking `/readyz` stop sending and clients following
-        // runs are told to go on at another replica; the listener stays open a while for
-        // the requests sent meanwhile.
+        // From shutdown on, balancers asking `/readyz` stop sending, and clients open new
+        // connections for their next requests; the listener stays open a while for the
+        // requests sent meanwhile.
         let lingering = async {
             shutdown.cancelled().await;
             self.draining.cancel();
@@ -203,6 +205,8 @@ impl Application {
             });
         }
         drop(self.listener);
+        // Clients following runs are told to go on at another replica.
+        self.closing.cancel();
         // One deadline for the requests in flight and the runs in hand together.
         let deadline = tokio::time::Instant::now() + self.patience;
         tokio::select! {
@@ -249,6 +253,7 @@ pub fn state(
         key_census: Arc::new(KeyCensus::default()),
         run_wait: Duration::from_secs(config.run_wait_secs),
         draining: CancellationToken::new(),
+        closing: CancellationToken::new(),
     })
 }
 

@@ -28,23 +28,23 @@ pub trait Translator: Send + 'static {
 }
 
 /// The run's events, translated, as a `text/event-stream` answer with keep-alive
-/// comments while the run is quiet. When `draining` is given and cancelled (the process
-/// is shutting down) the answer ends with a comment instead, so that the client
+/// comments while the run is quiet. When `closing` is given and cancelled (the process
+/// stops listening) the answer ends with a comment instead, so that the client
 /// reconnects, to another replica, with `Last-Event-ID`: the run goes on wherever it
 /// executes. Only protocols whose clients reconnect so give it.
 pub fn sse(
     events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
     translator: impl Translator,
-    draining: Option<&CancellationToken>,
+    closing: Option<&CancellationToken>,
 ) -> Response {
-    let Some(draining) = draining.cloned() else {
+    let Some(closing) = closing.cloned() else {
         let events = translated(events, translator);
         return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
     };
-    let ended = draining.clone().cancelled_owned();
+    let ended = closing.clone().cancelled_owned();
     let events = translated(events, translator).take_until(ended).chain(
         futures::stream::once(async move {
-            draining.is_cancelled().then(|| Ok(Event::default().comment(RECONNECT)))
+            closing.is_cancelled().then(|| Ok(Event::default().comment(RECONNECT)))
         })
         .filter_map(futures::future::ready),
     );

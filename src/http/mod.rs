@@ -26,10 +26,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::header::CONNECTION;
 use axum::http::{HeaderName, HeaderValue, Method};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
+use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -63,9 +65,12 @@ pub struct AppState {
     pub run_wait: Duration,
     pub sealer: Arc<crate::sealing::Sealer>,
     pub model_aliases: Arc<crate::config::ModelAliases>,
-    /// Cancelled when shutdown starts: `/readyz` answers 503 from then on, and open event
-    /// streams end so that their clients go on at another replica.
-    pub draining: tokio_util::sync::CancellationToken,
+    /// Cancelled when shutdown starts: `/readyz` answers 503 from then on, and every
+    /// answer closes its connection.
+    pub draining: CancellationToken,
+    /// Cancelled when the process stops listening, `SHUTDOWN_DELAY_SECS` later: open
+    /// event streams end, so that their clients go on at another replica.
+    pub closing: CancellationToken,
 }
 
 /// The whole API with its middleware.
@@ -110,6 +115,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
     let layers = ServiceBuilder::new()
         .layer(SetRequestIdLayer::x_request_id(MakeUuidV7))
         .layer(middleware::from_fn(server_span::trace))
+        .layer(middleware::from_fn_with_state(state.draining.clone(), close_when_draining))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(request_span)
@@ -163,6 +169,20 @@ fn log_response(response: &Response, latency: Duration, _span: &Span) {
         Some(InternalCause(cause)) => tracing::error!(status, millis, cause, "request failed"),
         None => tracing::info!(status, millis, "request answered"),
     }
+}
+
+/// While the process drains, every answer closes its connection: the client's next
+/// request opens a new one, which a balancer sends to another replica.
+async fn close_when_draining(
+    State(draining): State<CancellationToken>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let mut response = next.run(request).await;
+    if draining.is_cancelled() {
+        response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 async fn time_limit(State(limit): State<Duration>, request: Request, next: Next) -> Response {

@@ -26,7 +26,8 @@ pub(super) async fn trace(request: Request, next: Next) -> Response {
         http.request.method = %method,
         http.route = route,
         http.response.status_code = Empty,
-        url.path = request.uri().path(),
+        // A path no route matched could hold anything a caller wrote.
+        url.path = route.is_some().then(|| request.uri().path()),
         url.scheme = "http",
         "error.type" = Empty,
     );

@@ -8,7 +8,7 @@ use tracing::field::Empty;
 use tracing::Span;
 
 use crate::llm::PROVIDER;
-use crate::model::{RequiredToolCall, Run, SessionId, Tool};
+use crate::model::{RequiredToolCall, Run, SessionId, Tool, Usage};
 use crate::store::Claim;
 use crate::telemetry;
 
@@ -46,11 +46,12 @@ pub(super) fn invoke_agent(claim: &Claim) -> Span {
     span
 }
 
-/// What an execution of `run` came to.
-pub(super) fn record_outcome(span: &Span, run: &Run) {
+/// What an execution of `run` came to; `before` is the run's usage when it was claimed,
+/// which earlier executions used.
+pub(super) fn record_outcome(span: &Span, run: &Run, before: &Usage) {
     span.record("agent_sessions.run.status", run.status.as_str());
-    span.record("gen_ai.usage.input_tokens", run.usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", run.usage.output_tokens);
+    span.record("gen_ai.usage.input_tokens", run.usage.input_tokens - before.input_tokens);
+    span.record("gen_ai.usage.output_tokens", run.usage.output_tokens - before.output_tokens);
     if let Some(error) = &run.error {
         failed(span, &error.code);
     }

@@ -81,13 +81,10 @@ async fn post(
         let output = format!("error: the webhook host of tool `{name}` is not allowed");
         return Err(Failure::new("host_not_allowed", output));
     }
-    let mut headers = HeaderMap::new();
-    telemetry::inject(&mut headers);
     let mut request = engine
         .webhook_client
         .post(&webhook.url)
         .timeout(Duration::from_millis(webhook.timeout_ms))
-        .headers(headers)
         .json(&WebhookCall {
             call_id: &call.call_id,
             name: &call.name,
@@ -99,6 +96,10 @@ async fn post(
     for (name, value) in &webhook.headers {
         request = request.header(name, value);
     }
+    // The call's own context, in place of any the tool's headers name.
+    let mut trace = HeaderMap::new();
+    telemetry::inject(&mut trace);
+    request = request.headers(trace);
     let late = || {
         let ms = webhook.timeout_ms;
         Failure::new("timeout", format!("error: tool `{name}` did not answer within {ms} ms"))

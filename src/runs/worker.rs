@@ -15,6 +15,9 @@ use super::Engine;
 use crate::model::{run_items, RunEvent, RunEventKind, RunStatus, StopAction};
 use crate::store::{Claim, StoreError};
 
+/// The `error.type` of an execution whose outcome another worker's claim voided.
+const LEASE_LOST: &str = "lease_lost";
+
 /// One worker: claims and executes runs until shutdown, finishing the run in hand. It
 /// holds one of the engine's slots while it does, so that it and the runs started at
 /// creation never execute more than `workers` runs at once.
@@ -113,7 +116,12 @@ pub(super) fn execute_claimed(
         let run = Box::new(exec.record.run.clone());
         exec.emit(RunEventKind::Status(run));
         let span = spans::invoke_agent(&claim);
-        tracing::Instrument::instrument(execute(engine, &claim, &mut exec), span).await
+        let executed = execute(engine, &claim, &mut exec, &span);
+        let result = tracing::Instrument::instrument(executed, span.clone()).await;
+        if result.is_err() {
+            spans::failed(&span, "store_error");
+        }
+        result
     }
 }
 
@@ -132,7 +140,12 @@ impl Drop for Registered {
     }
 }
 
-async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result<(), StoreError> {
+async fn execute(
+    engine: &Engine,
+    claim: &Claim,
+    exec: &mut Execution,
+    span: &tracing::Span,
+) -> Result<(), StoreError> {
     let live = exec.live.clone();
     // The seq up to which the execution's events are stored.
     let saved = AtomicI64::new(claim.last_event_seq);
@@ -141,6 +154,7 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
         () = live.stop.cancelled() => None,
         () = keep_lease(engine, claim, &live, &saved) => {
             tracing::warn!("the run's lease was lost; its outcome is discarded");
+            spans::failed(span, LEASE_LOST);
             return Ok(());
         }
     };
@@ -172,7 +186,7 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
         exec.seq = last.seq;
         exec.live.publish(last);
         tracing::info!(status = %status, "run finished");
-        spans::record_outcome(&tracing::Span::current(), &exec.record.run);
+        spans::record_outcome(span, &exec.record.run, &claim.record.run.usage);
         let code = exec.record.run.error.as_ref().map(|e| e.code.as_str());
         engine.metrics.run_ended(status.as_str(), code);
         if status.is_final() {
@@ -180,6 +194,7 @@ async fn execute(engine: &Engine, claim: &Claim, exec: &mut Execution) -> Result
         }
     } else {
         tracing::warn!("the run's lease was lost before it finished; its outcome is discarded");
+        spans::failed(span, LEASE_LOST);
     }
     Ok(())
 }

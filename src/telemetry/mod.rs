@@ -12,8 +12,8 @@ use std::io::IsTerminal;
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use tracing::Metadata;
-use tracing_subscriber::filter::{filter_fn, FilterExt};
+use tracing::{Level, Metadata};
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{fmt, EnvFilter, Layer};
@@ -50,7 +50,7 @@ impl Telemetry {
 pub fn init(format: LogFormat) -> anyhow::Result<Telemetry> {
     let logged = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info"))
-        .and(filter_fn(|meta| meta.target() != TRACE_ONLY));
+        .add_directive(format!("{TRACE_ONLY}=off").parse().expect("a valid directive"));
     let provider = export::provider()?;
     let traces = provider.as_ref().map(|provider| {
         let tracer = provider.tracer(env!("CARGO_PKG_NAME"));
@@ -61,7 +61,7 @@ pub fn init(format: LogFormat) -> anyhow::Result<Telemetry> {
             .with_threads(false)
             .with_target(false)
             .with_tracked_inactivity(false)
-            .with_filter(filter_fn(traced))
+            .with_filter(filter_fn(traced).with_max_level_hint(Level::INFO))
     });
     let registry = tracing_subscriber::registry().with(traces);
     match format {

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{Span as _, TraceContextExt, Tracer as _};
 use opentelemetry::{global, Context, KeyValue};
-use opentelemetry_http::{HeaderExtractor, HeaderInjector};
+use opentelemetry_http::HeaderInjector;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -17,8 +17,11 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 const TRACEPARENT: &str = "traceparent";
 
 /// Makes `span`, not yet entered, continue the trace of the `traceparent` a caller sent.
+/// Its `tracestate` is left out: a header value that spans would carry on.
 pub fn continue_from(span: &Span, headers: &HeaderMap) {
-    adopt(span, TraceContextPropagator::new().extract(&HeaderExtractor(headers)));
+    if let Some(traceparent) = headers.get(TRACEPARENT).and_then(|v| v.to_str().ok()) {
+        adopt(span, stored(traceparent));
+    }
 }
 
 /// Makes `span`, not yet entered, continue the trace of a stored [`traceparent`].

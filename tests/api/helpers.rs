@@ -267,8 +267,10 @@ pub struct TestApp {
     pub metrics: Arc<agent_sessions::metrics::Metrics>,
     pub key_census: Arc<agent_sessions::upkeep::KeyCensus>,
     pub store: Arc<dyn SessionStore>,
-    /// What shutdown cancels first: `/readyz` turns 503 and event streams end.
+    /// What shutdown cancels first: `/readyz` turns 503.
     pub draining: CancellationToken,
+    /// What shutdown cancels when it stops listening: event streams end.
+    pub closing: CancellationToken,
     _workers: Workers,
     /// Keeps the database (and its temp dir) alive as long as the app.
     _db: TestDb,
@@ -303,7 +305,7 @@ impl TestApp {
         let runs = state.runs.clone();
         let (metrics, key_census) = (state.metrics.clone(), state.key_census.clone());
         let store = db.store.clone();
-        let draining = state.draining.clone();
+        let (draining, closing) = (state.draining.clone(), state.closing.clone());
         let router = http::router(state, config).expect("the router builds");
         Self {
             router,
@@ -312,6 +314,7 @@ impl TestApp {
             key_census,
             store,
             draining,
+            closing,
             _workers: Workers { stop, _tasks: workers },
             _db: db,
         }

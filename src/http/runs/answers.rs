@@ -84,7 +84,7 @@ async fn answer(
         .map_err(|e| run.runs_error(e))?;
     if stream {
         let events = state.runs.events(&run.tenant, &run.session, run.id, after);
-        return Ok(sse(events, Native, Some(&state.draining)));
+        return Ok(sse(events, Native, Some(&state.closing)));
     }
     wait(&state, &run.tenant, &run.session, run.id, after).await
 }

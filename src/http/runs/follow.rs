@@ -45,7 +45,7 @@ pub(super) async fn answer(
     Ok(match mode {
         Mode::Background => accepted(run),
         Mode::Stream => {
-            sse(state.runs.events(tenant, session_id, run.id, 0), Native, Some(&state.draining))
+            sse(state.runs.events(tenant, session_id, run.id, 0), Native, Some(&state.closing))
         }
         Mode::Wait => wait(state, tenant, session_id, run.id, 0).await?,
     })
@@ -119,5 +119,5 @@ pub async fn run_events(
     };
     state.runs.get(&run.tenant, &run.session, run.id).await.map_err(|e| run.runs_error(e))?;
     let events = state.runs.events(&run.tenant, &run.session, run.id, after);
-    Ok(sse(events, Native, Some(&state.draining)))
+    Ok(sse(events, Native, Some(&state.closing)))
 }

@@ -16,13 +16,13 @@ use crate::runs::parse_sse;
 async fn a_stream_cut_by_sigterm_goes_on_at_the_other_replica() {
     let database = scratch_postgres().await;
     let llm = FakeLlm::start().await;
-    let deltas: Vec<String> = (0..20).map(|n| format!("w{n} ")).collect();
+    let deltas: Vec<String> = (0..60).map(|n| format!("w{n} ")).collect();
     let whole: String = deltas.concat();
     llm.push(Reply::Text { deltas, usage: None, delay: Duration::from_millis(100) });
     let env = [("LLM_BASE_URL", llm.base_url()), ("LLM_MODEL", "test-model".to_owned())];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut following = env.clone();
-    following.extend([("RUN_WORKERS", "0"), ("SHUTDOWN_DELAY_SECS", "3")]);
+    following.extend([("RUN_WORKERS", "0"), ("SHUTDOWN_DELAY_SECS", "2")]);
     let executing = Server::start_with(&database.url, &env).await;
     let mut front = Server::start_with(&database.url, &following).await;
     let http = client();
@@ -59,6 +59,7 @@ async fn a_stream_cut_by_sigterm_goes_on_at_the_other_replica() {
     assert!(seen.trim_end().ends_with(": shutting down: reconnect with Last-Event-ID"), "{seen}");
 
     let events = parse_sse(&seen);
+    assert!(!events.iter().any(|(name, _, _)| name == "run.completed"), "cut off mid-run");
     let (_, last, _) = events.last().unwrap();
     let rest = http.get(executing.url(&path)).header("last-event-id", last.to_string());
     let rest = rest.send().await.unwrap().text().await.unwrap();

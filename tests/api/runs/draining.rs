@@ -33,7 +33,18 @@ async fn a_draining_replica_is_unready_and_hands_its_streams_over(db: TestDb) {
         let frame = body.frame().await.expect("the stream goes on").unwrap();
         seen.push_str(std::str::from_utf8(&frame.into_data().unwrap()).unwrap());
     }
+    // Shutdown starts: the replica is unready, and its answers close their connections,
+    // but the stream goes on until the replica stops listening.
     t.app.draining.cancel();
+    let unready = t.app.get("/readyz").await;
+    assert_eq!(unready.header("connection"), Some("close"));
+    unready.expect_problem(StatusCode::SERVICE_UNAVAILABLE, "shutting_down");
+    let before = parse_sse(&seen).len();
+    while parse_sse(&seen).len() == before {
+        let frame = body.frame().await.expect("the stream goes on").unwrap();
+        seen.push_str(std::str::from_utf8(&frame.into_data().unwrap()).unwrap());
+    }
+    t.app.closing.cancel();
     let rest = tokio::time::timeout(Duration::from_secs(5), body.collect()).await;
     seen.push_str(
         std::str::from_utf8(&rest.expect("the stream ends at once").unwrap().to_bytes()).unwrap(),

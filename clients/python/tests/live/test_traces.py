@@ -301,6 +301,17 @@ def test_no_span_carries_what_a_caller_said(traced: Traced) -> None:
     trace_id = secrets.token_hex(16)
     _run(traced, traced.urls[0], f"00-{trace_id}-{secrets.token_hex(8)}-01", True)
     assert _complete(traced.collector.trace(trace_id, _complete))
+    # A path no route knows, and a tracestate, are the caller's words too.
+    lost = secrets.token_hex(16)
+    headers = {
+        "traceparent": f"00-{lost}-{secrets.token_hex(8)}-01",
+        "tracestate": f"vendor={CANARY}",
+    }
+    answer = httpx.get(f"{traced.urls[0]}/v1/{CANARY}", headers=headers)
+    assert answer.status_code == 404
+    spans = traced.collector.trace(lost, lambda spans: len(spans) > 0)
+    assert [s.name for s in spans] == ["GET"]
+    assert "url.path" not in spans[0].attributes
     exported = b"".join(traced.collector.exports)
     for secret in (CANARY, traced.key):
         assert secret.encode() not in exported
