@@ -4,9 +4,10 @@ mod model_aliases;
 mod redaction;
 mod settings;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 use crate::secret::Secret;
+use crate::telemetry::LogFormat;
 pub use model_aliases::ModelAliases;
 pub use redaction::{describe_database, DatabaseUrl};
 pub use settings::StartupError;
@@ -213,12 +214,6 @@ impl Config {
     pub fn database_url(&self) -> &str {
         self.database_url.as_ref().map_or("sqlite://agent-sessions.db", DatabaseUrl::expose)
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Pretty,
-    Json,
 }
 
 #[cfg(test)]

@@ -36,7 +36,15 @@ pub(super) async fn call_webhook(
     run_id: uuid::Uuid,
 ) -> String {
     let span = spans::execute_tool(tool, call);
-    let posted = post(engine, tool, call, tenant, session_id, run_id).instrument(span.clone());
+    let body = WebhookCall {
+        call_id: &call.call_id,
+        name: &call.name,
+        arguments: &call.arguments,
+        tenant,
+        session_id,
+        run_id: run_id.to_string(),
+    };
+    let posted = post(engine, tool, &body).instrument(span.clone());
     match posted.await {
         Ok(output) => output,
         Err(Failure { kind, output }) => {
@@ -58,14 +66,7 @@ impl Failure {
     }
 }
 
-async fn post(
-    engine: &Engine,
-    tool: &Tool,
-    call: &RequiredToolCall,
-    tenant: &str,
-    session_id: &str,
-    run_id: uuid::Uuid,
-) -> Result<String, Failure> {
+async fn post(engine: &Engine, tool: &Tool, body: &WebhookCall<'_>) -> Result<String, Failure> {
     let name = &tool.name;
     let Some(webhook) = &tool.webhook else {
         return Err(Failure::new("no_webhook", format!("error: tool `{name}` has no webhook")));
@@ -85,14 +86,7 @@ async fn post(
         .webhook_client
         .post(&webhook.url)
         .timeout(Duration::from_millis(webhook.timeout_ms))
-        .json(&WebhookCall {
-            call_id: &call.call_id,
-            name: &call.name,
-            arguments: &call.arguments,
-            tenant,
-            session_id,
-            run_id: run_id.to_string(),
-        });
+        .json(body);
     for (name, value) in &webhook.headers {
         request = request.header(name, value);
     }

@@ -20,7 +20,14 @@ use tracing_subscriber::{fmt, EnvFilter, Layer};
 
 pub use propagation::{continue_from, follow, inject, record_span, traceparent};
 
-use crate::config::LogFormat;
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// For people.
+    Pretty,
+    /// One JSON object per line, for log pipelines.
+    Json,
+}
 
 /// The target of spans that only traces carry.
 pub const TRACE_ONLY: &str = "agent_sessions::trace";
