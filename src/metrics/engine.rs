@@ -1,6 +1,9 @@
 //! What the run engine records as it goes: its model calls (latency, time to the first
 //! token, tokens by model), how its runs end, and its webhook deliveries.
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -33,12 +36,19 @@ struct OutcomeLabels {
 
 type Histograms = Family<ModelLabels, Histogram, fn() -> Histogram>;
 
+/// Distinct `model` labels kept: a run names its model, so callers could otherwise grow
+/// the series without end. Calls of models beyond these count under [`OTHER_MODELS`].
+const MAX_MODELS: usize = 100;
+const OTHER_MODELS: &str = "other";
+
 pub struct EngineMetrics {
     llm_duration: Histograms,
     llm_first_token: Histograms,
     llm_tokens: Family<TokenLabels, Counter>,
     runs: Family<RunLabels, Counter>,
     deliveries: Family<OutcomeLabels, Counter>,
+    /// The models that have a label of their own.
+    models: Mutex<HashSet<String>>,
 }
 
 impl Default for EngineMetrics {
@@ -51,6 +61,7 @@ impl Default for EngineMetrics {
             llm_tokens: Family::default(),
             runs: Family::default(),
             deliveries: Family::default(),
+            models: Mutex::default(),
         }
     }
 }
@@ -93,13 +104,14 @@ impl EngineMetrics {
         first_token: Option<f64>,
         tokens: (u64, u64),
     ) {
-        let labels = ModelLabels { model: model.to_owned() };
+        let model = self.model_label(model);
+        let labels = ModelLabels { model: model.clone() };
         self.llm_duration.get_or_create(&labels).observe(seconds);
         if let Some(first) = first_token {
             self.llm_first_token.get_or_create(&labels).observe(first);
         }
         for (token_type, count) in [("input", tokens.0), ("output", tokens.1)] {
-            let labels = TokenLabels { model: model.to_owned(), token_type };
+            let labels = TokenLabels { model: model.clone(), token_type };
             self.llm_tokens.get_or_create(&labels).inc_by(count);
         }
     }
@@ -110,8 +122,50 @@ impl EngineMetrics {
         self.runs.get_or_create(&RunLabels { status, code }).inc();
     }
 
+    /// Records runs that the recovery failed with `worker_lost`: out of attempts.
+    pub fn runs_lost(&self, count: u64) {
+        let labels = RunLabels { status: "failed", code: "worker_lost".to_owned() };
+        self.runs.get_or_create(&labels).inc_by(count);
+    }
+
+    fn model_label(&self, model: &str) -> String {
+        let mut models = self.models.lock().expect("no holder of the lock panics");
+        if models.contains(model) || models.len() < MAX_MODELS {
+            models.insert(model.to_owned());
+            model.to_owned()
+        } else {
+            OTHER_MODELS.to_owned()
+        }
+    }
+
     /// Records one attempt of a webhook delivery: `delivered`, `retried` or `failed`.
     pub fn delivery(&self, outcome: &'static str) {
         self.deliveries.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_beyond_the_cap_count_together() {
+        let metrics = EngineMetrics::default();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        for n in 0..=MAX_MODELS {
+            metrics.llm_called(&format!("model-{n}"), 0.1, None, (1, 1));
+        }
+        metrics.llm_called("model-0", 0.1, None, (1, 1));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let tokens = |model: &str| {
+            let series = format!("llm_tokens_total{{model=\"{model}\",token_type=\"input\"}} ");
+            text.lines().find_map(|line| line.strip_prefix(series.as_str()).map(str::to_owned))
+        };
+        assert_eq!(tokens("model-0").as_deref(), Some("2"));
+        assert_eq!(tokens(&format!("model-{}", MAX_MODELS - 1)).as_deref(), Some("1"));
+        assert_eq!(tokens(&format!("model-{MAX_MODELS}")), None);
+        assert_eq!(tokens(OTHER_MODELS).as_deref(), Some("1"));
     }
 }

@@ -56,6 +56,7 @@ pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
             Ok((0, 0)) => {}
             Ok((requeued, failed)) => {
                 tracing::warn!(requeued, failed, "recovered runs whose worker stopped");
+                engine.metrics.runs_lost(failed);
                 engine.work.notify_waiters();
             }
             Err(error) => tracing::warn!(%error, "cannot recover runs with lapsed leases"),

@@ -12,7 +12,10 @@ use crate::helpers::{get_json, scratch_postgres};
 /// Starts a background run whose LLM call hangs, kills the process with SIGKILL while
 /// the call is open, and starts a second process on the same database. Returns the run
 /// as that process leaves it, the session's items and how many LLM calls were made.
-async fn kill_9_mid_run(database_url: &str, max_attempts: &str) -> (Value, Vec<Value>, usize) {
+async fn kill_9_mid_run(
+    database_url: &str,
+    max_attempts: &str,
+) -> (Value, Vec<Value>, usize, String) {
     let llm = FakeLlm::start().await;
     llm.push(Reply::HangMidStream);
     llm.set_default(Reply::text("recovered"));
@@ -47,7 +50,8 @@ async fn kill_9_mid_run(database_url: &str, max_attempts: &str) -> (Value, Vec<V
         wait_for(|| async { Some(get_json(&http, second.url(&run_path)).await).filter(finished) })
             .await;
     let items: Value = get_json(&http, second.url("/v1/sessions/crash/items")).await;
-    (run, items["data"].as_array().unwrap().clone(), llm.requests().len())
+    let metrics = http.get(second.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    (run, items["data"].as_array().unwrap().clone(), llm.requests().len(), metrics)
 }
 
 /// Polls `check` until it gives a value, for at most 30 s.
@@ -75,14 +79,14 @@ fn assert_ran_again(run: &Value, items: &[Value], llm_calls: usize) {
 async fn a_run_killed_with_its_process_runs_again_on_sqlite() {
     let dir = TempDir::new().unwrap();
     let url = format!("sqlite://{}", dir.path().join("runs.db").display());
-    let (run, items, llm_calls) = kill_9_mid_run(&url, "3").await;
+    let (run, items, llm_calls, _) = kill_9_mid_run(&url, "3").await;
     assert_ran_again(&run, &items, llm_calls);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_killed_with_its_process_runs_again_on_postgres() {
     let database = scratch_postgres().await;
-    let (run, items, llm_calls) = kill_9_mid_run(&database.url, "3").await;
+    let (run, items, llm_calls, _) = kill_9_mid_run(&database.url, "3").await;
     assert_ran_again(&run, &items, llm_calls);
     database.drop().await;
 }
@@ -92,9 +96,11 @@ async fn a_run_killed_with_its_process_runs_again_on_postgres() {
 async fn a_run_out_of_attempts_fails_as_worker_lost() {
     let dir = TempDir::new().unwrap();
     let url = format!("sqlite://{}", dir.path().join("runs.db").display());
-    let (run, items, llm_calls) = kill_9_mid_run(&url, "1").await;
+    let (run, items, llm_calls, metrics) = kill_9_mid_run(&url, "1").await;
     assert_eq!(run["status"], "failed", "{run}");
     assert_eq!(run["error"]["code"], "worker_lost");
+    let lost = r#"agent_sessions_runs_total{status="failed",code="worker_lost"} 1"#;
+    assert!(metrics.lines().any(|line| line == lost), "{metrics}");
     assert!(run["finished_at"].is_string());
     assert_eq!(llm_calls, 1);
     assert!(items.is_empty(), "{items:?}");
