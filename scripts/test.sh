@@ -22,7 +22,8 @@
 #                                        tests off a shared server).
 #
 # After cargo test (unless it was given arguments) the release binary is built and the
-# Python client's suite (clients/python/scripts/ci.sh), the console's browser tests
+# Python client's suite (clients/python/scripts/ci.sh), the TypeScript client's
+# (clients/typescript/scripts/ci.sh: drift check and tests), the console's browser tests
 # (scripts/browser-tests.sh, needs chromium) and the README's and docs' sh blocks
 # (tests/docs/run_blocks.py) run against it.
 #
@@ -201,6 +202,7 @@ if [[ $status -eq 0 && $# -eq 0 ]]; then
   export AGENT_SESSIONS_BIN="$bin"
   [[ $status -eq 0 ]] || exit "$status"
   step "Python client" env PG_URL="$DATABASE_URL" bash clients/python/scripts/ci.sh
+  step "TypeScript client" bash clients/typescript/scripts/ci.sh
   step "browser tests" bash scripts/browser-tests.sh
   step "docs' blocks" python3 tests/docs/run_blocks.py
 fi

@@ -89,8 +89,9 @@ impl Translator for Native {
 /// Follow a run's events.
 ///
 /// Replays the events from the start, or after the `Last-Event-ID` header, then follows
-/// them live. The stream ends after `run.completed`, `run.failed`, `run.cancelled` or
-/// `run.requires_action`.
+/// them live. The stream ends after `run.completed`, `run.failed`, `run.cancelled`,
+/// `run.interrupted` or `run.requires_action`, or with the comment `: shutting down:
+/// reconnect with Last-Event-ID` when the replica stops: follow again from the last id.
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/runs/{run_id}/events", tag = "runs",
     params(
         TenantRun,

@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import {
+  appendItems,
+  connect,
+  createRun,
+  followRun,
+  getRun,
+  getSession,
+  listItems,
+  popLastItem,
+  type RunEvent,
+} from '../src/index.js';
+import { startService, type Service } from './service.js';
+
+let service: Service;
+
+before(async () => {
+  service = await startService();
+});
+
+after(async () => {
+  await service.stop();
+});
+
+const sessionId = () => `ts-${crypto.randomUUID()}`;
+
+test('the generated functions speak to the service, errors included', async () => {
+  const client = connect({ baseUrl: service.url });
+  const id = sessionId();
+  const appended = await appendItems({
+    client,
+    path: { session_id: id },
+    body: { items: [{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' }] },
+  });
+  assert.equal(appended.response.status, 201);
+  assert.equal(appended.data?.data.length, 2);
+
+  const newest = await listItems({ client, path: { session_id: id }, query: { order: 'desc', limit: 1 } });
+  assert.deepEqual(
+    newest.data?.data.map((item) => item.item),
+    [{ role: 'assistant', content: 'two' }],
+  );
+  const popped = await popLastItem({ client, path: { session_id: id } });
+  assert.deepEqual(popped.data?.item, { role: 'assistant', content: 'two' });
+
+  const missing = await getSession({ client, path: { session_id: sessionId() } });
+  assert.equal(missing.response.status, 404);
+  assert.equal(missing.error?.code, 'session_not_found');
+});
+
+test('an append whose answer was lost is sent again with its key, and lands once', async () => {
+  let lost = 0;
+  // The service takes the first request; its answer never reaches the client.
+  const losing: typeof fetch = async (input, init) => {
+    const method = input instanceof Request ? input.method : (init?.method ?? 'GET');
+    const response = await fetch(input, init);
+    if (method === 'POST' && lost === 0) {
+      lost++;
+      await response.body?.cancel();
+      throw new TypeError('fetch failed: the connection was reset');
+    }
+    return response;
+  };
+  const retry = { maxRetries: 3, backoffBaseMs: 1, backoffMaxMs: 5, maxRetryAfterMs: 1000 };
+  const client = connect({ baseUrl: service.url, fetch: losing, retry });
+  const id = sessionId();
+  const appended = await appendItems({
+    client,
+    path: { session_id: id },
+    body: { items: [{ role: 'user', content: 'only once' }] },
+  });
+  assert.equal(lost, 1);
+  assert.equal(appended.response.status, 201);
+  const items = await listItems({ client, path: { session_id: id } });
+  assert.deepEqual(
+    items.data?.data.map((item) => item.item),
+    [{ role: 'user', content: 'only once' }],
+  );
+});
+
+test("a run's events arrive in order, each once, to the one that ends the stream", async () => {
+  const client = connect({ baseUrl: service.url });
+  const id = sessionId();
+  const created = await createRun({
+    client,
+    path: { session_id: id },
+    body: { input: 'tell me a story', background: true },
+  });
+  assert.equal(created.response.status, 202);
+  const runId = created.data!.id;
+  const events: RunEvent[] = [];
+  for await (const event of followRun(client, { sessionId: id, runId })) events.push(event);
+  assert.deepEqual(
+    events.map((e) => Number(e.id)),
+    events.map((_, n) => n + 1),
+  );
+  assert.equal(events[0]!.event, 'run.created');
+  assert.equal(events.at(-1)!.event, 'run.completed');
+  assert.equal(deltas(events), 'echo: tell me a story');
+  const run = await getRun({ client, path: { session_id: id, run_id: runId } });
+  assert.equal(run.data?.status, 'completed');
+});
+
+test('a stream cut mid-run goes on after the last event seen', async () => {
+  let cuts = 0;
+  let follows = 0;
+  // The first events stream breaks after its second chunk, as a dropped connection does.
+  const cutting: typeof fetch = async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    const response = await fetch(input, init);
+    if (!url.endsWith('/events')) return response;
+    if (follows++ > 0) return response;
+    cuts++;
+    return new Response(cutAfter(response.body!, 2), { headers: response.headers });
+  };
+  const client = connect({ baseUrl: service.url, fetch: cutting });
+  const id = sessionId();
+  const created = await createRun({
+    client,
+    path: { session_id: id },
+    body: { input: 'a long tale of many words', background: true },
+  });
+  const events: RunEvent[] = [];
+  for await (const event of followRun(client, { sessionId: id, runId: created.data!.id })) {
+    events.push(event);
+  }
+  assert.equal(cuts, 1);
+  assert.equal(follows, 2, 'followed again after the cut');
+  assert.deepEqual(
+    events.map((e) => Number(e.id)),
+    events.map((_, n) => n + 1),
+    'each event once',
+  );
+  assert.equal(events.at(-1)!.event, 'run.completed');
+  assert.equal(deltas(events), 'echo: a long tale of many words');
+});
+
+test('following a run that does not exist throws the answer', async () => {
+  const client = connect({ baseUrl: service.url });
+  const follow = followRun(client, { sessionId: sessionId(), runId: crypto.randomUUID() });
+  await assert.rejects(follow.next(), /404/);
+});
+
+function deltas(events: RunEvent[]): string {
+  return events.map((e) => (e.event === 'message.delta' ? e.data.delta : '')).join('');
+}
+
+/** The body, broken off (as a reset connection) after its first `chunks` chunks. */
+function cutAfter(body: ReadableStream<Uint8Array>, chunks: number): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let passed = 0;
+  return new ReadableStream({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      if (passed++ === chunks) {
+        await reader.cancel();
+        return controller.error(new TypeError('terminated: the connection was reset'));
+      }
+      controller.enqueue(value);
+    },
+  });
+}
