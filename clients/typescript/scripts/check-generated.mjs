@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createClient } from '@hey-api/openapi-ts';
 
-import config from '../openapi-ts.config.mjs';
+// defineConfig answers a promise of the configuration.
+const config = await (await import('../openapi-ts.config.mjs')).default;
 
 const fresh = mkdtempSync(join(tmpdir(), 'agent-sessions-generated-'));
 try {

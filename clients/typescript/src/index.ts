@@ -64,7 +64,7 @@ export function connect(options: ConnectOptions): Client {
 }
 
 /** The POSTs that take an `Idempotency-Key`: appends, runs and forks. */
-const KEYED = /^\/v1\/sessions\/[^/]+\/(items|runs|fork)$/;
+const KEYED = /\/v1\/sessions\/[^/]+\/(items|runs|fork)$/;
 const RETRYABLE = new Set([429, 500, 502, 503, 504]);
 
 /**
@@ -95,7 +95,7 @@ export function retryingFetch(policy: RetryPolicy, base: typeof fetch): typeof f
       } catch (error) {
         const again = replaySafe || refused(error);
         if (retry >= policy.maxRetries || !again || request.signal.aborted) throw error;
-        await sleep(backoff(policy, retry));
+        await sleep(backoff(policy, retry), request.signal);
         continue;
       }
       const again = response.status === 429 || (replaySafe && RETRYABLE.has(response.status));
@@ -103,7 +103,7 @@ export function retryingFetch(policy: RetryPolicy, base: typeof fetch): typeof f
       const after = retryAfterMs(response.headers.get('retry-after'));
       if (after !== undefined && after > policy.maxRetryAfterMs) return response;
       await response.body?.cancel();
-      await sleep(after ?? backoff(policy, retry));
+      await sleep(after ?? backoff(policy, retry), request.signal);
     }
   };
 }
@@ -139,7 +139,9 @@ export interface FollowOptions {
  * A run's events from its first (or after `lastEventId`) to the one that ends the
  * stream. A connection that breaks, or a stream that a replica ends as it shuts down,
  * is opened again with `Last-Event-ID`, through the service's balancer, so every event
- * comes once. An answer that is not a stream (a 404, say) throws.
+ * comes once, up to `maxReconnects` in a row that bring nothing. An answer that is not
+ * a stream (a 404, say) throws, and so does an abort of `signal`. `run.requires_action`
+ * ends the stream: answer the run, then follow it again from the last event's id.
  */
 export async function* followRun(
   client: Client,
@@ -149,43 +151,62 @@ export async function* followRun(
   let lastEventId = options.lastEventId;
   let fruitless = 0;
   const limit = options.maxReconnects ?? 5;
-  while (!options.signal?.aborted) {
-    let current: StreamEvent | undefined;
-    let broken: unknown;
-    const { stream } = await runEvents({
-      client,
-      path: { session_id: run.sessionId, run_id: run.runId },
-      headers: lastEventId === undefined ? undefined : { 'Last-Event-ID': lastEventId },
-      signal: options.signal,
-      // This loop reconnects, knowing when a stream that ended was not finished.
-      sseMaxRetryAttempts: 1,
-      onSseEvent: (event) => {
-        current = event;
-      },
-      onSseError: (error) => {
-        broken = error;
-      },
-    });
-    let got = false;
-    for await (const data of stream) {
-      if (current?.event === undefined || current.id === undefined) continue;
-      got = true;
-      lastEventId = current.id;
-      // The generated stream is typed with the frames' schema; its items are their
-      // data, parsed.
-      yield { event: current.event, id: current.id, data } as unknown as RunEvent;
-      if (ENDINGS.has(current.event)) return;
-    }
-    // fetch reports a lost connection as a TypeError; anything else is the answer's.
-    if (broken !== undefined && !(broken instanceof TypeError)) throw broken;
-    fruitless = got ? 0 : fruitless + 1;
-    if (fruitless > limit) {
-      throw new Error(`the run's event stream broke off ${fruitless} times in a row`, {
-        cause: broken,
+  // Closes the open stream when the caller stops early, as well as on its own abort.
+  const done = new AbortController();
+  const signal = options.signal ? AbortSignal.any([done.signal, options.signal]) : done.signal;
+  try {
+    for (;;) {
+      signal.throwIfAborted();
+      let current: StreamEvent | undefined;
+      let broken: unknown;
+      const { stream } = await runEvents({
+        client,
+        path: { session_id: run.sessionId, run_id: run.runId },
+        headers: lastEventId === undefined ? undefined : { 'Last-Event-ID': lastEventId },
+        signal,
+        // This loop reconnects, knowing when a stream that ended was not finished.
+        sseMaxRetryAttempts: 1,
+        onSseEvent: (event) => {
+          current = event;
+        },
+        onSseError: (error) => {
+          broken = error;
+        },
       });
+      let got = false;
+      for await (const data of stream) {
+        if (current?.event === undefined || current.id === undefined) continue;
+        got = true;
+        lastEventId = current.id;
+        // The generated stream is typed with the frames' schema; its items are their
+        // data, parsed.
+        yield { event: current.event, id: current.id, data } as unknown as RunEvent;
+        if (ENDINGS.has(current.event)) return;
+      }
+      signal.throwIfAborted();
+      if (broken !== undefined && !passing(broken)) throw broken;
+      fruitless = got ? 0 : fruitless + 1;
+      if (fruitless > limit) {
+        throw new Error(`the run's event stream broke off ${fruitless} times in a row`, {
+          cause: broken,
+        });
+      }
+      if (fruitless > 0) await sleep(backoff(DEFAULT_RETRY, fruitless - 1), signal);
     }
-    if (fruitless > 0) await sleep(backoff(DEFAULT_RETRY, fruitless - 1));
+  } finally {
+    done.abort();
   }
+}
+
+/**
+ * Whether a stream's failure is worth following again: a lost connection (fetch says
+ * TypeError), or an answer that says to come back (429, 5xx: a replica restarting behind
+ * the balancer). Any other answer (a 404, say) is the caller's.
+ */
+function passing(error: unknown): boolean {
+  if (error instanceof TypeError) return true;
+  const status = /^SSE failed: (\d+)/.exec(error instanceof Error ? error.message : '')?.[1];
+  return status !== undefined && RETRYABLE.has(Number(status));
 }
 
 function backoff(policy: RetryPolicy, retry: number): number {
@@ -193,7 +214,7 @@ function backoff(policy: RetryPolicy, retry: number): number {
 }
 
 function retryAfterMs(header: string | null): number | undefined {
-  if (header === null) return undefined;
+  if (header === null || header.trim() === '') return undefined;
   const seconds = Number(header);
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(header);
@@ -206,6 +227,18 @@ function refused(error: unknown): boolean {
   return cause?.code === 'ECONNREFUSED';
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or rejects as soon as `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', stop);
+      resolve();
+    }, ms);
+    const stop = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', stop, { once: true });
+  });
 }

@@ -21,7 +21,7 @@ before(async () => {
 });
 
 after(async () => {
-  await service.stop();
+  await service?.stop();
 });
 
 const sessionId = () => `ts-${crypto.randomUUID()}`;
@@ -106,14 +106,14 @@ test("a run's events arrive in order, each once, to the one that ends the stream
 test('a stream cut mid-run goes on after the last event seen', async () => {
   let cuts = 0;
   let follows = 0;
-  // The first events stream breaks after its second chunk, as a dropped connection does.
+  // The first events stream breaks after its third event, as a dropped connection does.
   const cutting: typeof fetch = async (input, init) => {
     const url = input instanceof Request ? input.url : String(input);
     const response = await fetch(input, init);
     if (!url.endsWith('/events')) return response;
     if (follows++ > 0) return response;
-    cuts++;
-    return new Response(cutAfter(response.body!, 2), { headers: response.headers });
+    const cut = () => cuts++;
+    return new Response(cutAfter(response.body!, 3, cut), { headers: response.headers });
   };
   const client = connect({ baseUrl: service.url, fetch: cutting });
   const id = sessionId();
@@ -137,6 +137,30 @@ test('a stream cut mid-run goes on after the last event seen', async () => {
   assert.equal(deltas(events), 'echo: a long tale of many words');
 });
 
+test('a follow stops when its signal aborts, and closes its stream', async () => {
+  const client = connect({ baseUrl: service.url });
+  const id = sessionId();
+  const words = Array.from({ length: 40 }, (_, n) => `w${n}`).join(' ');
+  const created = await createRun({
+    client,
+    path: { session_id: id },
+    body: { input: words, background: true },
+  });
+  const stop = new AbortController();
+  const seen: RunEvent[] = [];
+  const follow = (async () => {
+    for await (const event of followRun(client, { sessionId: id, runId: created.data!.id }, {
+      signal: stop.signal,
+    })) {
+      seen.push(event);
+      if (event.event === 'message.delta') stop.abort();
+    }
+  })();
+  await assert.rejects(follow, { name: 'AbortError' });
+  assert.equal(seen.at(-1)!.event, 'message.delta');
+  assert.ok(!seen.some((e) => e.event === 'run.completed'), 'stopped before the run ended');
+});
+
 test('following a run that does not exist throws the answer', async () => {
   const client = connect({ baseUrl: service.url });
   const follow = followRun(client, { sessionId: sessionId(), runId: crypto.randomUUID() });
@@ -147,19 +171,37 @@ function deltas(events: RunEvent[]): string {
   return events.map((e) => (e.event === 'message.delta' ? e.data.delta : '')).join('');
 }
 
-/** The body, broken off (as a reset connection) after its first `chunks` chunks. */
-function cutAfter(body: ReadableStream<Uint8Array>, chunks: number): ReadableStream<Uint8Array> {
+/** The body, broken off (as a reset connection) right after its `events`-th event. */
+function cutAfter(
+  body: ReadableStream<Uint8Array>,
+  events: number,
+  cut: () => void,
+): ReadableStream<Uint8Array> {
   const reader = body.getReader();
-  let passed = 0;
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let text = '';
   return new ReadableStream({
     async pull(controller) {
       const { done, value } = await reader.read();
       if (done) return controller.close();
-      if (passed++ === chunks) {
-        await reader.cancel();
-        return controller.error(new TypeError('terminated: the connection was reset'));
+      const sent = text.length;
+      text += decoder.decode(value, { stream: true });
+      // Where the `events`-th whole event ends, comments and keep-alives not counted.
+      let seen = 0;
+      let end = -1;
+      for (let at = text.indexOf('\n\n'), from = 0; at >= 0; at = text.indexOf('\n\n', from)) {
+        if (/^id:/m.test(text.slice(from, at)) && ++seen === events) {
+          end = at + 2;
+          break;
+        }
+        from = at + 2;
       }
-      controller.enqueue(value);
+      if (end < 0) return controller.enqueue(encoder.encode(text.slice(sent)));
+      controller.enqueue(encoder.encode(text.slice(sent, end)));
+      cut();
+      await reader.cancel();
+      controller.error(new TypeError('terminated: the connection was reset'));
     },
   });
 }

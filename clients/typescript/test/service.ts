@@ -38,14 +38,17 @@ export async function startService(): Promise<Service> {
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  const spawned = new Promise<never>((_, reject) => child.once('error', reject));
   const url = `http://127.0.0.1:${port}`;
-  await waitReady(url, child);
+  await Promise.race([waitReady(url, child), spawned]);
   return {
     url,
     async stop() {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
       await new Promise((resolve) => llm.close(resolve));
       rmSync(dir, { recursive: true, force: true });
     },
