@@ -37,8 +37,7 @@ pub(super) async fn trace(request: Request, next: Next) -> Response {
     // Traces keep signed integers; an unsigned one would arrive as text.
     span.record("http.response.status_code", i64::from(status.as_u16()));
     if status.is_server_error() {
-        span.record("otel.status_code", "error");
-        span.record("error.type", status.as_str());
+        telemetry::failed(&span, status.as_str());
     }
     response
 }

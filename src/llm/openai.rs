@@ -76,10 +76,7 @@ impl LlmClient for OpenAiClient {
                 span.record("gen_ai.usage.input_tokens", input_tokens as i64);
                 span.record("gen_ai.usage.output_tokens", output_tokens as i64);
             }
-            Err(error) => {
-                span.record("otel.status_code", "error");
-                span.record("error.type", error.code.as_str());
-            }
+            Err(error) => telemetry::failed(&span, error.code.as_str()),
         }
         result
     }

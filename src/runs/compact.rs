@@ -17,6 +17,7 @@ use crate::model::{
     MAX_KEEP_RECENT_ITEMS,
 };
 use crate::store::{Context, StoreError};
+use crate::telemetry;
 
 /// What the summariser is told unless the request gives its own `instructions`.
 pub const SUMMARY_PROMPT: &str = "You compact the history of a conversation between a user \
@@ -203,7 +204,7 @@ async fn summarise(
         .instrument(span.clone())
         .await;
     let (summary, usage) =
-        summary.inspect_err(|error| spans::failed(&span, error.code.as_str()))?;
+        summary.inspect_err(|error| telemetry::failed(&span, error.code.as_str()))?;
     span.record("agent_sessions.items_compacted", plan.summarised as i64);
     let earlier = context.compaction.as_ref().map_or(0, |c| c.items_compacted);
     Ok(Compaction {

@@ -53,7 +53,7 @@ pub(super) fn record_outcome(span: &Span, run: &Run, before: &Usage) {
     span.record("gen_ai.usage.input_tokens", run.usage.input_tokens - before.input_tokens);
     span.record("gen_ai.usage.output_tokens", run.usage.output_tokens - before.output_tokens);
     if let Some(error) = &run.error {
-        failed(span, &error.code);
+        telemetry::failed(span, &error.code);
     }
 }
 
@@ -81,10 +81,4 @@ pub(super) fn compaction(session_id: &SessionId) -> Span {
         agent_sessions.items_compacted = Empty,
         "error.type" = Empty,
     )
-}
-
-/// Marks the work of `span` failed, with a code of few values.
-pub(super) fn failed(span: &Span, code: &str) {
-    span.record("otel.status_code", "error");
-    span.record("error.type", code);
 }

@@ -48,7 +48,7 @@ pub(super) async fn call_webhook(
     match posted.await {
         Ok(output) => output,
         Err(Failure { kind, output }) => {
-            spans::failed(&span, &kind);
+            telemetry::failed(&span, &kind);
             output
         }
     }

@@ -14,6 +14,7 @@ use super::turn::{drive, take_steering, Outcome};
 use super::Engine;
 use crate::model::{run_items, RunEvent, RunEventKind, RunStatus, StopAction};
 use crate::store::{Claim, StoreError};
+use crate::telemetry;
 
 /// The `error.type` of an execution whose outcome another worker's claim voided.
 const LEASE_LOST: &str = "lease_lost";
@@ -120,7 +121,7 @@ pub(super) fn execute_claimed(
         let executed = execute(engine, &claim, &mut exec, &span);
         let result = tracing::Instrument::instrument(executed, span.clone()).await;
         if result.is_err() {
-            spans::failed(&span, "store_error");
+            telemetry::failed(&span, "store_error");
         }
         result
     }
@@ -155,7 +156,7 @@ async fn execute(
         () = live.stop.cancelled() => None,
         () = keep_lease(engine, claim, &live, &saved) => {
             tracing::warn!("the run's lease was lost; its outcome is discarded");
-            spans::failed(span, LEASE_LOST);
+            telemetry::failed(span, LEASE_LOST);
             return Ok(());
         }
     };
@@ -195,7 +196,7 @@ async fn execute(
         }
     } else {
         tracing::warn!("the run's lease was lost before it finished; its outcome is discarded");
-        spans::failed(span, LEASE_LOST);
+        telemetry::failed(span, LEASE_LOST);
     }
     Ok(())
 }

@@ -20,13 +20,24 @@ const TRACEPARENT: &str = "traceparent";
 /// Its `tracestate` is left out: a header value that spans would carry on.
 pub fn continue_from(span: &Span, headers: &HeaderMap) {
     if let Some(traceparent) = headers.get(TRACEPARENT).and_then(|v| v.to_str().ok()) {
-        adopt(span, stored(traceparent));
+        follow(span, traceparent);
     }
 }
 
 /// Makes `span`, not yet entered, continue the trace of a stored [`traceparent`].
 pub fn follow(span: &Span, traceparent: &str) {
-    adopt(span, stored(traceparent));
+    let parent = stored(traceparent);
+    if parent.span().span_context().is_valid() {
+        // Only a span the trace layer sees can take a parent; with traces off none does.
+        let _ = span.set_parent(parent);
+    }
+}
+
+/// Marks the work of `span` failed, with an `error.type` of few values; the span must
+/// have declared both fields.
+pub fn failed(span: &Span, error_type: &str) {
+    span.record("otel.status_code", "error");
+    span.record("error.type", error_type);
 }
 
 /// Records a span that began before the trace it belongs to was known: `parent` is a
@@ -58,11 +69,4 @@ pub fn inject(headers: &mut HeaderMap) {
 fn stored(traceparent: &str) -> Context {
     let fields = HashMap::from([(TRACEPARENT.to_owned(), traceparent.to_owned())]);
     TraceContextPropagator::new().extract(&fields)
-}
-
-fn adopt(span: &Span, parent: Context) {
-    if parent.span().span_context().is_valid() {
-        // Only a span the trace layer sees can take a parent; with traces off none does.
-        let _ = span.set_parent(parent);
-    }
 }
