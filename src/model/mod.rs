@@ -50,4 +50,6 @@ pub use session::{
 };
 pub use tool::{RequireApproval, Tool, ToolKind, Webhook, WebhookPolicy};
 pub use webhook::{CompletionWebhook, DeliveryStatus, WebhookDelivery};
-pub(crate) use whole_number::{optional as whole_optional, patch as whole_patch};
+pub(crate) use whole_number::{
+    optional as whole_optional, patch as whole_patch, required as whole_required,
+};

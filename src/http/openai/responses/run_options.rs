@@ -131,17 +131,9 @@ pub fn context(entries: &[Value]) -> Result<Option<ContextConfig>> {
         }
         let field = format!("{at}.compact_threshold");
         // A whole float (`5.0`) is a whole number, as JSON Schema's `integer` says.
-        let whole = |value: &Value| {
-            value.as_u64().or_else(|| {
-                value
-                    .as_f64()
-                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 4e9)
-                    .map(|f| f as u64)
-            })
-        };
         let tokens = entry
             .get("compact_threshold")
-            .and_then(whole)
+            .and_then(|value| crate::model::whole_required::<_, u64>(value).ok())
             .filter(|n| (1..=u64::from(i32::MAX as u32)).contains(n));
         threshold = Some(tokens.ok_or_else(|| {
             OpenAiError::invalid(&field, "must be a whole number of tokens from 1 to 2147483647")
