@@ -34,6 +34,7 @@ from sessions_testkit.server import binary_from_env, database, start_on
 CANARY = f"canary-{uuid.uuid4().hex}"
 ADMIN_KEY = f"admin-{CANARY}"
 RUN_CREATED = "POST /v1/sessions/{session_id}/runs"
+ANSWERED = "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs"
 
 
 @dataclass
@@ -315,3 +316,39 @@ def test_no_span_carries_what_a_caller_said(traced: Traced) -> None:
     exported = b"".join(traced.collector.exports)
     for secret in (CANARY, traced.key):
         assert secret.encode() not in exported
+
+
+def test_a_paused_run_goes_on_in_the_trace_of_the_request_that_answered_it(
+    traced: Traced,
+) -> None:
+    first, second = secrets.token_hex(16), secrets.token_hex(16)
+    caller = secrets.token_hex(8)
+    sid = f"traced-{uuid.uuid4().hex}"
+    client_tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    body = {"input": f"call get_weather in {first}", "agent": {"tools": [client_tool]}}
+    auth = {"authorization": f"Bearer {traced.key}"}
+    with httpx.Client(headers=auth, timeout=30) as http:
+        started = {**auth, "traceparent": f"00-{first}-{secrets.token_hex(8)}-01"}
+        answer = http.post(f"{traced.urls[0]}/v1/sessions/{sid}/runs", json=body, headers=started)
+        run = answer.json()
+        assert run["status"] == "requires_action", run
+        call = run["required_action"]["tool_calls"][0]["call_id"]
+        outputs = {"outputs": [{"call_id": call, "output": "sunny"}]}
+        answered = {**auth, "traceparent": f"00-{second}-{caller}-01"}
+        path = f"/v1/sessions/{sid}/runs/{run['id']}/tool_outputs"
+        http.post(f"{traced.urls[0]}{path}", json=outputs, headers=answered).raise_for_status()
+
+    def resumed(spans: List[Span]) -> bool:
+        names = [s.name for s in spans]
+        return {"invoke_agent", f"POST {ANSWERED}", "chat fake-model"} <= set(names)
+
+    spans = traced.collector.trace(second, resumed)
+    request = _one(spans, f"POST {ANSWERED}")
+    assert request.parent_span_id == caller
+    agent = _one(spans, "invoke_agent")
+    assert agent.parent_span_id == request.span_id
+    assert agent.attributes["run_id"] == run["id"]
+    assert agent.attributes["agent_sessions.run.status"] == "completed"
+    # The execution that paused stays in the trace that started it.
+    paused = _one(traced.collector.trace(first, lambda s: len(s) >= 3), "invoke_agent")
+    assert paused.attributes["agent_sessions.run.status"] == "requires_action"
