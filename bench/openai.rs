@@ -19,6 +19,7 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod process;
 mod statistics;
 
 use std::process::Stdio;
@@ -216,7 +217,7 @@ async fn start_litellm(litellm: &str, llm_base_url: &str) -> (Child, String) {
         ),
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = process::free_port();
     let child = Command::new(litellm)
         .args([
             "--config",
@@ -237,20 +238,10 @@ async fn start_litellm(litellm: &str, llm_base_url: &str) -> (Child, String) {
         .spawn()
         .expect("LiteLLM starts");
     let url = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::new();
-    for _ in 0..1200 {
-        if http
-            .get(format!("{url}/health/liveliness"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            // The config is read at start; the directory may go.
-            return (child, url);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("LiteLLM's proxy was not up within 120 s");
+    let up = process::answers(&format!("{url}/health/liveliness"), Duration::from_secs(120)).await;
+    assert!(up, "LiteLLM's proxy was not up within 120 s");
+    // The config is read at start; the directory may go.
+    (child, url)
 }
 
 fn print(backend: &str, rounds: usize, report: &[(usize, [Timings; 3])]) {

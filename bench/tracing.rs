@@ -12,6 +12,7 @@ mod fake_llm;
 #[allow(dead_code)]
 mod on_off;
 mod phases;
+mod process;
 mod statistics;
 
 use std::process::Stdio;
@@ -152,7 +153,7 @@ struct Server {
 
 impl Server {
     async fn start(env: &[(&str, String)]) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = process::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_agent-sessions"))
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
@@ -161,15 +162,9 @@ impl Server {
             .spawn()
             .expect("the service starts");
         let base = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        for _ in 0..300 {
-            let ready = http.get(format!("{base}/readyz")).send().await;
-            if ready.is_ok_and(|r| r.status().is_success()) {
-                return Self { child, base };
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("the service at {base} never got ready");
+        let ready = process::answers(&format!("{base}/readyz"), Duration::from_secs(30)).await;
+        assert!(ready, "the service at {base} never got ready");
+        Self { child, base }
     }
 
     /// SIGTERM, so the traced one sends its last spans.
