@@ -154,16 +154,26 @@ export async function* followRun(
   // Closes the open stream when the caller stops early, as well as on its own abort.
   const done = new AbortController();
   const signal = options.signal ? AbortSignal.any([done.signal, options.signal]) : done.signal;
+  // The status of the last answer, which tells a stream that failed to open why.
+  let status: number | undefined;
+  const fetched = client.getConfig().fetch ?? globalThis.fetch;
+  const watched: typeof fetch = async (input, init) => {
+    const response = await fetched(input, init);
+    status = response.status;
+    return response;
+  };
   try {
     for (;;) {
       signal.throwIfAborted();
       let current: StreamEvent | undefined;
       let broken: unknown;
+      status = undefined;
       const { stream } = await runEvents({
         client,
         path: { session_id: run.sessionId, run_id: run.runId },
         headers: lastEventId === undefined ? undefined : { 'Last-Event-ID': lastEventId },
         signal,
+        fetch: watched,
         // This loop reconnects, knowing when a stream that ended was not finished.
         sseMaxRetryAttempts: 1,
         onSseEvent: (event) => {
@@ -184,7 +194,11 @@ export async function* followRun(
         if (ENDINGS.has(current.event)) return;
       }
       signal.throwIfAborted();
-      if (broken !== undefined && !passing(broken)) throw broken;
+      // fetch reports a lost connection as a TypeError; an answer that says to come back
+      // (429, 5xx: a replica restarting behind the balancer) is followed again too.
+      const passing =
+        broken instanceof TypeError || (status !== undefined && RETRYABLE.has(status));
+      if (broken !== undefined && !passing) throw broken;
       fruitless = got ? 0 : fruitless + 1;
       if (fruitless > limit) {
         throw new Error(`the run's event stream broke off ${fruitless} times in a row`, {
@@ -196,17 +210,6 @@ export async function* followRun(
   } finally {
     done.abort();
   }
-}
-
-/**
- * Whether a stream's failure is worth following again: a lost connection (fetch says
- * TypeError), or an answer that says to come back (429, 5xx: a replica restarting behind
- * the balancer). Any other answer (a 404, say) is the caller's.
- */
-function passing(error: unknown): boolean {
-  if (error instanceof TypeError) return true;
-  const status = /^SSE failed: (\d+)/.exec(error instanceof Error ? error.message : '')?.[1];
-  return status !== undefined && RETRYABLE.has(Number(status));
 }
 
 function backoff(policy: RetryPolicy, retry: number): number {

@@ -137,6 +137,40 @@ test('a stream cut mid-run goes on after the last event seen', async () => {
   assert.equal(deltas(events), 'echo: a long tale of many words');
 });
 
+test('a follow answered 503 while it reconnects follows again', async () => {
+  let follows = 0;
+  // The first stream breaks; the replica reached next answers 503, as one shutting
+  // down behind a balancer does; the one after serves.
+  const flaky: typeof fetch = async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (url.endsWith('/events') && ++follows === 2) {
+      return new Response('{"code": "shutting_down"}', { status: 503 });
+    }
+    const response = await fetch(input, init);
+    if (!url.endsWith('/events') || follows > 1) return response;
+    return new Response(cutAfter(response.body!, 2, () => {}), { headers: response.headers });
+  };
+  const retry = { maxRetries: 0, backoffBaseMs: 1, backoffMaxMs: 5, maxRetryAfterMs: 1000 };
+  const client = connect({ baseUrl: service.url, fetch: flaky, retry });
+  const id = sessionId();
+  const created = await createRun({
+    client,
+    path: { session_id: id },
+    body: { input: 'a tale told twice', background: true },
+  });
+  const events: RunEvent[] = [];
+  for await (const event of followRun(client, { sessionId: id, runId: created.data!.id })) {
+    events.push(event);
+  }
+  assert.equal(follows, 3);
+  assert.deepEqual(
+    events.map((e) => Number(e.id)),
+    events.map((_, n) => n + 1),
+    'each event once',
+  );
+  assert.equal(deltas(events), 'echo: a tale told twice');
+});
+
 test('a follow stops when its signal aborts, and closes its stream', async () => {
   const client = connect({ baseUrl: service.url });
   const id = sessionId();
