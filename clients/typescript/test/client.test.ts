@@ -10,6 +10,7 @@ import {
   getSession,
   listItems,
   popLastItem,
+  type Client,
   type RunEvent,
 } from '../src/index.js';
 import { startService, type Service } from './service.js';
@@ -90,12 +91,8 @@ test("a run's events arrive in order, each once, to the one that ends the stream
   });
   assert.equal(created.response.status, 202);
   const runId = created.data!.id;
-  const events: RunEvent[] = [];
-  for await (const event of followRun(client, { sessionId: id, runId })) events.push(event);
-  assert.deepEqual(
-    events.map((e) => Number(e.id)),
-    events.map((_, n) => n + 1),
-  );
+  const events = await everyEvent(client, id, runId);
+  assertEachOnce(events);
   assert.equal(events[0]!.event, 'run.created');
   assert.equal(events.at(-1)!.event, 'run.completed');
   assert.equal(deltas(events), 'echo: tell me a story');
@@ -122,17 +119,10 @@ test('a stream cut mid-run goes on after the last event seen', async () => {
     path: { session_id: id },
     body: { input: 'a long tale of many words', background: true },
   });
-  const events: RunEvent[] = [];
-  for await (const event of followRun(client, { sessionId: id, runId: created.data!.id })) {
-    events.push(event);
-  }
+  const events = await everyEvent(client, id, created.data!.id);
   assert.equal(cuts, 1);
   assert.equal(follows, 2, 'followed again after the cut');
-  assert.deepEqual(
-    events.map((e) => Number(e.id)),
-    events.map((_, n) => n + 1),
-    'each event once',
-  );
+  assertEachOnce(events);
   assert.equal(events.at(-1)!.event, 'run.completed');
   assert.equal(deltas(events), 'echo: a long tale of many words');
 });
@@ -158,16 +148,9 @@ test('a follow answered 503 while it reconnects follows again', async () => {
     path: { session_id: id },
     body: { input: 'a tale told twice', background: true },
   });
-  const events: RunEvent[] = [];
-  for await (const event of followRun(client, { sessionId: id, runId: created.data!.id })) {
-    events.push(event);
-  }
+  const events = await everyEvent(client, id, created.data!.id);
   assert.equal(follows, 3);
-  assert.deepEqual(
-    events.map((e) => Number(e.id)),
-    events.map((_, n) => n + 1),
-    'each event once',
-  );
+  assertEachOnce(events);
   assert.equal(deltas(events), 'echo: a tale told twice');
 });
 
@@ -200,6 +183,21 @@ test('following a run that does not exist throws the answer', async () => {
   const follow = followRun(client, { sessionId: sessionId(), runId: crypto.randomUUID() });
   await assert.rejects(follow.next(), /404/);
 });
+
+/** A run's events, followed to the one that ends them. */
+async function everyEvent(client: Client, sessionId: string, runId: string): Promise<RunEvent[]> {
+  const events: RunEvent[] = [];
+  for await (const event of followRun(client, { sessionId, runId })) events.push(event);
+  return events;
+}
+
+function assertEachOnce(events: RunEvent[]): void {
+  assert.deepEqual(
+    events.map((e) => Number(e.id)),
+    events.map((_, n) => n + 1),
+    'each event once, in order',
+  );
+}
 
 function deltas(events: RunEvent[]): string {
   return events.map((e) => (e.event === 'message.delta' ? e.data.delta : '')).join('');
