@@ -73,6 +73,7 @@ UPDATE_SESSION = "PATCH /v1/sessions/{session_id}"
 CREATE_RUN = "POST /v1/sessions/{session_id}/runs"
 COMPACT = "POST /v1/sessions/{session_id}/compact"
 FORK = "POST /v1/sessions/{session_id}/fork"
+CHAT = "POST /v1/chat"
 
 # What the checks cannot see, recorded by `after_call`:
 REPLAYED_ITEMS: set[tuple[str, str]] = set()  # (session, item) named by replayed appends
@@ -292,6 +293,19 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             where = OPENAI_LIST_OPERATIONS[label]
             if "after" in query and detail == f"after: no item with id `{query['after']}` {where}":
                 return _drop(f"ST202 {label} 400 unknown cursor")
+
+        # 7e. A chat request whose newest message the service cannot take: what is asked
+        #    depends on that message's role, its parts' types and texts, and, for an
+        #    assistant message, on the paused run its id names; and a `messageId` with a
+        #    newest user message is an edit. JSON Schema cannot single out an array's
+        #    last item, nor tie one field to another's value.
+        if label == CHAT and status == 400 and code == "invalid_request":
+            body = case.body if isinstance(case.body, dict) else {}
+            newest = len(body.get("messages") or []) - 1
+            if re.match(rf"messages\[{newest}\]\.(id|role|parts)[:\[.]", detail) or (
+                detail.startswith("messageId: editing a sent message is not supported")
+            ):
+                return _drop(f"ST202 {label} 400 the newest message cannot be taken")
 
         # 7b. Two function tools of one name in a response's `tools`, as in rule 7.
         if (

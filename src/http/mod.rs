@@ -4,6 +4,7 @@ mod agents;
 mod answer;
 pub mod api_keys;
 mod auth;
+mod chat;
 mod compactions;
 mod console;
 mod error;
@@ -84,12 +85,14 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         .merge(agents::router())
         .merge(runs::router())
         .merge(api_keys::router())
+        .merge(chat::router())
         .route_layer(middleware::from_fn_with_state(timeout, time_limit));
     // Every `/v1` route, and only those, is behind the auth gate: it answers 401 before
     // anything of the request is looked at.
     let api = bounded
         .merge(runs::waiting_router())
         .merge(compactions::waiting_router())
+        .merge(chat::waiting_router())
         .route_layer(middleware::from_fn(query_params::check))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::authorize));
     let open = Router::new()

@@ -22,7 +22,8 @@ use super::examples::Examples;
 use super::openai::{self, ErrorBody, OpenAiErrors, Schemas as OpenAiSchemas};
 use super::runs::RunStreamEvent;
 use super::{
-    agents, api_keys, compactions, forks, items, metrics, operations, runs, sessions, AppState,
+    agents, api_keys, chat, compactions, forks, items, metrics, operations, runs, sessions,
+    AppState,
 };
 use crate::model::IDENTIFIER_PATTERN;
 
@@ -78,6 +79,9 @@ use crate::model::IDENTIFIER_PATTERN;
         openai::responses::read::input_items,
         openai::compact::compact,
         openai::models::list,
+        chat::chat,
+        chat::resume_stream,
+        chat::chat_messages,
         api_keys::create_api_key,
         api_keys::list_api_keys,
         api_keys::delete_api_key,
@@ -88,7 +92,7 @@ use crate::model::IDENTIFIER_PATTERN;
         metrics::export,
     ),
     components(
-        schemas(Problem, RunStreamEvent, ErrorBody),
+        schemas(Problem, RunStreamEvent, ErrorBody, chat::UiMessageChunk),
         responses(
         BadRequest,
         Unauthorized,
@@ -113,6 +117,7 @@ use crate::model::IDENTIFIER_PATTERN;
         (name = "runs", description = "Running the agent's next turn over a session"),
         (name = "compactions", description = "Summaries of a session's older items, and what runs send"),
         (name = "openai", description = "OpenAI's Conversations and Responses API over the same sessions and runs; errors in OpenAI's shape"),
+        (name = "chat", description = "The Vercel AI SDK's chat (`useChat`) over the same sessions and runs"),
         (name = "api_keys", description = "The tenants' API keys, managed with the admin key"),
         (name = "operations", description = "Health, readiness, metrics and this document"),
     )

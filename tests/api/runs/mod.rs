@@ -1,6 +1,7 @@
 //! Runs end to end: the API, the worker pool and the in-process fake LLM.
 
 mod approvals;
+mod chat;
 mod double_texting;
 mod draining;
 mod examples;

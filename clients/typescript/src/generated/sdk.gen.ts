@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
+import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -130,6 +130,52 @@ export const createApiKey = <ThrowOnError extends boolean = false>(options: Opti
 export const deleteApiKey = <ThrowOnError extends boolean = false>(options: Options<DeleteApiKeyData, ThrowOnError>) => (options.client ?? client).delete<DeleteApiKeyResponses, DeleteApiKeyErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/api_keys/{key_id}',
+    ...options
+});
+
+/**
+ * Send a chat message (the AI SDK's `useChat`).
+ *
+ * The newest message is the request: a user message starts a run with its text as the
+ * input (the session is created if absent, and the agent is `agent_id`'s, else the
+ * session's); an assistant message that carries tool results or approvals answers the
+ * paused run it stands for. The rest of `messages` is not read: the history is the
+ * session's. Answers with the run's events as the AI SDK's UI message stream.
+ */
+export const sendChatMessage = <ThrowOnError extends boolean = false>(options: Options<SendChatMessageData, ThrowOnError, SendChatMessageResponse>) => (options.client ?? client).sse.post<SendChatMessageResponses, SendChatMessageErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/chat',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * The chat's messages, for a page's first render.
+ *
+ * The session's newest items as the AI SDK's `UIMessage`s, oldest first: one per user
+ * message and one assistant message per run, whose id is the run's (as its stream named
+ * it). The input of a run not yet finished follows, and the calls of a run paused for
+ * the page, so that a reloaded page can answer them.
+ */
+export const listChatMessages = <ThrowOnError extends boolean = false>(options: Options<ListChatMessagesData, ThrowOnError>) => (options.client ?? client).get<ListChatMessagesResponses, ListChatMessagesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/chat/{session_id}/messages',
+    ...options
+});
+
+/**
+ * Resume the chat's stream (`useChat({resume: true})`).
+ *
+ * The stream of the session's run that is queued or running, from its start; 204 when
+ * none is (or the session does not exist), so a page that reloads finds nothing to
+ * resume.
+ */
+export const resumeChatStream = <ThrowOnError extends boolean = false>(options: Options<ResumeChatStreamData, ThrowOnError, ResumeChatStreamResponse>) => (options.client ?? client).sse.get<ResumeChatStreamResponses, ResumeChatStreamErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/chat/{session_id}/stream',
     ...options
 });
 

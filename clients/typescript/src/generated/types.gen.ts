@@ -146,6 +146,36 @@ export type ApprovalsRequest = {
     stream?: boolean | null;
 };
 
+/**
+ * What `DefaultChatTransport` sends: `{id, messages, trigger, messageId}`, plus the
+ * fields a page adds with the transport's `body` option (`agent_id`).
+ */
+export type ChatRequest = {
+    /**
+     * The agent to run, over the session's.
+     */
+    agent_id?: string | null;
+    /**
+     * The chat's id, which is the session's: created if absent.
+     */
+    id: string;
+    /**
+     * The message the request is about: the assistant message whose tool calls it
+     * answers, or a user message the page edited (refused: the history is the
+     * service's, and a turn it kept stays).
+     */
+    messageId?: string | null;
+    /**
+     * The page's messages; only the newest is read.
+     */
+    messages: Array<UiMessage>;
+    /**
+     * Only `submit-message`: a regeneration (`regenerate-message`) is refused, as the
+     * service keeps the history and a turn it kept stays.
+     */
+    trigger: string;
+};
+
 export type CompactRequest = unknown & ({
     input: unknown;
 } | {
@@ -621,6 +651,10 @@ export type ItemCreated = {
  */
 export type MessageDelta = {
     delta: string;
+};
+
+export type MessagesPage = {
+    data: Array<UiMessage>;
 };
 
 /**
@@ -1136,6 +1170,31 @@ export type ToolOutputsRequest = {
      */
     stream?: boolean | null;
 };
+
+/**
+ * A message as `useChat` holds it: `{id, role, parts, metadata?}`.
+ */
+export type UiMessage = {
+    id: string;
+    /**
+     * `{type: "text", text, state}`, `{type: "step-start"}`, tool parts
+     * `{type: "tool-<name>", toolCallId, state, input, output?, approval?}`, and others
+     * a page may hold (not read).
+     */
+    parts: Array<{
+        [key: string]: unknown;
+    }>;
+    role: UiRole;
+};
+
+/**
+ * One server-sent event of the AI SDK's UI message stream: `data` is a JSON chunk whose `type` is one of `start` (with `messageId`, the run's id), `start-step`, `text-start` / `text-delta` / `text-end`, `tool-input-available`, `tool-output-available`, `tool-output-denied`, `tool-approval-request`, `finish-step`, `finish` (with `finishReason` and `messageMetadata: {run_id, status, usage}`) or `error` (with `errorText`); the last event's `data` is `[DONE]`.
+ */
+export type UiMessageChunk = {
+    data: string;
+};
+
+export type UiRole = 'system' | 'user' | 'assistant';
 
 /**
  * A field left out stays as it is; `null` resets it to its default.
@@ -1752,6 +1811,176 @@ export type DeleteApiKeyResponses = {
 };
 
 export type DeleteApiKeyResponse = DeleteApiKeyResponses[keyof DeleteApiKeyResponses];
+
+export type SendChatMessageData = {
+    body: ChatRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/chat';
+};
+
+export type SendChatMessageErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     */
+    409: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type SendChatMessageError = SendChatMessageErrors[keyof SendChatMessageErrors];
+
+export type SendChatMessageResponses = {
+    /**
+     * The run's events as the UI message stream (`x-vercel-ai-ui-message-stream: v1`), `[DONE]` last
+     */
+    200: UiMessageChunk;
+};
+
+export type SendChatMessageResponse = SendChatMessageResponses[keyof SendChatMessageResponses];
+
+export type ListChatMessagesData = {
+    body?: never;
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+    };
+    query?: {
+        /**
+         * How many of the newest items the messages are made of (1 to 1000, default 100).
+         */
+        limit?: number;
+    };
+    url: '/v1/chat/{session_id}/messages';
+};
+
+export type ListChatMessagesErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type ListChatMessagesError = ListChatMessagesErrors[keyof ListChatMessagesErrors];
+
+export type ListChatMessagesResponses = {
+    /**
+     * The messages
+     */
+    200: MessagesPage;
+};
+
+export type ListChatMessagesResponse = ListChatMessagesResponses[keyof ListChatMessagesResponses];
+
+export type ResumeChatStreamData = {
+    body?: never;
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/chat/{session_id}/stream';
+};
+
+export type ResumeChatStreamErrors = {
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type ResumeChatStreamError = ResumeChatStreamErrors[keyof ResumeChatStreamErrors];
+
+export type ResumeChatStreamResponses = {
+    /**
+     * The active run's events as the UI message stream, from its start
+     */
+    200: UiMessageChunk;
+    /**
+     * No run of the session is queued or running
+     */
+    204: void;
+};
+
+export type ResumeChatStreamResponse = ResumeChatStreamResponses[keyof ResumeChatStreamResponses];
 
 export type CreateConversationData = {
     body: CreateConversation;

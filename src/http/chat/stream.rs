@@ -1,0 +1,206 @@
+//! The run's events as the AI SDK's UI message stream (`x-vercel-ai-ui-message-stream:
+//! v1`): `data:` lines of JSON chunks, one assistant message per run (its id is the
+//! run's), a step per model call, and `[DONE]` last. The assistant's text streams as
+//! `text-*` chunks; tool calls as `tool-input-available` and their outputs as
+//! `tool-output-available`, marked `providerExecuted` when the service ran the tool; a
+//! pause for approvals as `tool-approval-request`; the end as `finish` with the run's
+//! usage in the message metadata, or as `error`.
+
+use std::collections::HashSet;
+
+use axum::response::sse::Event;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::parts::{Said, Steps};
+use crate::http::event_stream::Translator;
+use crate::model::{RequiredAction, RequiredActionKind, Run, RunEvent, RunEventKind, RunStatus};
+
+pub struct UiMessageStream {
+    run_id: Uuid,
+    /// The tools the page runs: their calls are not marked as run by the service.
+    client_tools: HashSet<String>,
+    started: bool,
+    steps: Steps,
+    /// The id of the text part that is streaming.
+    text: Option<String>,
+    /// Calls the page knows of, and those of them whose outputs it has: an answer the run
+    /// took without an event of its own (a page's tool output, a rejection) is sent from
+    /// the run's output when its next status arrives.
+    calls: HashSet<String>,
+    answered: HashSet<String>,
+    /// Calls that waited for a person: a rejection of one is shown as denied.
+    approving: HashSet<String>,
+}
+
+impl UiMessageStream {
+    pub fn new(run_id: Uuid, client_tools: HashSet<String>) -> Self {
+        Self {
+            run_id,
+            client_tools,
+            started: false,
+            steps: Steps::default(),
+            text: None,
+            calls: HashSet::new(),
+            answered: HashSet::new(),
+            approving: HashSet::new(),
+        }
+    }
+
+    /// The stream that goes on from a pause the page answered: the message is the one the
+    /// page has, with these calls in it.
+    pub fn answering(mut self, waited_for: &RequiredAction) -> Self {
+        for call in &waited_for.tool_calls {
+            self.calls.insert(call.call_id.clone());
+            match waited_for.kind {
+                RequiredActionKind::ApproveToolCalls => self.approving.insert(call.call_id.clone()),
+                // The page has the outputs it sent.
+                RequiredActionKind::SubmitToolOutputs => self.answered.insert(call.call_id.clone()),
+            };
+        }
+        self
+    }
+
+    fn begin(&mut self, out: &mut Vec<Value>) {
+        if !std::mem::replace(&mut self.started, true) {
+            out.push(json!({"type": "start", "messageId": self.run_id.to_string()}));
+        }
+    }
+
+    fn model_part(&mut self, out: &mut Vec<Value>) {
+        let change = self.steps.model_part();
+        if change.finish {
+            out.push(json!({"type": "finish-step"}));
+        }
+        if change.start {
+            out.push(json!({"type": "start-step"}));
+        }
+    }
+
+    /// Opens a text part at this event, unless one is open.
+    fn open_text(&mut self, out: &mut Vec<Value>, seq: i64) -> String {
+        if let Some(id) = &self.text {
+            return id.clone();
+        }
+        self.model_part(out);
+        let id = format!("text-{seq}");
+        out.push(json!({"type": "text-start", "id": id}));
+        self.text = Some(id.clone());
+        id
+    }
+
+    fn item(&mut self, out: &mut Vec<Value>, seq: i64, said: Said) {
+        match said {
+            Said::Message { role, text } if role == "assistant" => {
+                // A message whose text did not stream arrives whole.
+                let streamed = self.text.is_some();
+                let id = self.open_text(out, seq);
+                if !streamed && !text.is_empty() {
+                    out.push(json!({"type": "text-delta", "id": id, "delta": text}));
+                }
+                out.push(json!({"type": "text-end", "id": id}));
+                self.text = None;
+            }
+            Said::Call { call_id, name, input } => {
+                self.model_part(out);
+                self.calls.insert(call_id.clone());
+                let mut chunk = json!({"type": "tool-input-available", "toolCallId": call_id,
+                                       "toolName": name, "input": input});
+                if !self.client_tools.contains(&name) {
+                    chunk["providerExecuted"] = true.into();
+                }
+                out.push(chunk);
+            }
+            Said::Output { call_id, output } => self.output(out, call_id, output),
+            // Input steered into the run, and items the chat does not show.
+            Said::Message { .. } | Said::Other => {}
+        }
+    }
+
+    fn output(&mut self, out: &mut Vec<Value>, call_id: String, output: Value) {
+        if !self.answered.insert(call_id.clone()) {
+            return;
+        }
+        self.steps.tool_output();
+        if self.approving.contains(&call_id) && output["error"] == "rejected" {
+            out.push(json!({"type": "tool-output-denied", "toolCallId": call_id}));
+            return;
+        }
+        out.push(json!({"type": "tool-output-available", "toolCallId": call_id, "output": output}));
+    }
+
+    fn status(&mut self, out: &mut Vec<Value>, run: &Run) {
+        for said in run.output.iter().map(|item| Said::read(item)) {
+            if let Said::Output { call_id, output } = said {
+                if self.calls.contains(&call_id) {
+                    self.output(out, call_id, output);
+                }
+            }
+        }
+        let finish_reason = match run.status {
+            RunStatus::Queued | RunStatus::Running => return,
+            RunStatus::RequiresAction => {
+                let waits = run.required_action.as_ref();
+                let approvals = waits.filter(|w| w.kind == RequiredActionKind::ApproveToolCalls);
+                for call in approvals.iter().flat_map(|w| &w.tool_calls) {
+                    self.approving.insert(call.call_id.clone());
+                    out.push(json!({"type": "tool-approval-request", "approvalId": call.call_id,
+                                    "toolCallId": call.call_id}));
+                }
+                "tool-calls"
+            }
+            RunStatus::Completed => {
+                match run.incomplete_details.as_ref().map(|d| d.reason.as_str()) {
+                    Some("max_output_tokens") => "length",
+                    Some("content_filter") => "content-filter",
+                    _ => "stop",
+                }
+            }
+            RunStatus::Interrupted => "other",
+            RunStatus::Failed | RunStatus::Cancelled => {
+                let text = match &run.error {
+                    Some(error) => format!("{}: {}", error.code, error.message),
+                    None => format!("the run was {}", run.status),
+                };
+                out.push(json!({"type": "error", "errorText": text}));
+                return;
+            }
+        };
+        if self.steps.close() {
+            out.push(json!({"type": "finish-step"}));
+        }
+        let metadata = json!({"run_id": run.id, "status": run.status, "usage": run.usage});
+        out.push(
+            json!({"type": "finish", "finishReason": finish_reason, "messageMetadata": metadata}),
+        );
+    }
+}
+
+impl Translator for UiMessageStream {
+    fn translate(&mut self, event: &RunEvent) -> Vec<Event> {
+        let mut out = Vec::new();
+        self.begin(&mut out);
+        match &event.kind {
+            RunEventKind::Status(run) => self.status(&mut out, run),
+            RunEventKind::TextDelta(delta) => {
+                let id = self.open_text(&mut out, event.seq);
+                out.push(json!({"type": "text-delta", "id": id, "delta": delta}));
+            }
+            RunEventKind::ItemCreated(item) => self.item(&mut out, event.seq, Said::read(item)),
+            RunEventKind::CompactionCreated(_) => {}
+        }
+        out.into_iter().map(|chunk| Event::default().data(chunk.to_string())).collect()
+    }
+
+    fn finish(&mut self, broke: bool) -> Vec<Event> {
+        let mut out = Vec::new();
+        if broke {
+            let text = "the stream broke off; the run goes on: reload the chat to resume it";
+            out.push(
+                Event::default().data(json!({"type": "error", "errorText": text}).to_string()),
+            );
+        }
+        out.push(Event::default().data("[DONE]"));
+        out
+    }
+}
