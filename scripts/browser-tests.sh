@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The console's browser tests (tests/browser): the release binary on a fresh SQLite file,
-# a fake OpenAI-compatible LLM, and Debian's chromium driven by Playwright.
+# The browser tests (tests/browser): the console, and examples/react-chat (the AI SDK's
+# useChat, built with its pinned packages), each against the release binary on a fresh
+# SQLite file, a fake OpenAI-compatible LLM, and Debian's chromium driven by Playwright.
 #
 #   scripts/browser-tests.sh                 # build if needed, run the suite
-#   scripts/browser-tests.sh --screenshots   # also rewrite docs/console/*.png
+#   scripts/browser-tests.sh --screenshots   # also rewrite docs/console/*.png and docs/react-chat/*.png
 #   scripts/browser-tests.sh -k stream       # any other pytest arguments
 #
 # AGENT_SESSIONS_BIN runs another binary without building; CHROMIUM names the browser
@@ -29,5 +30,8 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 venv=${BROWSER_TESTS_VENV:-.venv-browser}
 [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/browser/requirements.txt
+
+# The example's production build, from the exact versions of its package-lock.json.
+(cd examples/react-chat && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build >/dev/null)
 
 exec "$venv/bin/python" -m pytest tests/browser -p no:cacheprovider -ra "$@"
