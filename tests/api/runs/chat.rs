@@ -393,3 +393,33 @@ async fn a_page_that_goes_away_leaves_its_turn_to_finish(db: TestDb) {
     }
     panic!("the turn did not finish: {:?}", t.items("c7").await);
 }
+
+/// A page that reloads onto another replica resumes there: that replica executes
+/// nothing and follows the run through the database.
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn the_stream_resumes_on_another_replica(pool: sqlx::PgPool) {
+    let executing = RunsApp::new(TestDb::postgres(pool.clone())).await;
+    let mut config = crate::helpers::test_config();
+    config.run_workers = 0;
+    config.llm_base_url = executing.llm.base_url();
+    let other = crate::helpers::TestApp::new(TestDb::postgres_replica(&pool), &config);
+    let deltas = ["uno ", "dos ", "tres"].map(String::from).to_vec();
+    executing.llm.push(Reply::Text { deltas, usage: None, delay: Duration::from_millis(400) });
+    let app = executing.app.router.clone();
+    let first = tokio::spawn(async move {
+        let body = user_turn("c8", "count in Spanish", &[]).to_string();
+        let request = axum::http::Request::post("/v1/chat")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body))
+            .unwrap();
+        let response = tower::ServiceExt::oneshot(app, request).await.unwrap();
+        axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap()
+    });
+    super::until_called(&executing.llm, 1).await;
+    let resumed = other.get("/v1/chat/c8/stream").await;
+    assert_eq!(resumed.status, StatusCode::OK, "{}", resumed.text);
+    let streamed = chunks(std::str::from_utf8(&first.await.unwrap()).unwrap());
+    assert_eq!(chunks(&resumed.text), streamed);
+    let text: String = streamed.iter().filter_map(|c| c["delta"].as_str()).collect();
+    assert_eq!(text, "uno dos tres");
+}
