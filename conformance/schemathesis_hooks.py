@@ -52,6 +52,12 @@ AGENT_OPERATIONS = {
 }
 # Where a webhook sits in an agent's configuration (`prefix` before it) or on a run.
 WEBHOOK_FIELD = r"({prefix}tools\[\d+\]\.webhook|{prefix}webhook|webhook)"
+# An MCP server on a host not allowed, on an agent, inline, or in a response's `tools`.
+MCP_HOST = (
+    r"{prefix}tools\[\d+\]\.server_url: MCP server host `.*` is not allowed; "
+    r"the operator lists the hosts the service may call in TOOL_WEBHOOK_ALLOWED_HOSTS"
+)
+MCP_URL = r"tools\[\d+\]\.server_url: not a URL: [^\n]*"
 CREATE_RESPONSE = "POST /v1/responses"
 # The OpenAI operations that take input items, which may be compactions.
 OPENAI_INPUT_OPERATIONS = {
@@ -251,23 +257,25 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             #    TOOL_WEBHOOK_ALLOWED_HOSTS: the contract refuses it with 400 wherever an
             #    agent is given. Which hosts are allowed is configuration, not schema.
             #    The same for a completion webhook, on an agent, inline or on the run.
+            #    An MCP server's `server_url` is held to the same list.
             webhook = WEBHOOK_FIELD.format(prefix=re.escape(prefix))
-            if (
-                code == "invalid_request"
-                and re.fullmatch(
+            if code == "invalid_request" and (
+                re.fullmatch(
                     webhook + r"\.url: webhook host `.*` is not allowed; "
                     r"the operator lists the hosts (tools|the service) may call in "
                     r"TOOL_WEBHOOK_ALLOWED_HOSTS",
                     detail,
                 )
+                or re.fullmatch(MCP_HOST.format(prefix=re.escape(prefix)), detail)
             ):
                 return _drop(f"ST202 {label} 400 webhook host not allowed")
             # 6. A webhook URL that the URL parser refuses (an invalid international
             #    domain name, a port over 65535, a host that ends in a number but is no
             #    IPv4 address, ...). The schema's pattern asks for `http(s)://` and a host;
             #    the rest of the WHATWG URL rules has no JSON Schema form.
-            if code == "invalid_request" and re.fullmatch(
-                webhook + r"\.url: not a URL: [^\n]*", detail
+            if code == "invalid_request" and (
+                re.fullmatch(webhook + r"\.url: not a URL: [^\n]*", detail)
+                or re.fullmatch(re.escape(prefix) + MCP_URL, detail)
             ):
                 return _drop(f"ST202 {label} 400 webhook url not a URL")
             # 6b. `require_approval` on a tool without a webhook: only calls the service
@@ -283,7 +291,9 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             #    unique within an agent. JSON Schema's `uniqueItems` compares whole items
             #    and cannot say that one property of the items is unique.
             if code == "invalid_request" and re.fullmatch(
-                re.escape(prefix) + r"tools\[\d+\]\.name: a tool named `[^`]*` is listed twice",
+                re.escape(prefix)
+                + r"tools\[\d+\]\.(name: a tool named|server_label: an MCP server labelled) "
+                r"`[^`]*` is listed twice",
                 detail,
             ):
                 return _drop(f"ST202 {label} 400 tool name listed twice")
@@ -307,14 +317,20 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             ):
                 return _drop(f"ST202 {label} 400 the newest message cannot be taken")
 
-        # 7b. Two function tools of one name in a response's `tools`, as in rule 7.
-        if (
-            label == CREATE_RESPONSE
-            and status == 400
-            and code == "invalid_request"
-            and re.fullmatch(r"tools\[\d+\]\.name: a tool named `[^`]*` is listed twice", detail)
-        ):
-            return _drop(f"ST202 {label} 400 tool name listed twice")
+        # 7b. Two function tools of one name (or MCP servers of one label) in a
+        #    response's `tools`, as in rule 7; an MCP server's URL on a host not allowed
+        #    or not a URL, as in rules 5 and 6.
+        if label == CREATE_RESPONSE and status == 400 and code == "invalid_request":
+            if re.fullmatch(
+                r"tools\[\d+\]\.(name: a tool named|server_label: an MCP server labelled) "
+                r"`[^`]*` is listed twice",
+                detail,
+            ):
+                return _drop(f"ST202 {label} 400 tool name listed twice")
+            if re.fullmatch(MCP_HOST.format(prefix=""), detail):
+                return _drop(f"ST202 {label} 400 webhook host not allowed")
+            if re.fullmatch(MCP_URL, detail):
+                return _drop(f"ST202 {label} 400 webhook url not a URL")
 
         # 7c. A response to answer from (or compact) that is not there:
         #    `previous_response_id` must name a stored, completed response of the tenant,

@@ -622,6 +622,17 @@ function itemView(entry, output, state, reloadAll) {
       call ? h('pre', { class: 'mono' }, prettyArguments(call.arguments)) : null,
       result ? h('p', { class: 'small' }, 'Output') : null,
       result ? h('pre', { class: 'mono output' }, typeof result.output === 'string' ? result.output : json(result.output)) : null);
+  } else if (body.type === 'mcp_call') {
+    // An MCP call holds its own output, or its error.
+    kind = 'tool';
+    const failed = typeof body.error === 'string';
+    content = h('details', { class: 'tool-call' },
+      h('summary', {}, `tool call ${body.server_label}.${body.name}(${body.arguments || ''})`,
+        failed ? h('span', { class: 'muted' }, ' — failed') : ''),
+      h('p', { class: 'small muted' }, `MCP server ${body.server_label}`),
+      h('pre', { class: 'mono' }, prettyArguments(body.arguments)),
+      h('p', { class: 'small' }, failed ? 'Error' : 'Output'),
+      h('pre', { class: 'mono output' }, failed ? body.error : String(body.output ?? '')));
   } else {
     kind = 'other';
     content = h('div', {}, h('span', { class: 'role' }, body.type || 'item'), h('pre', { class: 'mono' }, json(body)));
@@ -736,6 +747,9 @@ async function follow(state, open) {
           live.append(h('p', { class: 'tool-event' }, `tool call ${item.name}(${item.arguments || ''})`));
         } else if (item.type === 'function_call_output') {
           live.append(h('p', { class: 'tool-event' }, `tool output ${item.call_id}: ${item.output}`));
+        } else if (item.type === 'mcp_call') {
+          const answer = typeof item.error === 'string' ? `error ${item.error}` : item.output;
+          live.append(h('p', { class: 'tool-event' }, `tool call ${item.server_label}.${item.name}(${item.arguments || ''}): ${answer}`));
         } else if (bubble && isMessage(item)) {
           bubble.replaceChildren(markdown(textOf(item.content) || text));
           bubble.classList.remove('streaming');

@@ -158,6 +158,11 @@ pub struct Config {
     #[arg(long, env = "TOOL_WEBHOOK_ALLOWED_HOSTS", global = true, value_delimiter = ',')]
     pub tool_webhook_allowed_hosts: Vec<String>,
 
+    /// Seconds one request to an MCP server may take (opening its session, listing its
+    /// tools, one tool call); a call cut off is cancelled at the server.
+    #[arg(long, env = "MCP_CALL_TIMEOUT_SECS", global = true, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub mcp_call_timeout_secs: u64,
+
     /// Signs completion webhooks as Standard Webhooks do (a `whsec_` base64 secret, or
     /// any other string as its bytes); unset refuses runs and agents with a `webhook`.
     #[arg(long, env = "WEBHOOK_SIGNING_SECRET", global = true, hide_env_values = true)]

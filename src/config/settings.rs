@@ -33,6 +33,7 @@ impl Config {
                 .filter(|secret| !secret.expose().is_empty()),
             default_model: self.llm_model.clone().filter(|m| !m.is_empty()),
             tenant_max_active_runs: self.tenant_max_active_runs,
+            mcp_call_timeout: Duration::from_secs(self.mcp_call_timeout_secs),
             ..crate::runs::RunSettings::default()
         }
     }

@@ -49,6 +49,13 @@ pub fn request_body(operation_id: &str) -> Option<Value> {
         "submit_approvals" => json!({
             "approvals": [{"call_id": "call_1", "approve": false, "reason": "Ask the customer first."}],
         }),
+        "send_chat_message" => json!({
+            "id": SESSION_ID,
+            "messages": [{"id": "msg-1", "role": "user", "parts": [
+                {"type": "text", "text": "Has order #4711 shipped yet?"},
+            ]}],
+            "trigger": "submit-message",
+        }),
         "submit_tool_outputs" => json!({
             "outputs": [{"call_id": "call_1", "output": "{\"status\": \"shipped\"}"}],
         }),

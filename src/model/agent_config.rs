@@ -7,7 +7,8 @@ use utoipa::ToSchema;
 
 use super::compaction::{DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS};
 use super::field::InvalidField;
-use super::tool::{Tool, WebhookPolicy};
+use super::outbound::WebhookPolicy;
+use super::tool::Tool;
 use super::webhook::CompletionWebhook;
 use super::whole_number;
 
@@ -127,10 +128,15 @@ impl AgentConfig {
             for (i, tool) in tools.iter().enumerate() {
                 let at = field(&format!("tools[{i}]"));
                 tool.validate(&at, webhooks)?;
-                if tools[..i].iter().any(|t| t.name == tool.name) {
+                let (key, name) = tool.key();
+                if tools[..i].iter().any(|t| t.key() == (key, name)) {
+                    let what = match key {
+                        "name" => format!("a tool named `{name}`"),
+                        _ => format!("an MCP server labelled `{name}`"),
+                    };
                     return Err(InvalidField::new(
-                        format!("{at}.name"),
-                        format!("a tool named `{}` is listed twice", tool.name),
+                        format!("{at}.{key}"),
+                        format!("{what} is listed twice"),
                     )
                     .into());
                 }

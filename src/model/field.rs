@@ -25,6 +25,20 @@ impl std::error::Error for InvalidField {}
 /// dot: URL clients rewrite the path segments `.` and `..`, so such ids could not be reached.
 pub const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$";
 
+/// Checks what the model may call a function (a tool's name, a server's label): 1 to 64
+/// characters of `A-Za-z0-9_-`.
+pub(crate) fn check_function_name(field: &str, name: &str) -> Result<(), InvalidField> {
+    let name_ok = (1..=64).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !name_ok {
+        return Err(InvalidField::new(
+            field,
+            "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -",
+        ));
+    }
+    Ok(())
+}
+
 /// Checks an identifier: 1–128 of `A-Za-z0-9_.:@-`, not only dots.
 pub(crate) fn check_identifier(field: &str, value: &str) -> Result<(), InvalidField> {
     let valid_char =

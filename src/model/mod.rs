@@ -8,7 +8,10 @@ mod compaction;
 mod field;
 mod idempotency;
 mod item;
+pub mod mcp_items;
+mod mcp_tool;
 mod metadata;
+mod outbound;
 mod page;
 mod retention;
 mod run;
@@ -33,7 +36,9 @@ pub use compaction::{
 pub use field::{json_error_message, InvalidField, IDENTIFIER_PATTERN};
 pub use idempotency::IdempotencyKey;
 pub use item::{Item, ItemBody};
+pub use mcp_tool::{AllowedTools, ApprovalMode, McpApproval, McpTool, ToolNames};
 pub use metadata::{Metadata, MetadataPatch};
+pub use outbound::{WebhookPolicy, REDACTED};
 pub use page::{Cursor, Order, Page, PageRequest};
 pub use retention::{Anchor, ExpiresAfter, MAX_EXPIRES_AFTER_SECS};
 pub use run::{
@@ -48,7 +53,7 @@ pub use run_record::{NewRun, RunConfig, RunRecord, Sampling, Steer};
 pub use session::{
     AgentId, ForkedFrom, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT,
 };
-pub use tool::{RequireApproval, Tool, ToolKind, Webhook, WebhookPolicy};
+pub use tool::{FunctionTool, RequireApproval, Tool, Webhook};
 pub use webhook::{CompletionWebhook, DeliveryStatus, WebhookDelivery};
 pub(crate) use whole_number::{
     optional as whole_optional, patch as whole_patch, required as whole_required,

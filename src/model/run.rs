@@ -169,6 +169,10 @@ pub struct RequiredToolCall {
     pub name: String,
     /// The JSON text the model produced, unparsed.
     pub arguments: String,
+    /// The MCP server of the tool, for a call of an MCP tool (its `mcp_approval_request`
+    /// has this `call_id` as its id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_label: Option<String>,
 }
 
 /// Why a run failed, with a stable `code` (`llm_rate_limited`, `max_turns_exceeded`, …).

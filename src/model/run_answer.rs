@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::field::InvalidField;
 use super::run::{RequiredAction, RequiredActionKind};
-use super::run_items;
+use super::{mcp_items, run_items};
 
 /// A client tool's answer to one of the run's `required_action.tool_calls`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
@@ -96,6 +96,13 @@ impl RequiredAction {
                 RunAnswer::Approvals(approvals) => {
                     let approval = approvals.iter().find(|a| a.call_id == id);
                     match approval.expect("every call is answered") {
+                        // A decision on an MCP call is an item of its own, which the
+                        // engine reads back.
+                        Approval { approve, reason, .. } if call.server_label.is_some() => {
+                            let response =
+                                mcp_items::approval_response(id, *approve, reason.as_deref());
+                            answered.items.push(response);
+                        }
                         Approval { approve: true, .. } => answered.approved.push(id.to_owned()),
                         Approval { reason, .. } => {
                             let rejected =
@@ -121,6 +128,7 @@ mod tests {
             call_id: (*id).to_owned(),
             name: "send".into(),
             arguments: "{}".into(),
+            server_label: None,
         };
         let tool_calls = ids.iter().map(call).collect();
         RequiredAction { kind: RequiredActionKind::ApproveToolCalls, tool_calls }
@@ -137,6 +145,26 @@ mod tests {
         assert_eq!(answered.approved, ["a"]);
         let rejected = r#"{"type":"function_call_output","call_id":"b","output":"{\"error\":\"rejected\",\"reason\":\"not now\"}"}"#;
         assert_eq!(answered.items.iter().map(|i| i.get()).collect::<Vec<_>>(), [rejected]);
+    }
+
+    #[test]
+    fn decisions_on_mcp_calls_are_items_of_their_own() {
+        let mut action = waiting(&["mcpr_1", "mcpr_2"]);
+        for call in &mut action.tool_calls {
+            call.server_label = Some("calc".into());
+        }
+        let answer =
+            RunAnswer::Approvals(vec![approval("mcpr_1", true), approval("mcpr_2", false)]);
+        let answered = action.answer(&answer).unwrap();
+        assert!(answered.approved.is_empty(), "the response items say it");
+        let items: Vec<&str> = answered.items.iter().map(|i| i.get()).collect();
+        assert_eq!(
+            items,
+            [
+                r#"{"type":"mcp_approval_response","approval_request_id":"mcpr_1","approve":true,"reason":"not now"}"#,
+                r#"{"type":"mcp_approval_response","approval_request_id":"mcpr_2","approve":false,"reason":"not now"}"#,
+            ]
+        );
     }
 
     #[test]

@@ -54,8 +54,9 @@ pub fn user_message(text: &str) -> Box<RawValue> {
     raw(format!(r#"{{"role":"user","content":{}}}"#, string(text)))
 }
 
-/// How many function calls at the end of `items` (a run's output) name the same tool with
-/// the same arguments as the last one; other items between them do not break the row.
+/// How many calls (of functions or MCP tools) at the end of `items` (a run's output) name
+/// the same tool with the same arguments as the last one; other items between them do not
+/// break the row.
 pub fn repeated_calls<'a>(items: impl DoubleEndedIterator<Item = &'a Box<RawValue>>) -> u32 {
     #[derive(serde::Deserialize, PartialEq)]
     struct Call {
@@ -67,7 +68,8 @@ pub fn repeated_calls<'a>(items: impl DoubleEndedIterator<Item = &'a Box<RawValu
     let mut calls = items
         .rev()
         .filter_map(|item| serde_json::from_str::<Call>(item.get()).ok())
-        .filter(|call| call.kind.as_deref() == Some("function_call"));
+        .filter(|call| matches!(call.kind.as_deref(), Some("function_call" | "mcp_call")))
+        .map(|call| Call { kind: None, ..call });
     let Some(last) = calls.next() else { return 0 };
     1 + calls.take_while(|call| *call == last).count() as u32
 }
@@ -94,6 +96,7 @@ fn open_calls(items: &[Box<RawValue>]) -> Vec<(usize, RequiredToolCall)> {
                     call_id,
                     name: part.name.unwrap_or_default(),
                     arguments: part.arguments.unwrap_or_default(),
+                    server_label: None,
                 },
             )),
             // An output answers the earliest open call of its id: a model may use one id
@@ -116,10 +119,18 @@ pub fn unanswered_calls(items: &[Box<RawValue>]) -> Vec<RequiredToolCall> {
 }
 
 /// What an interrupted run keeps of its `output`: every item but function calls left
-/// without their output (the model must never see a call unanswered), then the text the
-/// model had streamed of its next message, as an incomplete message.
+/// without their output and MCP calls still waiting for a person (the model must never
+/// see a call unanswered), then the text the model had streamed of its next message, as
+/// an incomplete message.
 pub fn keep_interrupted(output: &mut Vec<Box<RawValue>>, partial: &str) {
-    let open: HashSet<usize> = open_calls(output).into_iter().map(|(index, _)| index).collect();
+    let mut open: HashSet<usize> = open_calls(output).into_iter().map(|(index, _)| index).collect();
+    let decided = super::mcp_items::approval_responses(output.iter());
+    for (index, item) in output.iter().enumerate() {
+        let waiting = super::mcp_items::approval_requests([item]);
+        if waiting.iter().any(|request| !decided.contains_key(&request.id)) {
+            open.insert(index);
+        }
+    }
     let mut index = 0;
     output.retain(|_| {
         index += 1;

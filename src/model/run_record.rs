@@ -9,11 +9,12 @@ use uuid::Uuid;
 
 use super::agent_config::CompactionPolicy;
 use super::idempotency::IdempotencyKey;
+use super::mcp_tool::McpTool;
 use super::metadata::Metadata;
 use super::run::{Run, RunError, RunStatus};
 use super::run_event::{RunEvent, RunEventKind};
 use super::run_items;
-use super::tool::Tool;
+use super::tool::{FunctionTool, Tool};
 use super::webhook::CompletionWebhook;
 
 /// The configuration a run executes with, resolved from its layers when it was created,
@@ -42,6 +43,24 @@ pub struct RunConfig {
     /// Where each finish or pause of the run is posted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<CompletionWebhook>,
+}
+
+impl RunConfig {
+    /// The function tools, in order.
+    pub fn functions(&self) -> impl Iterator<Item = &FunctionTool> {
+        self.tools.iter().filter_map(|tool| match tool {
+            Tool::Function(function) => Some(function),
+            Tool::Mcp(_) => None,
+        })
+    }
+
+    /// The MCP servers, in order.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &McpTool> {
+        self.tools.iter().filter_map(|tool| match tool {
+            Tool::Mcp(server) => Some(server),
+            Tool::Function(_) => None,
+        })
+    }
 }
 
 /// How the model samples beyond the temperature, in the Chat Completions form the LLM is

@@ -1,23 +1,34 @@
-//! Tools an agent offers the model, and the webhooks that answer them.
+//! Tools an agent offers the model: functions (answered by a webhook or by the client)
+//! and MCP servers, whose tools the service lists and calls.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::field::InvalidField;
+use super::field::{check_function_name, InvalidField};
+use super::mcp_tool::McpTool;
+use super::outbound::{self, WebhookPolicy};
 use super::whole_number;
 
 const DEFAULT_WEBHOOK_TIMEOUT_MS: u64 = 10_000;
 const MAX_WEBHOOK_TIMEOUT_MS: u64 = 300_000;
 
+/// A tool, by its `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Tool {
+    Function(FunctionTool),
+    Mcp(McpTool),
+}
+
 /// A function the model may call. With a `webhook` the service calls it; without, the
 /// run pauses as `requires_action` and the client answers with the tool's output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Tool {
-    #[serde(rename = "type")]
-    pub kind: ToolKind,
+pub struct FunctionTool {
     /// 1 to 64 characters of `A-Za-z0-9_-`, unique within the agent.
     #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
@@ -26,7 +37,7 @@ pub struct Tool {
     /// A JSON Schema object describing the arguments.
     #[serde(default = "empty_parameters")]
     #[schema(value_type = Object)]
-    pub parameters: serde_json::Value,
+    pub parameters: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<Webhook>,
     /// `always`: a person approves each call of this webhook tool before it runs (the
@@ -50,57 +61,91 @@ impl RequireApproval {
     }
 }
 
-/// What an answer shows for a webhook header's value, and what a PATCH sends back to
-/// keep the stored one: the values are credentials, never echoed.
-pub const REDACTED: &str = "[REDACTED]";
+/// Read by its `type`, so that an error inside a tool still names its field
+/// (`tools[0]: webhook.timeout_ms: …`): serde's own tagged enums lose the path.
+impl<'de> Deserialize<'de> for Tool {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        fn read<T: DeserializeOwned, E: serde::de::Error>(fields: Value) -> Result<T, E> {
+            serde_path_to_error::deserialize(fields).map_err(|error| {
+                match error.path().to_string() {
+                    path if path == "." => E::custom(error.into_inner()),
+                    path => E::custom(format!("{path}: {}", error.into_inner())),
+                }
+            })
+        }
+        let Value::Object(mut fields) = Value::deserialize(deserializer)? else {
+            return Err(D::Error::custom("a tool must be an object"));
+        };
+        match fields.remove("type") {
+            Some(Value::String(kind)) if kind == "function" => {
+                read(Value::Object(fields)).map(Tool::Function)
+            }
+            Some(Value::String(kind)) if kind == "mcp" => {
+                read(Value::Object(fields)).map(Tool::Mcp)
+            }
+            Some(other) => {
+                Err(D::Error::custom(format!("type: must be `function` or `mcp`, got {other}")))
+            }
+            None => Err(D::Error::missing_field("type")),
+        }
+    }
+}
 
 impl Tool {
-    /// The tool as answers show it: webhook header values replaced by [`REDACTED`].
+    /// The tool as answers show it: header values replaced by [`outbound::REDACTED`].
     pub fn redacted(mut self) -> Self {
-        if let Some(webhook) = &mut self.webhook {
-            for value in webhook.headers.values_mut() {
-                *value = REDACTED.to_owned();
+        match &mut self {
+            Tool::Function(FunctionTool { webhook: Some(webhook), .. }) => {
+                outbound::redact(&mut webhook.headers)
             }
+            Tool::Mcp(mcp) => outbound::redact(&mut mcp.headers),
+            Tool::Function(_) => {}
         }
         self
     }
 
-    /// Puts back the stored value of every header sent as [`REDACTED`], taken from the
-    /// stored tool of the same name; a redacted header with no stored value is refused.
+    /// Puts back the stored value of every header sent as redacted, taken from the stored
+    /// tool of the same name (a function) or server label (an MCP server); a redacted
+    /// header with no stored value is refused.
     pub fn restore_redacted(&mut self, stored: &[Tool], at: &str) -> Result<(), InvalidField> {
-        let Some(webhook) = &mut self.webhook else {
-            return Ok(());
-        };
-        let previous = stored
-            .iter()
-            .find(|tool| tool.name == self.name)
-            .and_then(|tool| tool.webhook.as_ref());
-        for (name, value) in &mut webhook.headers {
-            if value != REDACTED {
-                continue;
+        match self {
+            Tool::Function(FunctionTool { name, webhook: Some(webhook), .. }) => {
+                let previous = stored.iter().find_map(|tool| match tool {
+                    Tool::Function(f) if f.name == *name => f.webhook.as_ref(),
+                    _ => None,
+                });
+                let previous = previous.map(|webhook| &webhook.headers);
+                outbound::restore(&mut webhook.headers, previous, &format!("{at}.webhook.headers"))
             }
-            match previous.and_then(|webhook| webhook.headers.get(name)) {
-                Some(kept) => kept.clone_into(value),
-                None => {
-                    return Err(InvalidField::new(
-                        format!("{at}.webhook.headers.{name}"),
-                        format!("`{REDACTED}` keeps a stored value, and this header has none"),
-                    ))
-                }
+            Tool::Mcp(mcp) => {
+                let previous = stored.iter().find_map(|tool| match tool {
+                    Tool::Mcp(m) if m.server_label == mcp.server_label => Some(&m.headers),
+                    _ => None,
+                });
+                outbound::restore(&mut mcp.headers, previous, &format!("{at}.headers"))
             }
+            Tool::Function(_) => Ok(()),
         }
-        Ok(())
+    }
+
+    /// What the tool is known by within an agent: a function's name, a server's label.
+    pub fn key(&self) -> (&'static str, &str) {
+        match self {
+            Tool::Function(function) => ("name", &function.name),
+            Tool::Mcp(mcp) => ("server_label", &mcp.server_label),
+        }
+    }
+
+    pub(super) fn validate(&self, at: &str, policy: &WebhookPolicy) -> Result<(), InvalidField> {
+        match self {
+            Tool::Function(function) => function.validate(at, policy),
+            Tool::Mcp(mcp) => mcp.validate(at, policy),
+        }
     }
 }
 
-fn empty_parameters() -> serde_json::Value {
+fn empty_parameters() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolKind {
-    Function,
 }
 
 /// Where the service POSTs `{call_id, name, arguments, session_id, run_id}`; the
@@ -124,16 +169,9 @@ fn default_webhook_timeout() -> u64 {
     DEFAULT_WEBHOOK_TIMEOUT_MS
 }
 
-impl Tool {
-    pub(super) fn validate(&self, at: &str, webhooks: &WebhookPolicy) -> Result<(), InvalidField> {
-        let name_ok = (1..=64).contains(&self.name.len())
-            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if !name_ok {
-            return Err(InvalidField::new(
-                format!("{at}.name"),
-                "must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -",
-            ));
-        }
+impl FunctionTool {
+    fn validate(&self, at: &str, policy: &WebhookPolicy) -> Result<(), InvalidField> {
+        check_function_name(&format!("{at}.name"), &self.name)?;
         if !self.parameters.is_object() {
             return Err(InvalidField::new(
                 format!("{at}.parameters"),
@@ -141,7 +179,7 @@ impl Tool {
             ));
         }
         if let Some(webhook) = &self.webhook {
-            webhook.validate(&format!("{at}.webhook"), webhooks)?;
+            webhook.validate(&format!("{at}.webhook"), policy)?;
         } else if self.require_approval == RequireApproval::Always {
             return Err(InvalidField::new(
                 format!("{at}.require_approval"),
@@ -154,75 +192,14 @@ impl Tool {
 
 impl Webhook {
     fn validate(&self, at: &str, policy: &WebhookPolicy) -> Result<(), InvalidField> {
-        let url = reqwest::Url::parse(&self.url)
-            .map_err(|e| InvalidField::new(format!("{at}.url"), format!("not a URL: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(InvalidField::new(format!("{at}.url"), "must be http or https"));
-        }
-        let host = url.host_str().unwrap_or_default();
-        if !policy.allows(host, url.port_or_known_default()) {
-            return Err(InvalidField::new(
-                format!("{at}.url"),
-                format!(
-                    "webhook host `{host}` is not allowed; the operator lists the hosts tools may call in TOOL_WEBHOOK_ALLOWED_HOSTS"
-                ),
-            ));
-        }
+        policy.check_url(&format!("{at}.url"), &self.url, "webhook", "tools")?;
         if !(1..=MAX_WEBHOOK_TIMEOUT_MS).contains(&self.timeout_ms) {
             return Err(InvalidField::new(
                 format!("{at}.timeout_ms"),
                 format!("must be between 1 and {MAX_WEBHOOK_TIMEOUT_MS}"),
             ));
         }
-        for (name, value) in &self.headers {
-            let valid = reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
-                && reqwest::header::HeaderValue::from_str(value).is_ok();
-            if !valid {
-                return Err(InvalidField::new(
-                    format!("{at}.headers.{name}"),
-                    "is not a valid HTTP header",
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The hosts webhook tools may call (`TOOL_WEBHOOK_ALLOWED_HOSTS`). Empty refuses every
-/// webhook: the service must not become a proxy into the operator's network.
-#[derive(Debug, Clone, Default)]
-pub struct WebhookPolicy {
-    /// `host` (any port) or `host:port`, lowercase.
-    allowed: Vec<String>,
-    /// `WEBHOOK_SIGNING_SECRET` is set: completion webhooks are signed, so allowed.
-    signs_completions: bool,
-}
-
-impl WebhookPolicy {
-    pub fn new(hosts: &[String]) -> Self {
-        Self {
-            allowed: hosts
-                .iter()
-                .map(|h| h.trim().to_ascii_lowercase())
-                .filter(|h| !h.is_empty())
-                .collect(),
-            signs_completions: false,
-        }
-    }
-
-    /// The policy when completion webhooks are signed (`WEBHOOK_SIGNING_SECRET`).
-    pub fn signing_completions(self, signs: bool) -> Self {
-        Self { signs_completions: signs, ..self }
-    }
-
-    pub fn signs_completions(&self) -> bool {
-        self.signs_completions
-    }
-
-    pub fn allows(&self, host: &str, port: Option<u16>) -> bool {
-        let host = host.to_ascii_lowercase();
-        let with_port = port.map(|p| format!("{host}:{p}"));
-        self.allowed.iter().any(|a| *a == host || Some(a) == with_port.as_ref())
+        outbound::check_headers(&format!("{at}.headers"), &self.headers)
     }
 }
 
@@ -231,11 +208,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn webhook_hosts_must_be_listed() {
-        let policy = WebhookPolicy::new(&["tools.internal".into(), "127.0.0.1:9000".into()]);
-        assert!(policy.allows("TOOLS.internal", Some(443)));
-        assert!(policy.allows("127.0.0.1", Some(9000)));
-        assert!(!policy.allows("127.0.0.1", Some(9001)));
-        assert!(!WebhookPolicy::default().allows("tools.internal", Some(80)));
+    fn tools_read_by_their_type_and_name_the_field_at_fault() {
+        let read = |json: Value| serde_json::from_value::<Vec<Tool>>(json);
+        let tools = read(serde_json::json!([
+            {"type": "function", "name": "f"},
+            {"type": "mcp", "server_label": "docs", "server_url": "https://mcp.example/mcp"},
+        ]))
+        .unwrap();
+        assert!(matches!(&tools[0], Tool::Function(f) if f.name == "f"));
+        assert!(matches!(&tools[1], Tool::Mcp(m) if m.server_label == "docs"));
+        let wrong = read(
+            serde_json::json!([{"type": "function", "name": "f", "webhook": {"url": "x", "timeout_ms": "soon"}}]),
+        );
+        assert!(wrong.unwrap_err().to_string().starts_with("webhook.timeout_ms: invalid type"));
+        let unknown = read(serde_json::json!([{"type": "web_search"}]));
+        assert!(unknown.unwrap_err().to_string().starts_with("type: must be `function` or `mcp`"));
+        let round_trip = serde_json::to_value(&tools).unwrap();
+        assert_eq!(round_trip[0]["type"], "function");
+        assert_eq!(read(round_trip).unwrap(), tools);
     }
 }

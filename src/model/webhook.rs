@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::field::InvalidField;
-use super::tool::WebhookPolicy;
+use super::outbound::WebhookPolicy;
 
 /// Where the service POSTs the run, signed as Standard Webhooks sign, whenever it
 /// finishes or pauses for the client (`requires_action`).
@@ -19,21 +19,7 @@ pub struct CompletionWebhook {
 
 impl CompletionWebhook {
     pub fn validate(&self, at: &str, policy: &WebhookPolicy) -> Result<(), InvalidField> {
-        let field = format!("{at}.url");
-        let url = reqwest::Url::parse(&self.url)
-            .map_err(|e| InvalidField::new(&field, format!("not a URL: {e}")))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(InvalidField::new(field, "must be http or https"));
-        }
-        let host = url.host_str().unwrap_or_default();
-        if !policy.allows(host, url.port_or_known_default()) {
-            return Err(InvalidField::new(
-                field,
-                format!(
-                    "webhook host `{host}` is not allowed; the operator lists the hosts the service may call in TOOL_WEBHOOK_ALLOWED_HOSTS"
-                ),
-            ));
-        }
+        policy.check_url(&format!("{at}.url"), &self.url, "webhook", "the service")?;
         if !policy.signs_completions() {
             return Err(InvalidField::new(
                 at,

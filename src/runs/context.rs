@@ -7,6 +7,8 @@
 //! | the same with `"content": [parts]` | the `text` of `input_text`, `output_text` and `text` parts (and, for the assistant, the `refusal` of `refusal` parts) joined with `"\n"`, so separate parts never run into one word; other parts (images, files…) are dropped |
 //! | `{"type": "function_call", "call_id", "name", "arguments"}` | an assistant message with `tool_calls`; consecutive calls (once skipped items are left out) share one message, as parallel calls do |
 //! | `{"type": "function_call_output", "call_id", "output"}` | a `tool` message answering `call_id`: a string `output` as is, an array of content parts as their texts joined with `"\n"`, anything else as its compact JSON |
+//! | `{"type": "mcp_call", "id", "name", "arguments", "output", "error"}` | a call (its `name` made a function name) and its answer, as a function call and its output would be: the output, or `error: <error>` |
+//! | `{"type": "mcp_approval_request", "id", …}` with an `mcp_approval_response` `{"approval_request_id", "approve": false, "reason"?}` | the call and the answer `{"error": "rejected", "reason"}`; an approved request is left out, as its `mcp_call` holds the call |
 //! | `{"type": "compaction", "summary"}` (a summary the client brought back) | a system message with [`SUMMARY_HEADING`] and the summary |
 //! | anything else: reasoning, unknown types or roles, missing or ill-typed fields, messages with no text | nothing: a stored item must never make a run fail |
 //!
@@ -54,7 +56,7 @@ pub fn build_messages(
 ) -> Result<Vec<Message>, ContextTooLong> {
     let items: Vec<(bool, Parsed)> = (history.iter().map(|v| (false, v)))
         .chain(current.iter().map(|v| (true, v)))
-        .filter_map(|(is_current, v)| parse(v).map(|p| (is_current, p)))
+        .flat_map(|(is_current, v)| parse(v).into_iter().map(move |p| (is_current, p)))
         .collect();
 
     // partner[i]: the index in `items` of the call an output answers, or of a call's output.
@@ -167,7 +169,57 @@ enum Parsed {
     Output(String, String),
 }
 
-fn parse(item: &Value) -> Option<Parsed> {
+fn parse(item: &Value) -> Vec<Parsed> {
+    let str_field = |k: &str| item.get(k).and_then(Value::as_str);
+    match str_field("type") {
+        Some("mcp_call") => mcp_call(item).unwrap_or_default(),
+        Some("mcp_approval_request") => {
+            let (Some(call_id), Some(name)) =
+                (str_field("id").filter(|s| !s.is_empty()), str_field("name"))
+            else {
+                return Vec::new();
+            };
+            let arguments = str_field("arguments").unwrap_or_default().to_owned();
+            vec![Parsed::Call(ToolCall {
+                call_id: call_id.to_owned(),
+                name: function_name(name),
+                arguments,
+            })]
+        }
+        Some("mcp_approval_response") if item.get("approve") == Some(&Value::Bool(false)) => {
+            let Some(request) = str_field("approval_request_id") else { return Vec::new() };
+            let rejected = serde_json::json!({"error": "rejected", "reason": item.get("reason")});
+            vec![Parsed::Output(request.to_owned(), rejected.to_string())]
+        }
+        _ => parse_one(item).into_iter().collect(),
+    }
+}
+
+/// A call of an MCP tool and its answer, as a function call and its output.
+fn mcp_call(item: &Value) -> Option<Vec<Parsed>> {
+    let id = item.get("id")?.as_str().filter(|s| !s.is_empty())?;
+    let call = ToolCall {
+        call_id: id.to_owned(),
+        name: function_name(item.get("name")?.as_str()?),
+        arguments: item.get("arguments").and_then(Value::as_str).unwrap_or_default().to_owned(),
+    };
+    let answer = match (item.get("output"), item.get("error").and_then(Value::as_str)) {
+        (_, Some(error)) => format!("error: {error}"),
+        (Some(Value::String(output)), None) => output.clone(),
+        (Some(other), None) => other.to_string(),
+        (None, None) => String::new(),
+    };
+    Some(vec![Parsed::Call(call), Parsed::Output(id.to_owned(), answer)])
+}
+
+/// What a function may be called: an MCP tool's name with other characters as `_`.
+fn function_name(name: &str) -> String {
+    (name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }))
+        .take(64)
+        .collect()
+}
+
+fn parse_one(item: &Value) -> Option<Parsed> {
     let str_field = |k: &str| item.get(k).and_then(Value::as_str);
     match str_field("type") {
         None | Some("message") => {

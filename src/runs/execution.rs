@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 
 use super::hub::LiveRun;
 use crate::llm::Progress;
-use crate::model::{RunEvent, RunEventKind, RunRecord};
+use crate::model::{RequiredAction, RunError, RunEvent, RunEventKind, RunRecord};
 
 /// The run being executed; its events go to the hub, which the worker stores from.
 pub(super) struct Execution {
@@ -45,4 +45,11 @@ impl Execution {
         self.record.run.output.push(item);
         self.partial.clear();
     }
+}
+
+/// How an execution ends.
+pub(super) enum Outcome {
+    Completed,
+    Failed(RunError),
+    RequiresAction(RequiredAction),
 }

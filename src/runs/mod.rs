@@ -1,6 +1,7 @@
 //! The run engine: workers claim queued runs from the store, call the LLM, run webhook
 //! tools and commit each finished turn atomically; followers stream the runs' events.
 
+mod calls;
 mod compact;
 mod config;
 mod context;
@@ -9,6 +10,7 @@ mod error;
 mod execution;
 mod follow;
 mod hub;
+mod mcp;
 mod signature;
 mod spans;
 mod start;
@@ -62,6 +64,8 @@ pub struct RunSettings {
     pub tenant_max_active_runs: Option<std::num::NonZeroU32>,
     /// Signs completion webhooks (`WEBHOOK_SIGNING_SECRET`); none refuses them.
     pub webhook_signing_secret: Option<crate::secret::Secret>,
+    /// How long one request to an MCP server may take (`MCP_CALL_TIMEOUT_SECS`).
+    pub mcp_call_timeout: Duration,
 }
 
 impl Default for RunSettings {
@@ -76,6 +80,7 @@ impl Default for RunSettings {
             default_model: None,
             tenant_max_active_runs: None,
             webhook_signing_secret: None,
+            mcp_call_timeout: Duration::from_secs(60),
         }
     }
 }

@@ -8,7 +8,7 @@ use tracing::field::Empty;
 use tracing::Span;
 
 use crate::llm::PROVIDER;
-use crate::model::{RequiredToolCall, Run, SessionId, Tool, Usage};
+use crate::model::{Run, SessionId, Usage};
 use crate::store::Claim;
 use crate::telemetry;
 
@@ -57,16 +57,17 @@ pub(super) fn record_outcome(span: &Span, run: &Run, before: &Usage) {
     }
 }
 
-/// One call of a webhook tool.
-pub(super) fn execute_tool(tool: &Tool, call: &RequiredToolCall) -> Span {
+/// One call of a tool the service runs: `kind` is `function` for a webhook,
+/// `extension` for an MCP server's tool.
+pub(super) fn execute_tool(name: &str, call_id: &str, kind: &'static str) -> Span {
     tracing::info_span!(
         "execute_tool",
-        otel.name = %format_args!("execute_tool {}", tool.name),
+        otel.name = %format_args!("execute_tool {name}"),
         otel.status_code = Empty,
         gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = %tool.name,
-        gen_ai.tool.call.id = %call.call_id,
-        gen_ai.tool.type = "function",
+        gen_ai.tool.name = %name,
+        gen_ai.tool.call.id = %call_id,
+        gen_ai.tool.type = kind,
         "error.type" = Empty,
     )
 }

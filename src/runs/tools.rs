@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use super::{spans, Engine};
 use crate::llm::read_limited;
-use crate::model::{RequiredToolCall, Tool};
+use crate::model::{FunctionTool, RequiredToolCall};
 use crate::telemetry;
 
 /// The most response body a tool output keeps.
@@ -29,13 +29,13 @@ struct WebhookCall<'a> {
 /// The output of one webhook tool call.
 pub(super) async fn call_webhook(
     engine: &Engine,
-    tool: &Tool,
+    tool: &FunctionTool,
     call: &RequiredToolCall,
     tenant: &str,
     session_id: &str,
     run_id: uuid::Uuid,
 ) -> String {
-    let span = spans::execute_tool(tool, call);
+    let span = spans::execute_tool(&tool.name, &call.call_id, "function");
     let body = WebhookCall {
         call_id: &call.call_id,
         name: &call.name,
@@ -66,19 +66,17 @@ impl Failure {
     }
 }
 
-async fn post(engine: &Engine, tool: &Tool, body: &WebhookCall<'_>) -> Result<String, Failure> {
+async fn post(
+    engine: &Engine,
+    tool: &FunctionTool,
+    body: &WebhookCall<'_>,
+) -> Result<String, Failure> {
     let name = &tool.name;
     let Some(webhook) = &tool.webhook else {
         return Err(Failure::new("no_webhook", format!("error: tool `{name}` has no webhook")));
     };
     // The allow-list may have shrunk since the agent was created.
-    let allowed = reqwest::Url::parse(&webhook.url).is_ok_and(|url| {
-        engine
-            .settings
-            .webhooks
-            .allows(url.host_str().unwrap_or_default(), url.port_or_known_default())
-    });
-    if !allowed {
+    if !engine.settings.webhooks.allows_url(&webhook.url) {
         let output = format!("error: the webhook host of tool `{name}` is not allowed");
         return Err(Failure::new("host_not_allowed", output));
     }

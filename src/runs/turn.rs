@@ -1,29 +1,21 @@
 //! One execution of a claimed run: the loop of DESIGN.md from the stored history to a
 //! final status or a pause for the client's tool outputs.
 
-use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::calls;
 use super::compact::{compact_for_run, RunCompaction};
 use super::context::{build_messages, estimate_tokens};
-use super::execution::Execution;
-use super::tools::call_webhook;
+use super::execution::{Execution, Outcome};
+use super::mcp::{self, McpSessions, Offer};
 use super::Engine;
-use crate::llm::{ChatRequest, Progress, ToolSpec};
+use crate::llm::{ChatRequest, Progress};
 use crate::model::{
-    run_items, IncompleteDetails, Order, PageRequest, RequireApproval, RequiredAction,
-    RequiredActionKind, RunConfig, RunError, SessionId,
+    mcp_items, run_items, IncompleteDetails, Order, PageRequest, RunConfig, RunError, SessionId,
 };
 use crate::store::{Claim, StoreError};
-
-/// How an execution ends.
-pub(super) enum Outcome {
-    Completed,
-    Failed(RunError),
-    RequiresAction(RequiredAction),
-}
 
 /// Runs turns until the run completes, fails or waits for the client.
 pub(super) async fn drive(
@@ -55,26 +47,27 @@ pub(super) async fn drive(
             }
         }
     }
+    let mut mcp = McpSessions::new(
+        engine.webhook_client.clone(),
+        engine.settings.mcp_call_timeout,
+        engine.settings.webhooks.clone(),
+    );
+    mcp::discover(exec, &mut mcp, &config).await;
+    let listed = mcp_items::listed(&exec.record.run.output);
+    let offer = Offer::new(&config, &listed);
     // The same request each turn, but for its messages.
     let mut request = ChatRequest {
         model: config.model.clone(),
         messages: Vec::new(),
-        tools: config
-            .tools
-            .iter()
-            .map(|tool| ToolSpec {
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                parameters: tool.parameters.clone(),
-            })
-            .collect(),
+        tools: offer.specs.clone(),
         temperature: config.temperature,
         max_output_tokens: config.max_output_tokens,
         sampling: config.sampling.clone(),
     };
     loop {
         // The calls of the last model call, or of a paused run the client answered.
-        if let Some(pause) = settle_calls(engine, &claim.tenant, exec, &config).await {
+        let settled = calls::settle(engine, &claim.tenant, exec, &config, &mut mcp, &history);
+        if let Some(pause) = settled.await {
             return Ok(pause);
         }
         take_steering(engine, claim, exec).await?;
@@ -120,77 +113,21 @@ pub(super) async fn drive(
                 format!("the run made {} LLM calls without finishing", config.max_turns),
             )));
         }
-        let calls: Vec<_> = (completion.tool_calls.iter())
+        let as_calls: Vec<_> = (completion.tool_calls.iter())
             .map(|call| run_items::function_call(&call.call_id, &call.name, &call.arguments))
             .collect();
         // A model that keeps asking for the same call would use up `max_turns` (and
-        // repeat a webhook's side effects) before it failed: fail as `max_turns` does,
+        // repeat a tool's side effects) before it failed: fail as `max_turns` does,
         // before the calls are in the output, so none is left without its output.
-        let repeated = run_items::repeated_calls(exec.record.run.output.iter().chain(&calls));
+        let repeated = run_items::repeated_calls(exec.record.run.output.iter().chain(&as_calls));
         if repeated >= config.max_repeated_tool_calls {
             let message = format!(
                 "the model called one tool with the same arguments {repeated} times in a row"
             );
             return Ok(Outcome::Failed(RunError::new("tool_call_loop", message)));
         }
-        for call in calls {
-            exec.push_item(call);
-        }
+        calls::take(exec, &offer, &mut mcp, &completion.tool_calls).await;
     }
-}
-
-/// Answers the calls in the run's output that have none yet: calls of webhook tools run
-/// concurrently (those needing approval once a person approved them), calls of tools the
-/// agent lacks get an error. The run pauses for the approvals still missing, then for
-/// the client's tools; None when every call is answered.
-async fn settle_calls(
-    engine: &Engine,
-    tenant: &str,
-    exec: &mut Execution,
-    config: &RunConfig,
-) -> Option<Outcome> {
-    let (mut to_approve, mut client_calls, mut webhook_calls) =
-        (Vec::new(), Vec::new(), Vec::new());
-    for call in run_items::unanswered_calls(&exec.record.run.output) {
-        match config.tools.iter().find(|t| t.name == call.name) {
-            Some(tool) if tool.webhook.is_some() => {
-                let approved = exec.record.approved.contains(&call.call_id);
-                if tool.require_approval == RequireApproval::Always && !approved {
-                    to_approve.push(call);
-                } else {
-                    webhook_calls.push((tool, call));
-                }
-            }
-            Some(_) => client_calls.push(call),
-            None => exec.push_item(run_items::function_call_output(
-                &call.call_id,
-                &format!("error: there is no tool named `{}`", call.name),
-            )),
-        }
-    }
-    let (session_id, run_id) = (exec.record.run.session_id.clone(), exec.record.run.id);
-    // Each output is kept as it comes: an interruption keeps the calls that finished.
-    let mut outputs: FuturesUnordered<_> = (webhook_calls.iter())
-        .map(|(tool, call)| {
-            let session_id = &session_id;
-            async move { (call, call_webhook(engine, tool, call, tenant, session_id, run_id).await) }
-        })
-        .collect();
-    while let Some((call, output)) = outputs.next().await {
-        exec.push_item(run_items::function_call_output(&call.call_id, &output));
-        exec.record.approved.retain(|id| *id != call.call_id);
-    }
-    let (kind, tool_calls) = if !to_approve.is_empty() {
-        (RequiredActionKind::ApproveToolCalls, to_approve)
-    } else if !client_calls.is_empty() {
-        if config.client_calls_complete {
-            return Some(Outcome::Completed);
-        }
-        (RequiredActionKind::SubmitToolOutputs, client_calls)
-    } else {
-        return None;
-    };
-    Some(Outcome::RequiresAction(RequiredAction { kind, tool_calls }))
 }
 
 /// Adds the input steered into the run since it last took any to its output.

@@ -8,9 +8,10 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::execution::Execution;
+use super::execution::Outcome;
 use super::hub::LiveRun;
 use super::spans;
-use super::turn::{drive, take_steering, Outcome};
+use super::turn::{drive, take_steering};
 use super::Engine;
 use crate::model::{run_items, RunEvent, RunEventKind, RunStatus, StopAction};
 use crate::store::{Claim, StoreError};

@@ -52,11 +52,13 @@ impl Telemetry {
     }
 }
 
-/// Installs the global subscriber. `RUST_LOG` picks what is logged (default `info`);
+/// Installs the global subscriber. `RUST_LOG` picks what is logged (default `info`, and
+/// nothing of the MCP client's own lines: every failure of an MCP server is in the run's
+/// items and spans);
 /// traces are on when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `…_TRACES_ENDPOINT`) is set.
 pub fn init(format: LogFormat) -> anyhow::Result<Telemetry> {
     let logged = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info"))
+        .unwrap_or_else(|_| EnvFilter::new("info,rmcp=off"))
         .add_directive(format!("{TRACE_ONLY}=off").parse().expect("a valid directive"));
     let provider = export::provider()?;
     let traces = provider.as_ref().map(|provider| {

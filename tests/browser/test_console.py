@@ -115,6 +115,27 @@ def test_a_client_tool_call_is_answered_in_a_form(page: Page, api: Api) -> None:
     assert [entry["item"]["type"] for entry in raw] == ["function_call", "function_call_output"]
 
 
+def test_mcp_calls_fold_like_function_calls(page: Page, api: Api) -> None:
+    session_id = unique("mcp")
+    api.ok("POST", f"/v1/sessions/{session_id}/items", {"items": [
+        {"role": "user", "content": "What is 2 + 3, and how many rows?"},
+        {"type": "mcp_call", "id": "mcp_1", "server_label": "calc", "name": "add",
+         "arguments": '{"a": 2, "b": 3}', "output": "5", "error": None, "status": "completed"},
+        {"type": "mcp_call", "id": "mcp_2", "server_label": "db", "name": "count_rows",
+         "arguments": "{}", "output": None, "error": "MCP server `db` cannot be reached", "status": "failed"},
+    ]})
+    open_session(page, session_id)
+    calls = page.locator("#log .item.tool details.tool-call")
+    expect(calls).to_have_count(2)
+    expect(calls.nth(0).locator("summary")).to_contain_text('calc.add({"a": 2, "b": 3})')
+    expect(calls.nth(0).locator(".output")).to_be_hidden()
+    calls.nth(0).locator("summary").click()
+    expect(calls.nth(0).locator(".output")).to_have_text("5")
+    expect(calls.nth(1).locator("summary")).to_contain_text("failed")
+    calls.nth(1).locator("summary").click()
+    expect(calls.nth(1).locator(".output")).to_have_text("MCP server `db` cannot be reached")
+
+
 def test_a_call_waiting_for_approval_is_approved_or_rejected(page: Page, api: Api, fake_llm: FakeLLM) -> None:
     webhook = {"url": f"http://{fake_llm.host}/tool"}
     agent = api.ok("POST", "/v1/agents", {

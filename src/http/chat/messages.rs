@@ -49,7 +49,12 @@ impl History {
     /// Adds a stored item of run `run_id`, or an item of a run not yet stored under
     /// `id` (its input, or what a paused run made).
     pub fn push(&mut self, id: String, run_id: Option<Uuid>, item: &RawValue) {
-        let said = Said::read(item);
+        for said in Said::read(item) {
+            self.said(id.clone(), run_id, said);
+        }
+    }
+
+    fn said(&mut self, id: String, run_id: Option<Uuid>, said: Said) {
         match said {
             Said::Message { role, text } if role != "assistant" => {
                 self.building = None;
@@ -61,7 +66,7 @@ impl History {
             said => {
                 self.begin_assistant(run_id.map_or(id, |run| run.to_string()), run_id);
                 let step_starts = said.by_model() && self.steps.model_part().start;
-                if matches!(said, Said::Output { .. }) {
+                if matches!(said, Said::Output { .. } | Said::Denied { .. }) {
                     self.steps.tool_output();
                 }
                 let parts = &mut self.messages.last_mut().expect("an assistant message").parts;
@@ -72,16 +77,32 @@ impl History {
                     Said::Message { text, .. } => {
                         parts.push(json!({"type": "text", "text": text, "state": "done"}));
                     }
-                    Said::Call { call_id, name, input } => parts.push(json!({
+                    Said::Call { call_id, name, input, mcp: false } => parts.push(json!({
                         "type": format!("tool-{name}"), "toolCallId": call_id,
                         "state": "input-available", "input": input,
                     })),
+                    Said::Call { call_id, name, input, mcp: true } => parts.push(json!({
+                        "type": "dynamic-tool", "toolName": name, "toolCallId": call_id,
+                        "state": "input-available", "input": input,
+                    })),
                     Said::Output { call_id, output } => {
-                        let call =
-                            parts.iter_mut().find(|p| p["toolCallId"].as_str() == Some(&call_id));
+                        let call = parts.iter_mut().find(|p| p["toolCallId"] == call_id.as_str());
+                        match (call, output) {
+                            (Some(part), Ok(output)) => {
+                                part["state"] = "output-available".into();
+                                part["output"] = output;
+                            }
+                            (Some(part), Err(error)) => {
+                                part["state"] = "output-error".into();
+                                part["errorText"] = error.into();
+                            }
+                            (None, _) => {}
+                        }
+                    }
+                    Said::Denied { call_id } => {
+                        let call = parts.iter_mut().find(|p| p["toolCallId"] == call_id.as_str());
                         if let Some(part) = call {
-                            part["state"] = "output-available".into();
-                            part["output"] = output;
+                            part["state"] = "output-denied".into();
                         }
                     }
                     Said::Other => {}

@@ -209,8 +209,8 @@ async fn client_tools(state: &AppState, tenant: &str, run_id: Uuid) -> Result<Ha
         .locate(tenant, run_id)
         .await
         .map_err(|e| ApiError::from_runs(e, "", Some(&run_id.to_string())))?;
-    let tools = record.config.tools.into_iter().filter(|tool| tool.webhook.is_none());
-    Ok(tools.map(|tool| tool.name).collect())
+    let tools = record.config.functions().filter(|tool| tool.webhook.is_none());
+    Ok(tools.map(|tool| tool.name.clone()).collect())
 }
 
 fn ui_message_stream(

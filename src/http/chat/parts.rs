@@ -6,20 +6,23 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// An item as the chat shows it.
+/// An item as the chat shows it, or a part of one: an MCP call is its call and its answer.
 pub enum Said {
     /// A message: its role and its text.
     Message { role: String, text: String },
-    /// A call of a tool the model made, with the JSON of its arguments.
-    Call { call_id: String, name: String, input: Value },
-    /// A tool's answer to a call.
-    Output { call_id: String, output: Value },
-    /// Anything else (reasoning, compactions, custom items): not shown.
+    /// A call of a tool the model made, with the JSON of its arguments; `mcp` for a tool
+    /// of an MCP server (which the page does not know by name).
+    Call { call_id: String, name: String, input: Value, mcp: bool },
+    /// A tool's answer to a call: its output, or why it has none.
+    Output { call_id: String, output: Result<Value, String> },
+    /// A person rejected the call.
+    Denied { call_id: String },
+    /// Anything else (reasoning, compactions, tool lists, custom items): not shown.
     Other,
 }
 
 impl Said {
-    pub fn read(item: &RawValue) -> Self {
+    pub fn read(item: &RawValue) -> Vec<Self> {
         #[derive(Deserialize)]
         struct Fields {
             #[serde(rename = "type")]
@@ -27,31 +30,59 @@ impl Said {
             role: Option<String>,
             content: Option<Value>,
             call_id: Option<String>,
+            id: Option<String>,
             name: Option<String>,
             arguments: Option<String>,
             output: Option<Value>,
+            error: Option<String>,
+            approval_request_id: Option<String>,
+            approve: Option<bool>,
         }
         let Ok(fields) = serde_json::from_str::<Fields>(item.get()) else {
-            return Self::Other;
+            return vec![Self::Other];
         };
-        match (fields.kind.as_deref(), fields.role, fields.call_id) {
-            (None | Some("message"), Some(role), _) => {
+        let input = json_or_text(fields.arguments.as_deref().unwrap_or_default());
+        let name = fields.name.unwrap_or_default();
+        let output = |output: Option<Value>| match output {
+            Some(Value::String(text)) => json_or_text(&text),
+            other => other.unwrap_or(Value::Null),
+        };
+        let said = match (fields.kind.as_deref(), fields.role, fields.call_id, fields.id) {
+            (None | Some("message"), Some(role), _, _) => {
                 Self::Message { role, text: text_of(fields.content.as_ref()) }
             }
-            (Some("function_call"), _, Some(call_id)) => Self::Call {
-                call_id,
-                name: fields.name.unwrap_or_default(),
-                input: json_or_text(fields.arguments.as_deref().unwrap_or_default()),
-            },
-            (Some("function_call_output"), _, Some(call_id)) => {
-                let output = match fields.output {
-                    Some(Value::String(text)) => json_or_text(&text),
-                    other => other.unwrap_or(Value::Null),
+            (Some("function_call"), _, Some(call_id), _) => {
+                Self::Call { call_id, name, input, mcp: false }
+            }
+            (Some("function_call_output"), _, Some(call_id), _) => {
+                Self::Output { call_id, output: Ok(output(fields.output)) }
+            }
+            (Some("mcp_approval_request"), _, _, Some(call_id)) => {
+                Self::Call { call_id, name, input, mcp: true }
+            }
+            (Some("mcp_approval_response"), _, _, _) => {
+                match (fields.approval_request_id, fields.approve) {
+                    (Some(call_id), Some(false)) => Self::Denied { call_id },
+                    _ => Self::Other,
+                }
+            }
+            (Some("mcp_call"), _, _, Some(id)) => {
+                let answer = match fields.error {
+                    Some(error) => Err(error),
+                    None => Ok(output(fields.output)),
                 };
-                Self::Output { call_id, output }
+                // An approved call answers its request; another is its own call.
+                return match fields.approval_request_id {
+                    Some(call_id) => vec![Self::Output { call_id, output: answer }],
+                    None => vec![
+                        Self::Call { call_id: id.clone(), name, input, mcp: true },
+                        Self::Output { call_id: id, output: answer },
+                    ],
+                };
             }
             _ => Self::Other,
-        }
+        };
+        vec![said]
     }
 
     /// Whether the model made this item (its text or a call): a part of a step.
@@ -59,7 +90,7 @@ impl Said {
         match self {
             Self::Message { role, .. } => role == "assistant",
             Self::Call { .. } => true,
-            Self::Output { .. } | Self::Other => false,
+            Self::Output { .. } | Self::Denied { .. } | Self::Other => false,
         }
     }
 }
@@ -127,21 +158,30 @@ mod tests {
 
     #[test]
     fn items_read_as_what_the_chat_shows() {
-        let said = Said::read(&raw(
+        let read = |json: &str| Said::read(&raw(json));
+        let said = read(
             r#"{"role":"assistant","content":[{"type":"output_text","text":"Hi"},{"type":"output_text","text":"!"}]}"#,
-        ));
-        assert!(
-            matches!(said, Said::Message { ref role, ref text } if role == "assistant" && text == "Hi!")
         );
-        let said = Said::read(&raw(
-            r#"{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"a\":1}"}"#,
-        ));
-        assert!(matches!(said, Said::Call { ref input, .. } if input["a"] == 1));
-        let said = Said::read(&raw(
-            r#"{"type":"function_call_output","call_id":"c1","output":"not json"}"#,
-        ));
-        assert!(matches!(said, Said::Output { ref output, .. } if output == "not json"));
-        assert!(matches!(Said::read(&raw(r#"{"type":"reasoning"}"#)), Said::Other));
+        assert!(
+            matches!(&said[..], [Said::Message { role, text }] if role == "assistant" && text == "Hi!")
+        );
+        let said =
+            read(r#"{"type":"function_call","call_id":"c1","name":"f","arguments":"{\"a\":1}"}"#);
+        assert!(matches!(&said[..], [Said::Call { input, mcp: false, .. }] if input["a"] == 1));
+        let said = read(r#"{"type":"function_call_output","call_id":"c1","output":"not json"}"#);
+        assert!(
+            matches!(&said[..], [Said::Output { output: Ok(output), .. }] if output == "not json")
+        );
+        assert!(matches!(&read(r#"{"type":"reasoning"}"#)[..], [Said::Other]));
+        let said = read(
+            r#"{"type":"mcp_call","id":"m1","server_label":"s","name":"add","arguments":"{}","output":null,"error":"down","status":"failed"}"#,
+        );
+        assert!(
+            matches!(&said[..], [Said::Call { mcp: true, .. }, Said::Output { output: Err(e), .. }] if e == "down")
+        );
+        let said =
+            read(r#"{"type":"mcp_approval_response","approval_request_id":"r1","approve":false}"#);
+        assert!(matches!(&said[..], [Said::Denied { call_id }] if call_id == "r1"));
     }
 
     #[test]

@@ -101,40 +101,55 @@ impl UiMessageStream {
                 out.push(json!({"type": "text-end", "id": id}));
                 self.text = None;
             }
-            Said::Call { call_id, name, input } => {
+            Said::Call { call_id, name, input, mcp } => {
                 self.model_part(out);
                 self.calls.insert(call_id.clone());
                 let mut chunk = json!({"type": "tool-input-available", "toolCallId": call_id,
                                        "toolName": name, "input": input});
-                if !self.client_tools.contains(&name) {
+                if mcp || !self.client_tools.contains(&name) {
                     chunk["providerExecuted"] = true.into();
+                }
+                if mcp {
+                    chunk["dynamic"] = true.into();
                 }
                 out.push(chunk);
             }
             Said::Output { call_id, output } => self.output(out, call_id, output),
+            Said::Denied { call_id } => self.output(out, call_id, Ok(json!({"error": "rejected"}))),
             // Input steered into the run, and items the chat does not show.
             Said::Message { .. } | Said::Other => {}
         }
     }
 
-    fn output(&mut self, out: &mut Vec<Value>, call_id: String, output: Value) {
+    fn output(&mut self, out: &mut Vec<Value>, call_id: String, output: Result<Value, String>) {
         if !self.answered.insert(call_id.clone()) {
             return;
         }
         self.steps.tool_output();
-        if self.approving.contains(&call_id) && output["error"] == "rejected" {
-            out.push(json!({"type": "tool-output-denied", "toolCallId": call_id}));
-            return;
-        }
-        out.push(json!({"type": "tool-output-available", "toolCallId": call_id, "output": output}));
+        let rejected = matches!(&output, Ok(output) if output["error"] == "rejected");
+        let chunk = match output {
+            _ if rejected && self.approving.contains(&call_id) => {
+                json!({"type": "tool-output-denied", "toolCallId": call_id})
+            }
+            Ok(output) => {
+                json!({"type": "tool-output-available", "toolCallId": call_id, "output": output})
+            }
+            Err(error) => {
+                json!({"type": "tool-output-error", "toolCallId": call_id, "errorText": error})
+            }
+        };
+        out.push(chunk);
     }
 
     fn status(&mut self, out: &mut Vec<Value>, run: &Run) {
-        for said in run.output.iter().map(|item| Said::read(item)) {
-            if let Said::Output { call_id, output } = said {
-                if self.calls.contains(&call_id) {
-                    self.output(out, call_id, output);
-                }
+        for said in run.output.iter().flat_map(|item| Said::read(item)) {
+            let (call_id, output) = match said {
+                Said::Output { call_id, output } => (call_id, output),
+                Said::Denied { call_id } => (call_id, Ok(json!({"error": "rejected"}))),
+                _ => continue,
+            };
+            if self.calls.contains(&call_id) {
+                self.output(out, call_id, output);
             }
         }
         let finish_reason = match run.status {
@@ -176,8 +191,9 @@ impl UiMessageStream {
     }
 }
 
-impl Translator for UiMessageStream {
-    fn translate(&mut self, event: &RunEvent) -> Vec<Event> {
+impl UiMessageStream {
+    /// The chunks that stand for one of the run's events.
+    fn chunks(&mut self, event: &RunEvent) -> Vec<Value> {
         let mut out = Vec::new();
         self.begin(&mut out);
         match &event.kind {
@@ -186,10 +202,21 @@ impl Translator for UiMessageStream {
                 let id = self.open_text(&mut out, event.seq);
                 out.push(json!({"type": "text-delta", "id": id, "delta": delta}));
             }
-            RunEventKind::ItemCreated(item) => self.item(&mut out, event.seq, Said::read(item)),
+            RunEventKind::ItemCreated(item) => {
+                for said in Said::read(item) {
+                    self.item(&mut out, event.seq, said);
+                }
+            }
             RunEventKind::CompactionCreated(_) => {}
         }
-        out.into_iter().map(|chunk| Event::default().data(chunk.to_string())).collect()
+        out
+    }
+}
+
+impl Translator for UiMessageStream {
+    fn translate(&mut self, event: &RunEvent) -> Vec<Event> {
+        let chunks = self.chunks(event).into_iter();
+        chunks.map(|chunk| Event::default().data(chunk.to_string())).collect()
     }
 
     fn finish(&mut self, broke: bool) -> Vec<Event> {
@@ -202,5 +229,78 @@ impl Translator for UiMessageStream {
         }
         out.push(Event::default().data("[DONE]"));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::value::RawValue;
+
+    use super::*;
+
+    fn run(status: &str, required_action: Value) -> Box<Run> {
+        serde_json::from_value(json!({
+            "id": "019a0000-0000-7000-8000-000000000000", "session_id": "s", "status": status,
+            "created_at": "2026-11-26T10:00:00Z", "started_at": null, "finished_at": null,
+            "model": "m", "input": [], "output": [], "required_action": required_action,
+            "error": null, "incomplete_details": null, "metadata": {},
+            "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "llm_calls": 0},
+        }))
+        .unwrap()
+    }
+
+    fn chunks(stream: &mut UiMessageStream, kinds: Vec<RunEventKind>) -> Vec<Value> {
+        (1..).zip(kinds).flat_map(|(seq, kind)| stream.chunks(&RunEvent { seq, kind })).collect()
+    }
+
+    fn item(value: Value) -> RunEventKind {
+        RunEventKind::ItemCreated(RawValue::from_string(value.to_string()).unwrap())
+    }
+
+    #[test]
+    fn mcp_calls_are_dynamic_tools_the_service_ran() {
+        let mut stream = UiMessageStream::new(uuid::Uuid::nil(), HashSet::new());
+        let waiting = json!({"type": "approve_tool_calls", "tool_calls": [
+            {"call_id": "mcpr_1", "name": "drop", "arguments": "{}", "server_label": "db"}]});
+        let got = chunks(
+            &mut stream,
+            vec![
+                RunEventKind::Status(run("running", Value::Null)),
+                item(
+                    json!({"type": "mcp_list_tools", "id": "l", "server_label": "db", "tools": []}),
+                ),
+                item(json!({"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "db",
+                        "name": "drop", "arguments": "{}"})),
+                item(
+                    json!({"type": "mcp_call", "id": "mcp_1", "server_label": "db", "name": "count",
+                        "arguments": "{\"t\":1}", "output": null, "error": "down", "status": "failed"}),
+                ),
+                RunEventKind::Status(run("requires_action", waiting)),
+            ],
+        );
+        let kinds: Vec<&str> = got.iter().map(|c| c["type"].as_str().unwrap()).collect();
+        // The engine adds a step's approval requests, then makes its other MCP calls.
+        let expected = [
+            "start",
+            "start-step",
+            "tool-input-available",
+            "tool-input-available",
+            "tool-output-error",
+            "tool-approval-request",
+            "finish-step",
+            "finish",
+        ];
+        assert_eq!(kinds, expected);
+        assert_eq!(got[2]["toolCallId"], "mcpr_1");
+        assert_eq!(
+            got[3],
+            json!({"type": "tool-input-available", "toolCallId": "mcp_1",
+            "toolName": "count", "input": {"t": 1}, "providerExecuted": true, "dynamic": true})
+        );
+        assert_eq!(
+            got[4],
+            json!({"type": "tool-output-error", "toolCallId": "mcp_1", "errorText": "down"})
+        );
+        assert_eq!(got[5]["toolCallId"], "mcpr_1");
     }
 }

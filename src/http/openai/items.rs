@@ -131,7 +131,27 @@ async fn checked(sealer: &Sealer, tenant: &str, at: &str, item: &Value) -> Resul
             Ok(item.clone())
         }
         // The model's own reasoning: kept with the history, not sent to another model.
-        "reasoning" => Ok(item.clone()),
+        // What an MCP server listed, likewise.
+        "reasoning" | "mcp_list_tools" => Ok(item.clone()),
+        "mcp_call" | "mcp_approval_request" => {
+            for name in ["id", "server_label", "name", "arguments"] {
+                text(name)?;
+            }
+            Ok(item.clone())
+        }
+        "mcp_approval_response" => {
+            text("approval_request_id")?;
+            if !matches!(fields.get("approve"), Some(Value::Bool(_))) {
+                return Err(OpenAiError::invalid(
+                    &format!("{at}.approve"),
+                    "must be true or false",
+                ));
+            }
+            if !matches!(fields.get("reason"), None | Some(Value::Null | Value::String(_))) {
+                return Err(OpenAiError::invalid(&format!("{at}.reason"), "must be a string"));
+            }
+            Ok(item.clone())
+        }
         "compaction" => {
             let field = format!("{at}.encrypted_content");
             let sealed = text("encrypted_content")?;
@@ -154,7 +174,7 @@ async fn checked(sealer: &Sealer, tenant: &str, at: &str, item: &Value) -> Resul
             &format!("{at}.type"),
             format!(
                 "`{other}` items cannot be sent to the model; use message, function_call, \
-                 function_call_output, reasoning or compaction items"
+                 function_call_output, reasoning, compaction or mcp_* items"
             ),
         )),
     }

@@ -228,20 +228,30 @@ pub fn conversation() -> RefOr<Schema> {
 /// `function` tools, the only kind the caller can run (request.rs `tools`); the names
 /// follow the engine's tool names.
 pub fn tools() -> RefOr<Schema> {
-    nullable(json!({
-        "type": "array",
-        "maxItems": 128,
-        "items": {
-            "type": "object",
-            "required": ["type", "name"],
-            "properties": {
-                "type": kind("function"),
-                "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
-                "description": {"type": ["string", "null"]},
-                "parameters": {"type": ["object", "null"]},
-            },
-        },
-    }))
+    let name = json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"});
+    let names = json!({"type": "array", "items": {"type": "string"}});
+    let filter = |key: &str, value: Value| {
+        json!({"type": "object", "required": [key], "additionalProperties": false,
+               "properties": {key: value}})
+    };
+    let function = json!({"type": "object", "required": ["type", "name"], "properties": {
+        "type": kind("function"), "name": name, "description": {"type": ["string", "null"]},
+        "parameters": {"type": ["object", "null"]},
+    }});
+    let mcp = json!({"type": "object", "required": ["type", "server_label", "server_url"],
+        "additionalProperties": false, "properties": {
+        "type": kind("mcp"),
+        "server_label": name,
+        "server_url": {"type": "string", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#]"},
+        "server_description": {"type": ["string", "null"]},
+        "allowed_tools": {"oneOf": [names, filter("tool_names", names.clone())]},
+        "require_approval": {"oneOf": [
+            {"type": "string", "enum": ["always", "never"]},
+            filter("never", filter("tool_names", names.clone())),
+        ]},
+        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+    }});
+    nullable(json!({"type": "array", "maxItems": 128, "items": {"oneOf": [function, mcp]}}))
 }
 
 pub fn tool_choice() -> RefOr<Schema> {

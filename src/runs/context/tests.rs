@@ -163,3 +163,30 @@ fn estimate_grows_with_text() {
     let calls = |a: &str| estimate_tokens(&build(&[args(a), out("c", json!(""))], &[])[0]);
     assert!(calls(&"x".repeat(30)) > calls(""));
 }
+
+#[test]
+fn mcp_calls_and_rejected_approvals_are_calls_with_their_answers() {
+    let made = json!({"type": "mcp_call", "id": "mcp_1", "server_label": "calc", "name": "x.add",
+                      "arguments": "{\"a\":1}", "output": "2", "error": null, "status": "completed"});
+    let failed = json!({"type": "mcp_call", "id": "mcp_2", "server_label": "calc", "name": "add",
+                        "arguments": "{}", "output": null, "error": "down", "status": "failed"});
+    let asked = |id: &str| {
+        json!({"type": "mcp_approval_request", "id": id, "server_label": "calc",
+                                  "name": "drop", "arguments": "{}"})
+    };
+    let decided = |id: &str, approve: bool| {
+        json!({"type": "mcp_approval_response",
+        "approval_request_id": id, "approve": approve, "reason": "no"})
+    };
+    let listed = json!({"type": "mcp_list_tools", "id": "l", "server_label": "calc", "tools": []});
+    let history =
+        [listed, made, failed, asked("r1"), decided("r1", false), asked("r2"), decided("r2", true)];
+    let msgs = build(&history, &[]);
+    assert_eq!(msgs.len(), 6, "{msgs:?}");
+    assert_eq!(call_ids(&msgs[0]), vec!["mcp_1"]);
+    assert_eq!(msgs[0].tool_calls[0].function.name, "x_add", "a function name");
+    assert_eq!(msgs[1], Message::tool_output("mcp_1", "2"));
+    assert_eq!(msgs[3], Message::tool_output("mcp_2", "error: down"));
+    assert_eq!(call_ids(&msgs[4]), vec!["r1"]);
+    assert_eq!(msgs[5], Message::tool_output("r1", r#"{"error":"rejected","reason":"no"}"#));
+}

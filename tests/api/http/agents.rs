@@ -1,3 +1,4 @@
+use agent_sessions::model::Tool;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
@@ -182,7 +183,8 @@ async fn webhook_header_values_are_never_returned(db: TestDb) {
     let stored: Value = app.get(&path).await.expect(StatusCode::OK);
     assert_eq!(stored["name"], "kept");
     let agent = store.get_agent("default", &id).await.unwrap();
-    let headers = &agent.tools[0].webhook.as_ref().unwrap().headers;
+    let Tool::Function(function) = &agent.tools[0] else { panic!("a function tool") };
+    let headers = &function.webhook.as_ref().unwrap().headers;
     assert_eq!(headers["Authorization"], "Bearer s3cret");
     assert_eq!(headers["X-Team"], "support");
 

@@ -47,6 +47,10 @@ const WALK: &[(&str, &str)] = &[
     ("GET", "/v1/sessions/{session_id}/compactions"),
     ("GET", "/v1/sessions/{session_id}/context"),
     ("POST", "/v1/sessions/{session_id}/fork"),
+    // A chat message on the session, its history as messages, and nothing to resume.
+    ("POST", "/v1/chat"),
+    ("GET", "/v1/chat/{session_id}/messages"),
+    ("GET", "/v1/chat/{session_id}/stream"),
     ("DELETE", "/v1/sessions/{session_id}/items/last"),
     ("DELETE", "/v1/sessions/{session_id}/items/{item_id}"),
     ("DELETE", "/v1/sessions/{session_id}/items"),

@@ -77,6 +77,11 @@ export type AgentConfig = {
 };
 
 /**
+ * The tools of a server the model may call.
+ */
+export type AllowedTools = Array<string> | ToolNames;
+
+/**
  * What a session's expiry counts from.
  */
 export type Anchor = 'last_active_at' | 'created_at';
@@ -134,6 +139,8 @@ export type Approval = {
      */
     reason?: string | null;
 };
+
+export type ApprovalMode = 'always' | 'never';
 
 export type ApprovalsRequest = {
     /**
@@ -474,6 +481,22 @@ export type CreateResponse = unknown & (unknown | {
             [key: string]: unknown;
         } | null;
         type: 'function';
+    } | {
+        allowed_tools?: Array<string> | {
+            tool_names: Array<string>;
+        };
+        headers?: {
+            [key: string]: string;
+        };
+        require_approval?: 'always' | 'never' | {
+            never: {
+                tool_names: Array<string>;
+            };
+        };
+        server_description?: string | null;
+        server_label: string;
+        server_url: string;
+        type: 'mcp';
     }>;
     /**
      * Only 0: log probabilities are not available.
@@ -588,6 +611,30 @@ export type ForkedFrom = {
     session_id: string;
 };
 
+/**
+ * A function the model may call. With a `webhook` the service calls it; without, the
+ * run pauses as `requires_action` and the client answers with the tool's output.
+ */
+export type FunctionTool = {
+    description?: string | null;
+    /**
+     * 1 to 64 characters of `A-Za-z0-9_-`, unique within the agent.
+     */
+    name: string;
+    /**
+     * A JSON Schema object describing the arguments.
+     */
+    parameters?: {
+        [key: string]: unknown;
+    };
+    /**
+     * `always`: a person approves each call of this webhook tool before it runs (the
+     * run pauses with `required_action.type` `approve_tool_calls`).
+     */
+    require_approval?: RequireApproval;
+    webhook?: null | Webhook;
+};
+
 export type Health = {
     /**
      * Always `ok`.
@@ -644,6 +691,43 @@ export type ItemCreated = {
     item: {
         [key: string]: unknown;
     };
+};
+
+/**
+ * Which of a server's calls wait for a person's approval.
+ */
+export type McpApproval = ApprovalMode | {
+    never: ToolNames;
+};
+
+/**
+ * An MCP server whose tools the model may call, over the Streamable HTTP transport.
+ */
+export type McpTool = {
+    allowed_tools?: null | AllowedTools;
+    /**
+     * Sent with every request to the server, e.g. an `Authorization` it expects. Answers
+     * show each value as `[REDACTED]`; a PATCH that sends `[REDACTED]` keeps the stored
+     * value.
+     */
+    headers?: {
+        [key: string]: string;
+    };
+    /**
+     * Which calls wait for a person's approval: `always`, `never` (the default), or
+     * `{never: {tool_names}}` (those run at once, the others wait).
+     */
+    require_approval?: McpApproval;
+    /**
+     * 1 to 64 characters of `A-Za-z0-9_-`, unique within the agent: names the server in
+     * its items (`mcp_list_tools`, `mcp_call`).
+     */
+    server_label: string;
+    /**
+     * The server's Streamable HTTP endpoint: `http` or `https`, on a host listed in
+     * `TOOL_WEBHOOK_ALLOWED_HOSTS`.
+     */
+    server_url: string;
 };
 
 /**
@@ -1003,6 +1087,11 @@ export type RequiredToolCall = {
     arguments: string;
     call_id: string;
     name: string;
+    /**
+     * The MCP server of the tool, for a call of an MCP tool (its `mcp_approval_request`
+     * has this `call_id` as its id).
+     */
+    server_label?: string | null;
 };
 
 export type ResponseDeleted = {
@@ -1123,31 +1212,20 @@ export type Session = {
 };
 
 /**
- * A function the model may call. With a `webhook` the service calls it; without, the
- * run pauses as `requires_action` and the client answers with the tool's output.
+ * A tool, by its `type`.
  */
-export type Tool = {
-    description?: string | null;
-    /**
-     * 1 to 64 characters of `A-Za-z0-9_-`, unique within the agent.
-     */
-    name: string;
-    /**
-     * A JSON Schema object describing the arguments.
-     */
-    parameters?: {
-        [key: string]: unknown;
-    };
-    /**
-     * `always`: a person approves each call of this webhook tool before it runs (the
-     * run pauses with `required_action.type` `approve_tool_calls`).
-     */
-    require_approval?: RequireApproval;
-    type: ToolKind;
-    webhook?: null | Webhook;
-};
+export type Tool = (FunctionTool & {
+    type: 'function';
+}) | (McpTool & {
+    type: 'mcp';
+});
 
-export type ToolKind = 'function';
+/**
+ * A list of tool names, as OpenAI's filters give it.
+ */
+export type ToolNames = {
+    tool_names: Array<string>;
+};
 
 /**
  * A client tool's answer to one of the run's `required_action.tool_calls`.

@@ -5,9 +5,10 @@
 use serde_json::{json, Value};
 
 use super::super::errors::{OpenAiError, Result};
-use crate::model::{ContextConfig, ContextStrategy, RequireApproval, Tool, ToolKind};
+use crate::model::{ContextConfig, ContextStrategy, FunctionTool, McpTool, RequireApproval, Tool};
 
-/// The caller's `function` tools, as tools the engine offers and the caller answers.
+/// The caller's tools: `function` tools, which the engine offers and the caller answers,
+/// and `mcp` servers, whose tools the service calls.
 pub fn tools(given: &[Value]) -> Result<Vec<Tool>> {
     given
         .iter()
@@ -15,11 +16,17 @@ pub fn tools(given: &[Value]) -> Result<Vec<Tool>> {
         .map(|(i, tool)| {
             let at = format!("tools[{i}]");
             let kind = tool.get("type").and_then(Value::as_str).unwrap_or_default();
-            if kind != "function" {
-                return Err(OpenAiError::invalid(
-                    &format!("{at}.type"),
-                    format!("`{kind}` tools are not available; only `function` tools"),
-                ));
+            match kind {
+                "function" => {}
+                "mcp" => return mcp(&at, tool).map(Tool::Mcp),
+                _ => {
+                    return Err(OpenAiError::invalid(
+                        &format!("{at}.type"),
+                        format!(
+                            "`{kind}` tools are not available; only `function` and `mcp` tools"
+                        ),
+                    ))
+                }
             }
             let name = match tool.get("name") {
                 Some(Value::String(name)) => name.clone(),
@@ -46,16 +53,32 @@ pub fn tools(given: &[Value]) -> Result<Vec<Tool>> {
                 }
             };
             let (webhook, require_approval) = (None, RequireApproval::Never);
-            Ok(Tool {
-                kind: ToolKind::Function,
+            Ok(Tool::Function(FunctionTool {
                 name,
                 description,
                 parameters,
                 webhook,
                 require_approval,
-            })
+            }))
         })
         .collect()
+}
+
+/// An `mcp` tool as OpenAI's clients write it; `server_description` is taken and echoed,
+/// not used.
+fn mcp(at: &str, tool: &Value) -> Result<McpTool> {
+    let mut fields = tool.as_object().cloned().unwrap_or_default();
+    fields.remove("type");
+    if !matches!(fields.remove("server_description"), None | Some(Value::Null | Value::String(_))) {
+        return Err(OpenAiError::invalid(&format!("{at}.server_description"), "must be a string"));
+    }
+    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|error| {
+        let field = match error.path().to_string() {
+            path if path == "." => at.to_owned(),
+            path => format!("{at}.{path}"),
+        };
+        OpenAiError::invalid(&field, crate::model::json_error_message(error.inner()))
+    })
 }
 
 /// `tool_choice` in the Chat Completions form.

@@ -77,10 +77,16 @@ pub fn output_kind(item: &RawValue) -> Option<(String, &'static str)> {
     Some((kind, prefix))
 }
 
-/// The item at `position` of the run's output, as the Response shows it.
+/// The item at `position` of the run's output, as the Response shows it. MCP items keep
+/// their own ids: a client answers an `mcp_approval_request` by its id.
 pub fn output_item(run: &Run, position: usize, item: &RawValue) -> Option<Value> {
-    let (_, prefix) = output_kind(item)?;
-    Some(view(item, &ids::output_item(prefix, run.id, position)))
+    let (kind, prefix) = output_kind(item)?;
+    let own =
+        kind.starts_with("mcp_").then(|| serde_json::from_str::<Value>(item.get()).ok()).flatten();
+    match own.as_ref().and_then(|own| own["id"].as_str()) {
+        Some(id) => Some(view(item, id)),
+        None => Some(view(item, &ids::output_item(prefix, run.id, position))),
+    }
 }
 
 fn output(run: &Run) -> Vec<Value> {
