@@ -48,6 +48,8 @@ class ToolCall(TypedDict, total=False):
     call_id: str
     name: str
     arguments: str
+    #: The MCP server of a call of an MCP tool (its approval request's id is ``call_id``).
+    server_label: str
 
 
 class RequiredAction(TypedDict, total=False):

@@ -28,6 +28,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as SpanProto
 
 from sessions_testkit.fake_llm import FakeLLM
+from sessions_testkit.mcp_server import McpServer, running
 from sessions_testkit.server import binary_from_env, database, start_on
 
 # Text that the run's input, instructions, metadata and headers carry, and no span may.
@@ -158,6 +159,7 @@ class Traced:
     collector: Collector
     tool: Tool
     key: str
+    mcp: McpServer
 
 
 @pytest.fixture(scope="module")
@@ -166,13 +168,14 @@ def traced(fake_llm: FakeLLM) -> Iterator[Traced]:
     the first of which executes no runs."""
     backend = os.environ.get("AGENT_SESSIONS_BACKEND", "sqlite")
     collector, tool = Collector(), Tool()
-    env = {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "100",
-        "TOOL_WEBHOOK_ALLOWED_HOSTS": tool.host,
-        "ADMIN_API_KEY": ADMIN_KEY,
-    }
     with ExitStack() as stack:
+        mcp = stack.enter_context(running())
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "100",
+            "TOOL_WEBHOOK_ALLOWED_HOSTS": f"{tool.host},{mcp.host}",
+            "ADMIN_API_KEY": ADMIN_KEY,
+        }
         stack.callback(collector.close)
         stack.callback(tool.close)
         url = stack.enter_context(database(backend))
@@ -189,7 +192,7 @@ def traced(fake_llm: FakeLLM) -> Iterator[Traced]:
             json={"tenant": "traced", "name": "traces"},
         )
         answer.raise_for_status()
-        yield Traced(urls, collector, tool, answer.json()["key"])
+        yield Traced(urls, collector, tool, answer.json()["key"], mcp)
 
 
 def _run(traced: Traced, url: str, traceparent: str, background: bool) -> Dict[str, Any]:
@@ -352,3 +355,34 @@ def test_a_paused_run_goes_on_in_the_trace_of_the_request_that_answered_it(
     # The execution that paused stays in the trace that started it.
     paused = _one(traced.collector.trace(first, lambda s: len(s) >= 3), "invoke_agent")
     assert paused.attributes["agent_sessions.run.status"] == "requires_action"
+
+
+def test_an_mcp_call_is_a_span_and_the_server_is_told_its_context(traced: Traced) -> None:
+    trace_id, caller = secrets.token_hex(16), secrets.token_hex(8)
+    sid = f"traced-{uuid.uuid4().hex}"
+    server = {
+        "type": "mcp",
+        "server_label": "calc",
+        "server_url": traced.mcp.url,
+        "headers": {"Authorization": f"Bearer {CANARY}"},
+    }
+    body = {"input": f'use check_auth {{"expected": "x"}} {trace_id}', "agent": {"tools": [server]}}
+    headers = {"authorization": f"Bearer {traced.key}", "traceparent": f"00-{trace_id}-{caller}-01"}
+    answer = httpx.post(
+        f"{traced.urls[0]}/v1/sessions/{sid}/runs", json=body, headers=headers, timeout=30
+    )
+    run = answer.json()
+    assert run["status"] == "completed", run
+
+    def called(spans: List[Span]) -> bool:
+        return "execute_tool check_auth" in [s.name for s in spans] and _complete(spans)
+
+    spans = traced.collector.trace(trace_id, called)
+    tool = _one(spans, "execute_tool check_auth")
+    assert tool.parent_span_id == _one(spans, "invoke_agent").span_id
+    assert tool.attributes["gen_ai.tool.type"] == "extension"
+    [call] = [item for item in run["output"] if item["type"] == "mcp_call"]
+    assert tool.attributes["gen_ai.tool.call.id"] == call["id"]
+    # The server was told the call's own context.
+    seen = [c for c in traced.mcp.admin("calls") if c["tool"] == "check_auth"]
+    assert f"00-{trace_id}-{tool.span_id}-01" in [c["headers"].get("traceparent") for c in seen]

@@ -7,20 +7,24 @@ the same time never receive each other's answers:
 - the last message is a tool result: ``tool said: <its content>``;
 - the last user message contains ``call get_weather`` and the request offers tools:
   a call of ``get_weather`` with ``{"city": "Oslo"}``;
+- it holds ``use <tool> {<arguments>}`` (once or more) and the request offers those
+  tools: a call of each, with those arguments;
 - it contains ``slow``: a long answer streamed one word every ``SLOW_DELAY`` seconds;
 - otherwise ``echo: <the last user message>``.
 
 Every request body is recorded in ``requests``, and its headers at the same index in
-``headers``, so tests can assert what a model was sent.
+``headers``, so tests can assert what a model was sent. ``before_reply``, when set, is
+called with each request body before it is answered.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 SLOW_DELAY = 0.1
 SLOW_WORDS = 30
@@ -43,6 +47,18 @@ def reply_for(body: Dict[str, Any]) -> Dict[str, Any]:
         return {"role": "assistant", "content": f"tool said: {_text(last.get('content'))}"}
     users = [m for m in messages if m.get("role") == "user"]
     said = _text(users[-1].get("content")) if users else ""
+    offered = {tool["function"]["name"] for tool in body.get("tools") or []}
+    uses = [(m.group(1), m.group(2)) for m in re.finditer(r"use (\S+) (\{[^}]*\})", said)]
+    if uses and all(name in offered for name, _ in uses):
+        calls = [
+            {
+                "id": f"call_{n}_{abs(hash(said)) % 10**8}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            for n, (name, arguments) in enumerate(uses)
+        ]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
     if "call get_weather" in said and body.get("tools"):
         call = {
             "id": f"call_{abs(hash(said)) % 10**8}",
@@ -61,6 +77,7 @@ class FakeLLM:
     def __init__(self) -> None:
         self.requests: List[Dict[str, Any]] = []
         self.headers: List[Dict[str, str]] = []
+        self.before_reply: Optional[Callable[[Dict[str, Any]], None]] = None
         self._lock = threading.Lock()
         fake = self
 
@@ -79,6 +96,8 @@ class FakeLLM:
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
                     return
+                if fake.before_reply is not None:
+                    fake.before_reply(body)
                 message = reply_for(body)
                 if body.get("stream"):
                     self._stream(body, message)
