@@ -5,6 +5,8 @@
 //! connection alive.
 
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -31,7 +33,9 @@ pub trait Translator: Send + 'static {
 /// comments while the run is quiet. When `closing` is given and cancelled (the process
 /// stops listening) the answer ends with a comment instead, so that the client
 /// reconnects, to another replica, with `Last-Event-ID`: the run goes on wherever it
-/// executes. Only protocols whose clients reconnect so give it.
+/// executes. The cut comes after the first event at the earliest (a client that started
+/// a run learns its id) and never after the last (a client that saw the end does not come
+/// back for it). Only protocols whose clients reconnect so give it.
 pub fn sse(
     events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
     translator: impl Translator,
@@ -42,9 +46,25 @@ pub fn sse(
         return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
     };
     let ended = closing.clone().cancelled_owned();
-    let events = translated(events, translator).take_until(ended).chain(
+    let whole = Arc::new(AtomicBool::new(false));
+    let finished = whole.clone();
+    let rest = translated(events, translator).chain(
         futures::stream::once(async move {
-            closing.is_cancelled().then(|| Ok(Event::default().comment(RECONNECT)))
+            finished.store(true, Ordering::Relaxed);
+            None
+        })
+        .filter_map(futures::future::ready),
+    );
+    let mut ended = Some(ended);
+    let events =
+        futures::stream::once(Box::pin(rest).into_future()).flat_map(move |(first, rest)| {
+            let ended = ended.take().expect("one first event");
+            futures::stream::iter(first).chain(rest.take_until(ended))
+        });
+    let events = events.chain(
+        futures::stream::once(async move {
+            let cut = closing.is_cancelled() && !whole.load(Ordering::Relaxed);
+            cut.then(|| Ok(Event::default().comment(RECONNECT)))
         })
         .filter_map(futures::future::ready),
     );

@@ -252,7 +252,13 @@ async fn summary_of(
     };
     // The summary is not streamed to anyone: of its progress only the requests count.
     let (progress, mut received) = mpsc::unbounded_channel();
-    let completion = engine.llm.complete(&request, progress).await?;
+    let started = std::time::Instant::now();
+    let completion = engine.llm.complete(&request, progress).await;
+    // A summarising call is a model call like a turn's, in the same series.
+    let tokens =
+        completion.as_ref().map_or((0, 0), |c| (c.usage.input_tokens, c.usage.output_tokens));
+    engine.metrics.llm_called(model, started.elapsed().as_secs_f64(), None, tokens);
+    let completion = completion?;
     let mut usage: crate::model::Usage = completion.usage.into();
     while let Ok(progress) = received.try_recv() {
         if progress == Progress::Request {

@@ -13,7 +13,10 @@ use super::{parse_sse, RunsApp};
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, test_config, TestApp, TestDb};
 
-on_both_backends!(a_draining_replica_is_unready_and_hands_its_streams_over);
+on_both_backends!(
+    a_draining_replica_is_unready_and_hands_its_streams_over,
+    a_stream_cut_by_shutdown_still_names_its_run,
+);
 
 async fn a_draining_replica_is_unready_and_hands_its_streams_over(db: TestDb) {
     let mut config = test_config();
@@ -64,4 +67,20 @@ async fn a_draining_replica_is_unready_and_hands_its_streams_over(db: TestDb) {
     let ids: Vec<i64> = events.iter().chain(&later).map(|(_, id, _)| *id).collect();
     assert_eq!(ids, (1..=ids.len() as i64).collect::<Vec<_>>(), "each event once");
     assert_eq!(later.last().unwrap().0, "run.completed");
+}
+
+/// A run started on a replica that is closing still tells its client which run it is: a
+/// client without the run id could not resume it elsewhere.
+async fn a_stream_cut_by_shutdown_still_names_its_run(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.app.closing.cancel();
+    let deltas = (0..10).map(|n| format!("w{n} ")).collect();
+    t.llm.push(Reply::Text { deltas, usage: None, delay: Duration::from_millis(100) });
+    let started = t.app.post("/v1/sessions/c/runs", json!({"input": "go", "stream": true})).await;
+    assert_eq!(started.status, StatusCode::OK);
+    let events = parse_sse(&started.text);
+    assert_eq!(events.len(), 1, "{}", started.text);
+    assert_eq!(events[0].0, "run.created");
+    assert!(events[0].2["id"].is_string());
+    assert!(started.text.trim_end().ends_with(": shutting down: reconnect with Last-Event-ID"));
 }

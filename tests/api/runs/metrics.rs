@@ -39,3 +39,16 @@ async fn runs_are_counted_by_outcome_and_model_calls_by_model() {
     assert!(names.len() > 10, "{names:?}");
     assert!(names.iter().all(|n| n.starts_with("agent_sessions_")), "{names:?}");
 }
+
+#[tokio::test]
+async fn a_summarising_call_is_a_model_call_in_the_series() {
+    let t = RunsApp::new(TestDb::sqlite().await).await;
+    let items: Vec<_> =
+        (0..4).map(|n| json!({"role": "user", "content": format!("m{n}")})).collect();
+    t.app.post("/v1/sessions/c/items", json!({"items": items})).await.expect(StatusCode::CREATED);
+    let compacted = t.app.post("/v1/sessions/c/compact", json!({"keep_recent_items": 1})).await;
+    compacted.expect(StatusCode::CREATED);
+    let metrics = t.app.get("/metrics").await.text;
+    let line = r#"agent_sessions_llm_request_duration_seconds_count{model="test-model"} 1"#;
+    assert!(metrics.contains(line), "{line} in\n{metrics}");
+}
