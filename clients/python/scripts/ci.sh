@@ -96,13 +96,13 @@ cd "$here"
 check "ruff check" "$VENV/bin/ruff" check src tests
 check "ruff format --check" "$VENV/bin/ruff" format --check src tests
 check "mypy --strict" "$VENV/bin/mypy" --strict
-# The benchmark (bench/python_client.py) is held to the same rules.
-bench="$here/../../bench/python_client.py"
-if [[ -f "$bench" ]]; then
-  check "bench: ruff + mypy --strict" bash -c '"$1/bin/ruff" check --config pyproject.toml "$2" &&
+# The Python benchmarks (bench/python_client.py, bench/mcp_tools.py) are held to the same rules.
+for bench in "$here/../../bench/python_client.py" "$here/../../bench/mcp_tools.py"; do
+  [[ -f "$bench" ]] || continue
+  check "bench $(basename "$bench"): ruff + mypy --strict" bash -c '"$1/bin/ruff" check --config pyproject.toml "$2" &&
     "$1/bin/ruff" format --check --config pyproject.toml "$2" && "$1/bin/mypy" --strict "$2"' \
     _ "$VENV" "$bench"
-fi
+done
 
 echo "== unit tests"
 code=0; "$py" -m pytest -p no:cacheprovider tests/unit --junitxml="$work/unit.xml" || code=$?

@@ -10,7 +10,8 @@ numbers, check the ``Authorization`` header (and report the ``traceparent`` they
 called with), fail, hang, and answer more than a tool's result may be; with
 ``--many-tools N`` it offers N tools instead. ``POST /admin/forget-sessions`` ends every
 session, as a server that restarts or expires its sessions does (their ids then answer
-404); ``GET /admin/calls`` lists the calls it received, with their headers.
+404); ``GET /admin/calls`` lists the calls it received, with their headers. ``POST
+/webhook/add`` is ``add`` as a webhook tool, for comparing the two in one process.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 #: Every call, as the tool saw it: its name and the HTTP headers of its request.
 CALLS: List[Dict[str, Any]] = []
@@ -108,6 +109,12 @@ def _admin_routes(server: MCPServer) -> None:
     async def calls(_: Request) -> Response:
         return JSONResponse(CALLS)
 
+    @server.custom_route("/webhook/add", methods=["POST"])  # type: ignore[untyped-decorator]
+    async def webhook_add(request: Request) -> Response:
+        arguments = json.loads((await request.json())["arguments"])
+        total = float(arguments["a"]) + float(arguments["b"])
+        return PlainTextResponse(str(int(total) if total.is_integer() else total))
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -122,6 +129,9 @@ def main() -> None:
     )
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Inherited by every connection: an answer written in pieces (SSE) is not held back
+    # until the client acknowledges the first (40 ms with delayed acknowledgements).
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     listener.bind(("127.0.0.1", args.port))
     listener.listen(128)
     print(f"READY {listener.getsockname()[1]}", flush=True)
