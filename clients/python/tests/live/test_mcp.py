@@ -158,7 +158,13 @@ async def test_a_server_that_cannot_list_leaves_the_others(
     mcp_service: Service, calc: McpServer, crowded: McpServer
 ) -> None:
     down = {"type": "mcp", "server_label": "down", "server_url": f"http://{NOBODY}/mcp"}
-    tools = [down, tool(crowded, "crowded"), tool(calc)]
+    # An HTTP server that speaks no MCP: its admin route answers a POST with 405.
+    not_mcp = {
+        "type": "mcp",
+        "server_label": "not_mcp",
+        "server_url": f"http://{calc.host}/admin/calls",
+    }
+    tools = [down, not_mcp, tool(crowded, "crowded"), tool(calc)]
     async with AgentSessionsClient(mcp_service.url) as client:
         run = await client.runs.create(
             f"mcp-{uuid.uuid4().hex}", 'use add {"a": 1, "b": 1}', agent={"tools": tools}
@@ -166,6 +172,8 @@ async def test_a_server_that_cannot_list_leaves_the_others(
     assert run["status"] == "completed", run
     listed = {item["server_label"]: item for item in items_of(run, "mcp_list_tools")}
     assert listed["down"]["tools"] == [] and "cannot be reached" in listed["down"]["error"]
+    assert listed["not_mcp"]["tools"] == []
+    assert "MCP server `not_mcp` could not be opened: " in listed["not_mcp"]["error"]
     assert listed["crowded"]["tools"] == []
     assert "lists 1000 tools to offer" in listed["crowded"]["error"]
     assert "allowed_tools" in listed["crowded"]["error"]
