@@ -72,7 +72,10 @@ async fn a_tenant_with_many_queued_runs_starves_no_other(db: TestDb) {
         c.run_workers = 2;
     })
     .await;
-    workers.llm.set_default(Reply::text("done"));
+    // Workers take turns by how many runs each tenant has executing: runs that take a
+    // moment, as model calls do, so that the second worker claims while the first runs.
+    let deltas = vec!["do".into(), "ne".into()];
+    workers.llm.set_default(Reply::Text { deltas, usage: None, delay: Duration::from_millis(50) });
     let mut noisy_done = finished(&noisy, &noisy_sessions).await;
     let quiet_done = finished(&quiet, &quiet_sessions).await[0];
     noisy_done.sort();
