@@ -1,10 +1,11 @@
 //! Server-sent events from a run's event stream, for any wire protocol. The engine
 //! publishes one typed stream of events; each protocol at the edge supplies a
 //! [`Translator`] from those events to its own, and this module does the rest the same
-//! way for all: it ends the answer when the engine's stream breaks off and keeps a quiet
-//! connection alive.
+//! way for all: it ends the answer when the engine's stream breaks off, keeps a quiet
+//! connection alive, and hands the stream over at shutdown.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -29,43 +30,64 @@ pub trait Translator: Send + 'static {
     }
 }
 
+/// What an answer does when the process stops listening (`closing` cancelled): only
+/// protocols whose clients reconnect hand their streams over.
+pub enum Handover<'a> {
+    /// The stream stays open until the shutdown deadline.
+    Never,
+    /// The stream ends with a comment that tells the client to reconnect, to another
+    /// replica, with `Last-Event-ID`: the run goes on wherever it executes.
+    Reconnect(&'a CancellationToken),
+    /// The same, but not before the first event: a client that started a run must learn
+    /// its id to follow it elsewhere.
+    ReconnectAfterFirst(&'a CancellationToken),
+}
+
 /// The run's events, translated, as a `text/event-stream` answer with keep-alive
-/// comments while the run is quiet. When `closing` is given and cancelled (the process
-/// stops listening) the answer ends with a comment instead, so that the client
-/// reconnects, to another replica, with `Last-Event-ID`: the run goes on wherever it
-/// executes. The cut comes after the first event at the earliest (a client that started
-/// a run learns its id) and never after the last (a client that saw the end does not come
-/// back for it). Only protocols whose clients reconnect so give it.
+/// comments while the run is quiet, handed over at shutdown as `handover` says. A
+/// stream whose run's last event was sent is never cut: its client is done.
 pub fn sse(
     events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
     translator: impl Translator,
-    closing: Option<&CancellationToken>,
+    handover: Handover<'_>,
 ) -> Response {
-    let Some(closing) = closing.cloned() else {
-        let events = translated(events, translator);
-        return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+    let (closing, after_first) = match handover {
+        Handover::Never => {
+            let events = translated(events, translator);
+            return Sse::new(events).keep_alive(KeepAlive::default()).into_response();
+        }
+        Handover::Reconnect(closing) => (closing.clone(), false),
+        Handover::ReconnectAfterFirst(closing) => (closing.clone(), true),
     };
-    let ended = closing.clone().cancelled_owned();
-    let whole = Arc::new(AtomicBool::new(false));
-    let finished = whole.clone();
-    let rest = translated(events, translator).chain(
-        futures::stream::once(async move {
-            finished.store(true, Ordering::Relaxed);
-            None
-        })
-        .filter_map(futures::future::ready),
-    );
-    let mut ended = Some(ended);
-    let events =
-        futures::stream::once(Box::pin(rest).into_future()).flat_map(move |(first, rest)| {
-            let ended = ended.take().expect("one first event");
-            futures::stream::iter(first).chain(rest.take_until(ended))
-        });
+    let (ended, seen) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(!after_first)));
+    let (ending, seeing) = (ended.clone(), seen.clone());
+    let events = events.inspect(move |event| {
+        seeing.store(true, Ordering::Relaxed);
+        if event.as_ref().is_ok_and(RunEvent::ends_stream) {
+            ending.store(true, Ordering::Relaxed);
+        }
+    });
+    let cut = {
+        let closing = closing.clone();
+        move || {
+            closing.is_cancelled() && seen.load(Ordering::Relaxed) && !ended.load(Ordering::Relaxed)
+        }
+    };
+    // Shutdown cuts the stream once it may be cut (its first event sent, its last not):
+    // until then each event polls this again.
+    let mut cancelled = Box::pin(closing.cancelled_owned());
+    let until = futures::future::poll_fn({
+        let cut = cut.clone();
+        move |cx| match cancelled.as_mut().poll(cx) {
+            std::task::Poll::Ready(()) if cut() => std::task::Poll::Ready(()),
+            _ => std::task::Poll::Pending,
+        }
+    });
+    let events = translated(events, translator).take_until(until);
     let events = events.chain(
-        futures::stream::once(async move {
-            let cut = closing.is_cancelled() && !whole.load(Ordering::Relaxed);
-            cut.then(|| Ok(Event::default().comment(RECONNECT)))
-        })
+        futures::stream::once(
+            async move { cut().then(|| Ok(Event::default().comment(RECONNECT))) },
+        )
         .filter_map(futures::future::ready),
     );
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()

@@ -57,19 +57,12 @@ pub fn user_message(text: &str) -> Box<RawValue> {
 /// How many calls (of functions or MCP tools) at the end of `items` (a run's output) name
 /// the same tool with the same arguments as the last one; other items between them do not
 /// break the row.
-pub fn repeated_calls<'a>(items: impl DoubleEndedIterator<Item = &'a Box<RawValue>>) -> u32 {
-    #[derive(serde::Deserialize, PartialEq)]
-    struct Call {
-        #[serde(rename = "type")]
-        kind: Option<String>,
-        name: Option<String>,
-        arguments: Option<String>,
-    }
-    let mut calls = items
-        .rev()
-        .filter_map(|item| serde_json::from_str::<Call>(item.get()).ok())
-        .filter(|call| matches!(call.kind.as_deref(), Some("function_call" | "mcp_call")))
-        .map(|call| Call { kind: None, ..call });
+pub fn repeated_calls(items: &[serde_json::Value]) -> u32 {
+    let call = |item: &serde_json::Value| {
+        matches!(item["type"].as_str(), Some("function_call" | "mcp_call"))
+            .then(|| (item["name"].clone(), item["arguments"].clone()))
+    };
+    let mut calls = items.iter().rev().filter_map(call);
     let Some(last) = calls.next() else { return 0 };
     1 + calls.take_while(|call| *call == last).count() as u32
 }
@@ -149,7 +142,11 @@ mod tests {
     fn only_the_same_call_in_a_row_repeats() {
         let call = |args: &str| function_call("c", "lookup", args);
         let output = |id: &str| function_call_output(id, "done");
-        let count = |items: &[Box<RawValue>]| repeated_calls(items.iter());
+        let count = |items: &[Box<RawValue>]| {
+            let values: Vec<_> =
+                items.iter().map(|i| serde_json::from_str(i.get()).unwrap()).collect();
+            repeated_calls(&values)
+        };
         assert_eq!(count(&[]), 0);
         assert_eq!(count(&[assistant_message("hi")]), 0);
         let same = [call("{}"), output("c"), call("{}"), output("c"), call("{}")];

@@ -4,7 +4,6 @@
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use super::execution::{Execution, Outcome};
 use super::mcp::{self, McpCall, McpSessions, Offer};
@@ -52,15 +51,15 @@ pub(super) async fn take(
 /// agent lacks get an error, approved MCP calls run. The run pauses for the approvals
 /// still missing, then for the client's tools; None when every call is answered.
 ///
-/// `earlier`: the session's history, where a run answering approvals given in its input
-/// (as the Responses API does) finds the requests.
+/// `earlier`: the MCP items of the session's history, where a run answering approvals
+/// given in its input (as the Responses API does) finds the requests.
 pub(super) async fn settle(
     engine: &Engine,
     tenant: &str,
     exec: &mut Execution,
     config: &RunConfig,
     sessions: &mut McpSessions,
-    earlier: &[Value],
+    earlier: &[Box<RawValue>],
 ) -> Option<Outcome> {
     let (mut to_approve, mut client_calls, mut webhook_calls) =
         (Vec::new(), Vec::new(), Vec::new());
@@ -111,18 +110,19 @@ pub(super) async fn settle(
 }
 
 /// The MCP calls of the run that wait for a person, and those approved and not yet made.
+/// A request is made only from the session (this run's output, or its history, as a
+/// response's input answers one of an earlier response's) and only of a tool the run
+/// offers: a request in the input is what a client says, never an order. (A client that
+/// may write a session may configure its tools too; the approval a person gives is what
+/// `require_approval` guards.) A call is made once, whoever sends its decision again.
 fn mcp_decisions<'a>(
     exec: &mut Execution,
     config: &'a RunConfig,
-    earlier: &[Value],
+    earlier: &[Box<RawValue>],
 ) -> (Vec<RequiredToolCall>, Vec<McpCall<'a>>) {
     let run = &exec.record.run;
-    let requested_earlier: Vec<Box<RawValue>> = (earlier.iter())
-        .filter(|item| item["type"] == "mcp_approval_request")
-        .filter_map(|item| serde_json::value::to_raw_value(item).ok())
-        .collect();
     let decided = mcp_items::approval_responses(run.input.iter().chain(&run.output));
-    let made = mcp_items::calls_made(&run.output);
+    let made = mcp_items::calls_made(earlier.iter().chain(&run.input).chain(&run.output));
     let waiting = (mcp_items::approval_requests(&run.output).into_iter())
         .filter(|request| !decided.contains_key(&request.id))
         .map(|request| RequiredToolCall {
@@ -134,16 +134,18 @@ fn mcp_decisions<'a>(
         .collect();
     let mut approved = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    // The run's own requests first: an id is taken once.
-    let requests = run.output.iter().chain(&run.input).chain(requested_earlier.iter());
-    for request in mcp_items::approval_requests(requests) {
+    for request in mcp_items::approval_requests(run.output.iter().chain(earlier)) {
         let to_make = decided.get(&request.id) == Some(&true) && !made.contains(&request.id);
         if !seen.insert(request.id.clone()) || !to_make {
             continue;
         }
-        let Some(server) = config.mcp_servers().find(|s| s.server_label == request.server_label)
-        else {
-            let why = format!("the run has no MCP server labelled `{}`", request.server_label);
+        let server = (config.mcp_servers())
+            .find(|s| s.server_label == request.server_label && s.allows(&request.name));
+        let Some(server) = server else {
+            let why = format!(
+                "the run offers no tool `{}` of an MCP server labelled `{}`",
+                request.name, request.server_label
+            );
             let (label, name, arguments) =
                 (&request.server_label, &request.name, &request.arguments);
             let id = mcp_items::new_id("mcp");

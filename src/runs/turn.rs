@@ -25,21 +25,21 @@ pub(super) async fn drive(
 ) -> Result<Outcome, StoreError> {
     let config = exec.record.config.clone();
     let session_id = SessionId::parse("session_id", exec.record.run.session_id.clone())?;
-    let (mut summary, mut history) = if claim.history_empty {
-        (None, Vec::new())
+    let mut history = if claim.history_empty {
+        History::default()
     } else {
         load_history(engine, &claim.tenant, &session_id, history_budget(&config)).await?
     };
     if let (Some(policy), 0) = (config.compaction, exec.record.turns) {
         let current = parse_items(exec.record.run.input.iter());
-        let instructions = config.instructions.as_deref();
-        let messages = build_messages(instructions, summary.as_deref(), &history, &current, None)
+        let (instructions, summary) = (config.instructions.as_deref(), history.summary.as_deref());
+        let messages = build_messages(instructions, summary, &history.items, &current, None)
             .unwrap_or_default();
         if messages.iter().map(estimate_tokens).sum::<u64>() > policy.threshold_tokens {
             let (tenant, keep) = (&claim.tenant, policy.keep_recent_items);
             match compact_for_run(engine, tenant, &session_id, exec, keep).await? {
                 RunCompaction::Stored => {
-                    (summary, history) =
+                    history =
                         load_history(engine, tenant, &session_id, history_budget(&config)).await?;
                 }
                 RunCompaction::Skipped => {}
@@ -55,6 +55,7 @@ pub(super) async fn drive(
     mcp::discover(exec, &mut mcp, &config).await;
     let listed = mcp_items::listed(&exec.record.run.output);
     let offer = Offer::new(&config, &listed);
+    offer.rename(&mut history.items);
     // The same request each turn, but for its messages.
     let mut request = ChatRequest {
         model: config.model.clone(),
@@ -66,16 +67,17 @@ pub(super) async fn drive(
     };
     loop {
         // The calls of the last model call, or of a paused run the client answered.
-        let settled = calls::settle(engine, &claim.tenant, exec, &config, &mut mcp, &history);
+        let settled = calls::settle(engine, &claim.tenant, exec, &config, &mut mcp, &history.mcp);
         if let Some(pause) = settled.await {
             return Ok(pause);
         }
         take_steering(engine, claim, exec).await?;
-        let current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
+        let mut current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
+        offer.rename(&mut current);
         request.messages = match build_messages(
             config.instructions.as_deref(),
-            summary.as_deref(),
-            &history,
+            history.summary.as_deref(),
+            &history.items,
             &current,
             config.max_input_tokens,
         ) {
@@ -113,13 +115,16 @@ pub(super) async fn drive(
                 format!("the run made {} LLM calls without finishing", config.max_turns),
             )));
         }
-        let as_calls: Vec<_> = (completion.tool_calls.iter())
-            .map(|call| run_items::function_call(&call.call_id, &call.name, &call.arguments))
-            .collect();
+        // Earlier calls named as the model calls them, then the new ones.
+        let mut calls = parse_items(exec.record.run.output.iter());
+        offer.rename(&mut calls);
+        calls.extend(completion.tool_calls.iter().map(|call| {
+            serde_json::json!({"type": "function_call", "name": call.name, "arguments": call.arguments})
+        }));
         // A model that keeps asking for the same call would use up `max_turns` (and
         // repeat a tool's side effects) before it failed: fail as `max_turns` does,
         // before the calls are in the output, so none is left without its output.
-        let repeated = run_items::repeated_calls(exec.record.run.output.iter().chain(&as_calls));
+        let repeated = run_items::repeated_calls(&calls);
         if repeated >= config.max_repeated_tool_calls {
             let message = format!(
                 "the model called one tool with the same arguments {repeated} times in a row"
@@ -188,31 +193,42 @@ fn history_budget(config: &RunConfig) -> Option<u64> {
         .map_or(config.max_input_tokens.or(threshold), |(max, threshold)| Some(max.max(threshold)))
 }
 
-/// The session's latest summary, and its items after the summary, oldest first: all of
-/// them, or with a token budget only the newest that could fit it (the estimate is
-/// refined when the messages are built).
+/// What a run reads of its session before it starts.
+#[derive(Default)]
+struct History {
+    /// The latest summary of the session's older items.
+    summary: Option<String>,
+    /// The items after the summary, oldest first: all of them, or with a token budget
+    /// only the newest that could fit it (the estimate is refined when the messages are
+    /// built).
+    items: Vec<Value>,
+    /// Of those, the MCP items: the approval requests a later run may make the approved
+    /// calls of, and the calls made of them.
+    mcp: Vec<Box<RawValue>>,
+}
+
 async fn load_history(
     engine: &Engine,
     tenant: &str,
     session_id: &SessionId,
     budget: Option<u64>,
-) -> Result<(Option<String>, Vec<Value>), StoreError> {
+) -> Result<History, StoreError> {
     let mut page = PageRequest { limit: PageRequest::MAX_LIMIT, order: Order::Desc, cursor: None };
     let mut found = match engine.store.list_items(tenant, session_id, &page).await {
         Ok(found) => found,
-        Err(StoreError::SessionNotFound) => return Ok((None, Vec::new())),
+        Err(StoreError::SessionNotFound) => return Ok(History::default()),
         Err(error) => return Err(error),
     };
     // An empty session has no summary either (a compaction goes with the items it
     // summarises), so a new session's first turn reads nothing more.
     if found.data.is_empty() {
-        return Ok((None, Vec::new()));
+        return Ok(History::default());
     }
     // A session deleted since its items were read reads as one without a compaction;
     // the turn's append then fails as the session is gone.
     let compaction = engine.store.latest_compaction(tenant, session_id).await?;
     let after = compaction.as_ref().map_or(0, |c| c.through_seq);
-    let mut items = Vec::new();
+    let mut history = History::default();
     let mut bytes = 0u64;
     'pages: loop {
         for item in &found.data {
@@ -220,7 +236,10 @@ async fn load_history(
                 break 'pages;
             }
             bytes += item.item.get().len() as u64;
-            items.push(serde_json::from_str(item.item.get()).unwrap_or(Value::Null));
+            history.items.push(serde_json::from_str(item.item.get()).unwrap_or(Value::Null));
+            if item.item.get().contains("\"mcp_") {
+                history.mcp.push(item.item.clone());
+            }
         }
         // The estimate counts a token per three bytes at least, so history beyond four
         // bytes per token of the budget can never be sent.
@@ -237,8 +256,10 @@ async fn load_history(
             _ => break,
         }
     }
-    items.reverse();
-    Ok((compaction.map(|c| c.summary), items))
+    history.items.reverse();
+    history.mcp.reverse();
+    history.summary = compaction.map(|c| c.summary);
+    Ok(history)
 }
 
 fn parse_items<'a>(items: impl Iterator<Item = &'a Box<RawValue>>) -> Vec<Value> {

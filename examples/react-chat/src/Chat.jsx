@@ -20,6 +20,11 @@ const clientTools = {
   get_local_time: () => ({ time: new Date().toISOString(), zone: Intl.DateTimeFormat().resolvedOptions().timeZone }),
 };
 
+function waitsForDecision(messages) {
+  const last = messages[messages.length - 1];
+  return last?.role === "assistant" && last.parts.some((part) => part.state === "approval-requested");
+}
+
 export function Chat({ id, initialMessages }) {
   const { messages, sendMessage, status, error, addToolOutput, addToolApprovalResponse } = useChat({
     id,
@@ -27,9 +32,12 @@ export function Chat({ id, initialMessages }) {
     transport,
     // Reattach to a turn still streaming when the page loads.
     resume: true,
+    // Once every call of the step is answered: the page's tools by their outputs, the
+    // service's by a person's decision. A run waits for decisions first.
     sendAutomaticallyWhen: (options) =>
-      lastAssistantMessageIsCompleteWithToolCalls(options) ||
-      lastAssistantMessageIsCompleteWithApprovalResponses(options),
+      !waitsForDecision(options.messages) &&
+      (lastAssistantMessageIsCompleteWithToolCalls(options) ||
+        lastAssistantMessageIsCompleteWithApprovalResponses(options)),
     onToolCall: ({ toolCall }) => {
       const run = clientTools[toolCall.toolName];
       if (!run) return;

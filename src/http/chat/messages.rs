@@ -43,6 +43,8 @@ pub struct History {
     /// which the items of that run go on; `None` after any other message.
     building: Option<Option<Uuid>>,
     steps: Steps,
+    /// The runs whose turns are among the stored items.
+    stored_runs: HashSet<Uuid>,
 }
 
 impl History {
@@ -88,6 +90,10 @@ impl History {
                     Said::Output { call_id, output } => {
                         let call = parts.iter_mut().find(|p| p["toolCallId"] == call_id.as_str());
                         match (call, output) {
+                            // A webhook call a person rejected, as the stream showed it.
+                            (Some(part), Ok(output)) if output["error"] == "rejected" => {
+                                deny(part);
+                            }
                             (Some(part), Ok(output)) => {
                                 part["state"] = "output-available".into();
                                 part["output"] = output;
@@ -101,9 +107,7 @@ impl History {
                     }
                     Said::Denied { call_id } => {
                         let call = parts.iter_mut().find(|p| p["toolCallId"] == call_id.as_str());
-                        if let Some(part) = call {
-                            part["state"] = "output-denied".into();
-                        }
+                        call.into_iter().for_each(deny);
                     }
                     Said::Other => {}
                 }
@@ -123,6 +127,7 @@ impl History {
     /// Adds the stored items, oldest first.
     pub fn stored(mut self, items: &[Item]) -> Self {
         for item in items {
+            self.stored_runs.extend(item.run_id);
             self.push(item.id.to_string(), item.run_id, &item.item);
         }
         self
@@ -132,7 +137,7 @@ impl History {
     /// of a run that has not finished, and the output of one paused for the page, its
     /// waiting calls marked as the stream left them.
     pub fn pending(mut self, run: &Run) -> Self {
-        if run.status.is_final() {
+        if run.status.is_final() || self.stored_runs.contains(&run.id) {
             return self;
         }
         self.building = None;
@@ -163,4 +168,10 @@ impl History {
     pub fn into_messages(self) -> Vec<UiMessage> {
         self.messages
     }
+}
+
+/// A call a person rejected, as the AI SDK holds one: denied, with the decision.
+fn deny(part: &mut Value) {
+    part["state"] = "output-denied".into();
+    part["approval"] = json!({"id": part["toolCallId"], "approved": false});
 }

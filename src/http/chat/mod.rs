@@ -22,7 +22,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::error::{Conflict, JsonBody, Lookup, Result};
-use super::event_stream::sse;
+use super::event_stream::{sse, Handover};
 use super::extract::{AppJson, Tenant, TenantSession};
 use super::{ApiError, AppState};
 use crate::model::{run_items, IfBusy, Order, PageRequest, Run, RunStatus, SessionId};
@@ -136,8 +136,8 @@ pub(super) async fn resume_stream(
     let Some(run) = active else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    let translator =
-        UiMessageStream::new(run.id, client_tools(&state, &session.tenant, run.id).await?);
+    let tools = client_tools(&state, &session.tenant, run.id).await?;
+    let translator = UiMessageStream::new(run.id, tools).replaying(&run);
     Ok(ui_message_stream(&state, &session.tenant, &session.id, run.id, 0, translator))
 }
 
@@ -178,6 +178,9 @@ pub(super) async fn chat_messages(
         }
         _ => return Err(ApiError::invalid("limit", "must be an integer from 1 to 1000")),
     };
+    // The run first: a turn it finishes before the items are read is in them, and is
+    // then not shown twice.
+    let newest = newest_run(&state, &session).await?;
     let page = PageRequest { limit, order: Order::Desc, cursor: None };
     let mut items = state
         .store
@@ -186,7 +189,7 @@ pub(super) async fn chat_messages(
         .map_err(|e| session.store_error(e))?;
     items.data.reverse();
     let mut history = History::default().stored(&items.data);
-    if let Some(run) = newest_run(&state, &session).await? {
+    if let Some(run) = newest {
         history = history.pending(&run);
     }
     Ok(Json(MessagesPage { data: history.into_messages() }))
@@ -224,7 +227,7 @@ fn ui_message_stream(
     let events = state.runs.events(tenant, session, run_id, after);
     // `useChat` reconnects only when a page loads, so a stream is not handed over at
     // shutdown: it stays open until the deadline.
-    let mut response = sse(events, translator, None);
+    let mut response = sse(events, translator, Handover::Never);
     response.headers_mut().insert("x-vercel-ai-ui-message-stream", HeaderValue::from_static("v1"));
     response
 }

@@ -146,7 +146,7 @@ impl ChatRequest {
                     let Some(approve) = approval["approved"].as_bool() else {
                         return Err(ApiError::invalid(
                             &format!("messages[{at}].parts[{i}].approval.approved"),
-                            "must be true or false: the run waits for this call's approval",
+                            "must be true or false: the run waits for a person's decision on this call before anything else",
                         ));
                     };
                     let reason = approval["reason"].as_str().map(str::to_owned);

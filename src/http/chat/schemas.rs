@@ -9,7 +9,7 @@ use utoipa::{PartialSchema, ToSchema};
 pub struct UiMessageChunk;
 
 /// The chunk types the stream sends.
-const TYPES: [&str; 12] = [
+const TYPES: [&str; 13] = [
     "start",
     "start-step",
     "text-start",
@@ -17,6 +17,7 @@ const TYPES: [&str; 12] = [
     "text-end",
     "tool-input-available",
     "tool-output-available",
+    "tool-output-error",
     "tool-output-denied",
     "tool-approval-request",
     "finish-step",
@@ -49,7 +50,8 @@ impl PartialSchema for UiMessageChunk {
                 "One server-sent event of the AI SDK's UI message stream: `data` is a JSON \
                  chunk whose `type` is one of `start` (with `messageId`, the run's id), \
                  `start-step`, `text-start` / `text-delta` / `text-end`, \
-                 `tool-input-available`, `tool-output-available`, `tool-output-denied`, \
+                 `tool-input-available`, `tool-output-available`, `tool-output-error`, \
+                 `tool-output-denied`, \
                  `tool-approval-request`, `finish-step`, `finish` (with `finishReason` and \
                  `messageMetadata: {run_id, status, usage}`) or `error` (with `errorText`); \
                  the last event's `data` is `[DONE]`.",

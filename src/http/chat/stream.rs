@@ -31,6 +31,9 @@ pub struct UiMessageStream {
     answered: HashSet<String>,
     /// Calls that waited for a person: a rejection of one is shown as denied.
     approving: HashSet<String>,
+    /// Calls of the page's tools it answered before this stream began: shown as answered,
+    /// not asked of the page again.
+    answered_before: HashSet<String>,
 }
 
 impl UiMessageStream {
@@ -44,7 +47,20 @@ impl UiMessageStream {
             calls: HashSet::new(),
             answered: HashSet::new(),
             approving: HashSet::new(),
+            answered_before: HashSet::new(),
         }
+    }
+
+    /// The stream that replays the run from its start for a page that reloaded: the
+    /// calls of its tools that the page answered already are not asked again (the AI SDK
+    /// would run them once more).
+    pub fn replaying(mut self, run: &Run) -> Self {
+        for said in run.output.iter().flat_map(|item| Said::read(item)) {
+            if let Said::Output { call_id, .. } = said {
+                self.answered_before.insert(call_id);
+            }
+        }
+        self
     }
 
     /// The stream that goes on from a pause the page answered: the message is the one the
@@ -106,7 +122,10 @@ impl UiMessageStream {
                 self.calls.insert(call_id.clone());
                 let mut chunk = json!({"type": "tool-input-available", "toolCallId": call_id,
                                        "toolName": name, "input": input});
-                if mcp || !self.client_tools.contains(&name) {
+                if mcp
+                    || !self.client_tools.contains(&name)
+                    || self.answered_before.contains(&call_id)
+                {
                     chunk["providerExecuted"] = true.into();
                 }
                 if mcp {

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use super::follow::{wait, Native};
 use super::schemas::RunStreamEvent;
 use crate::http::error::{Conflict, JsonBody, Lookup, Result};
-use crate::http::event_stream::sse;
+use crate::http::event_stream::{sse, Handover};
 use crate::http::extract::{AppJson, TenantRun};
 use crate::http::AppState;
 use crate::model::{Approval, Run, RunAnswer, ToolOutput};
@@ -84,7 +84,7 @@ async fn answer(
         .map_err(|e| run.runs_error(e))?;
     if stream {
         let events = state.runs.events(&run.tenant, &run.session, run.id, after);
-        return Ok(sse(events, Native, Some(&state.closing)));
+        return Ok(sse(events, Native, Handover::Reconnect(&state.closing)));
     }
     wait(&state, &run.tenant, &run.session, run.id, after).await
 }

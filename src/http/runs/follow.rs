@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::schemas::RunStreamEvent;
 use crate::http::error::{ApiError, Lookup, Result};
-use crate::http::event_stream::{sse, Translator};
+use crate::http::event_stream::{sse, Handover, Translator};
 use crate::http::extract::TenantRun;
 use crate::http::AppState;
 use crate::model::{Run, RunEvent, SessionId};
@@ -44,9 +44,11 @@ pub(super) async fn answer(
 ) -> Result<Response> {
     Ok(match mode {
         Mode::Background => accepted(run),
-        Mode::Stream => {
-            sse(state.runs.events(tenant, session_id, run.id, 0), Native, Some(&state.closing))
-        }
+        Mode::Stream => sse(
+            state.runs.events(tenant, session_id, run.id, 0),
+            Native,
+            Handover::ReconnectAfterFirst(&state.closing),
+        ),
         Mode::Wait => wait(state, tenant, session_id, run.id, 0).await?,
     })
 }
@@ -120,5 +122,5 @@ pub async fn run_events(
     };
     state.runs.get(&run.tenant, &run.session, run.id).await.map_err(|e| run.runs_error(e))?;
     let events = state.runs.events(&run.tenant, &run.session, run.id, after);
-    Ok(sse(events, Native, Some(&state.closing)))
+    Ok(sse(events, Native, Handover::Reconnect(&state.closing)))
 }

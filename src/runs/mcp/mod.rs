@@ -30,9 +30,9 @@ pub(super) struct McpCall<'a> {
 }
 
 /// Lists the tools of each of the run's servers it has not listed yet (in an earlier
-/// execution, the run did), as `mcp_list_tools` items; a server that cannot list them, or
-/// lists more than a request may offer, gets an item with the error, and the run goes on
-/// with the other tools.
+/// execution, the run did), as `mcp_list_tools` items of the tools `allowed_tools` lets
+/// through; a server that cannot list them, or lists more than a request may offer, gets
+/// an item with the error, and the run goes on with the other tools.
 pub(super) async fn discover(exec: &mut Execution, sessions: &mut McpSessions, config: &RunConfig) {
     let listed = mcp_items::listed(&exec.record.run.output);
     let new: Vec<&McpTool> = (config.mcp_servers())
@@ -42,22 +42,26 @@ pub(super) async fn discover(exec: &mut Execution, sessions: &mut McpSessions, c
         return;
     }
     let failed = sessions.open(&new).await;
-    let mut offered = Offer::new(config, &listed).specs.len();
-    for server in new {
-        let label = &server.server_label;
-        let tools = match failed.get(label) {
+    // Listed all at once, then numbered in the agent's order.
+    let lists = futures::future::join_all(new.iter().map(|server| async {
+        match failed.get(&server.server_label) {
             Some(why) => Err(why.clone()),
             None => sessions.list(server).await,
-        };
+        }
+    }))
+    .await;
+    let mut offered = Offer::new(config, &listed).specs.len();
+    for (server, tools) in new.into_iter().zip(lists) {
+        let label = &server.server_label;
         let tools = tools.and_then(|tools| {
-            let allowed = tools.iter().filter(|t| t["name"].as_str().is_some_and(|n| server.allows(n))).count();
-            if offered + allowed > offer::MAX_TOOLS {
+            if offered + tools.len() > offer::MAX_TOOLS {
                 return Err(format!(
-                    "MCP server `{label}` lists {allowed} tools to offer, and a run offers at most {} tools in all: name the ones to offer in `allowed_tools`",
+                    "MCP server `{label}` lists {} tools to offer, and a run offers at most {} tools in all: name the ones to offer in `allowed_tools`",
+                    tools.len(),
                     offer::MAX_TOOLS
                 ));
             }
-            offered += allowed;
+            offered += tools.len();
             Ok(tools)
         });
         let id = mcp_items::new_id("mcpl");

@@ -60,6 +60,24 @@ impl<'a> Offer<'a> {
     pub fn mcp(&self, offered: &str) -> Option<(&'a McpTool, &str)> {
         self.mcp.get(offered).map(|(server, name)| (*server, name.as_str()))
     }
+
+    /// Names the calls of MCP items (`mcp_call`, `mcp_approval_request`) as the model is
+    /// offered their tools, so that what it reads of earlier calls, and the loop guard,
+    /// name each tool as its calls do. A tool the run does not offer keeps its name.
+    pub fn rename(&self, items: &mut [Value]) {
+        for item in items {
+            if !matches!(item["type"].as_str(), Some("mcp_call" | "mcp_approval_request")) {
+                continue;
+            }
+            let (label, name) = (&item["server_label"], &item["name"]);
+            let offered = (self.mcp.iter())
+                .find(|(_, (server, own))| server.server_label == *label && own == name)
+                .map(|(offered, _)| offered.clone());
+            if let Some(offered) = offered {
+                item["name"] = offered.into();
+            }
+        }
+    }
 }
 
 /// Whether `name` is what a function may be called.
@@ -125,6 +143,14 @@ mod tests {
         assert_eq!(offer.mcp("calc__x_y").map(|(_, n)| n), Some("x.y"));
         assert!(offer.mcp("add").is_none(), "the function keeps its name");
         assert!(offer.mcp("mul").is_none(), "not allowed");
+        let mut items = [
+            serde_json::json!({"type": "mcp_call", "server_label": "calc", "name": "add"}),
+            serde_json::json!({"type": "mcp_call", "server_label": "gone", "name": "add"}),
+            serde_json::json!({"type": "function_call", "name": "add"}),
+        ];
+        offer.rename(&mut items);
+        let named: Vec<&str> = items.iter().map(|i| i["name"].as_str().unwrap()).collect();
+        assert_eq!(named, ["calc__add", "add", "add"], "as offered, where offered");
         let again = Offer::new(&config, &listed);
         assert_eq!(
             again.specs.iter().map(|s| &s.name).collect::<Vec<_>>(),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
-    Implementation, ProtocolVersion, RequestParamsMeta,
+    Implementation, PaginatedRequestParams, ProtocolVersion, RequestParamsMeta,
 };
 use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::{
@@ -30,6 +30,10 @@ use crate::telemetry;
 /// cut, so one call cannot fill the model's context or the session.
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 
+/// The most pages of tools a server's list may have: a list is read whole, and a server
+/// must not make it endless.
+const MAX_PAGES: usize = 100;
+
 /// A tool a server lists, as the `mcp_list_tools` item keeps it.
 pub type ListedTool = Value;
 
@@ -42,27 +46,39 @@ pub struct McpSessions {
     /// was configured.
     hosts: WebhookPolicy,
     open: HashMap<String, Client>,
+    /// Why a server could not be opened: it is not tried again in this execution, so that
+    /// a server that does not answer costs one timeout, not one per call.
+    failed: HashMap<String, String>,
 }
 
 impl McpSessions {
     pub fn new(http: reqwest::Client, timeout: Duration, hosts: WebhookPolicy) -> Self {
-        Self { http, timeout, hosts, open: HashMap::new() }
+        Self { http, timeout, hosts, open: HashMap::new(), failed: HashMap::new() }
     }
 
-    /// Opens a session with each server not yet open; a server that cannot be opened is
-    /// left out, and its calls then fail with why.
+    /// Opens a session with each server not yet tried, all at once; returns why each of
+    /// `servers` that is not open could not be opened. Its calls then fail with that.
     pub async fn open(&mut self, servers: &[&McpTool]) -> HashMap<String, String> {
-        let mut failed = HashMap::new();
+        let mut new: Vec<&McpTool> = Vec::new();
         for server in servers {
-            if self.open.contains_key(&server.server_label) {
-                continue;
-            }
-            match self.connect(server).await {
-                Ok(client) => _ = self.open.insert(server.server_label.clone(), client),
-                Err(why) => _ = failed.insert(server.server_label.clone(), why),
+            let label = &server.server_label;
+            let tried = self.open.contains_key(label) || self.failed.contains_key(label);
+            if !tried && !new.iter().any(|s| s.server_label == *label) {
+                new.push(server);
             }
         }
-        failed
+        let opened = futures::future::join_all(new.iter().map(|server| self.connect(server))).await;
+        for (server, opened) in new.into_iter().zip(opened) {
+            let label = server.server_label.clone();
+            match opened {
+                Ok(client) => _ = self.open.insert(label, client),
+                Err(why) => _ = self.failed.insert(label, why),
+            }
+        }
+        (servers.iter())
+            .filter_map(|s| self.failed.get_key_value(&s.server_label))
+            .map(|(label, why)| (label.clone(), why.clone()))
+            .collect()
     }
 
     async fn connect(&self, server: &McpTool) -> Result<Client, String> {
@@ -101,14 +117,33 @@ impl McpSessions {
         }
     }
 
-    /// The server's tools, every page of them.
+    /// The server's tools that the run may offer, every page of them (up to
+    /// [`MAX_PAGES`]).
     pub async fn list(&self, server: &McpTool) -> Result<Vec<ListedTool>, String> {
         let label = &server.server_label;
         let client =
             self.open.get(label).ok_or_else(|| format!("MCP server `{label}` is not open"))?;
-        let listed = tokio::time::timeout(self.timeout, client.list_all_tools()).await;
+        let listed = tokio::time::timeout(self.timeout, async {
+            let (mut tools, mut cursor) = (Vec::new(), None);
+            for _ in 0..MAX_PAGES {
+                let page = PaginatedRequestParams::default().with_cursor(cursor);
+                let page = client.list_tools(Some(page)).await?;
+                tools.extend(page.tools.into_iter().filter(|tool| server.allows(&tool.name)));
+                cursor = page.next_cursor;
+                if cursor.is_none() {
+                    return Ok(Some(tools));
+                }
+            }
+            Ok(None)
+        })
+        .await;
         let tools = match listed {
-            Ok(Ok(tools)) => tools,
+            Ok(Ok(Some(tools))) => tools,
+            Ok(Ok(None)) => {
+                return Err(format!(
+                    "MCP server `{label}` lists more than {MAX_PAGES} pages of tools"
+                ))
+            }
             Ok(Err(error)) => return Err(failure(label, "could not list its tools", &error)),
             Err(_) => return Err(self.late(label, "list its tools")),
         };
@@ -205,6 +240,11 @@ fn transport_failure(error: &(dyn std::error::Error + Send + Sync + 'static)) ->
         Some(StreamableHttpError::Client(error)) if error.is_timeout() => {
             "it did not answer".to_owned()
         }
+        // A URL may hold a secret (some servers take a token in their path): the
+        // request's error is told without it.
+        Some(StreamableHttpError::Client(error)) => {
+            format!("the request failed: {}", clean(error))
+        }
         Some(StreamableHttpError::HttpStatus(status)) => {
             format!("it answered HTTP {}", status.status)
         }
@@ -217,6 +257,15 @@ fn transport_failure(error: &(dyn std::error::Error + Send + Sync + 'static)) ->
         }
         _ => error.to_string(),
     }
+}
+
+/// A request's error without its URL.
+fn clean(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    if let Some(url) = error.url() {
+        text = text.replace(url.as_str(), "the server");
+    }
+    text
 }
 
 /// A tool's result as the text the model reads: its text blocks joined, anything else as

@@ -8,14 +8,14 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::{RunsApp, ToolHook};
+use super::RunsApp;
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 
+use super::chat_tools::agent_with;
+
 on_both_backends!(
     a_chat_message_streams_its_turn_as_ui_message_chunks,
-    a_client_tool_call_is_answered_by_the_next_chat_request,
-    server_tools_stream_as_run_by_the_service_and_approvals_round_trip,
     a_failed_turn_streams_an_error_and_keeps_the_history,
     bad_chat_requests_are_refused_naming_the_field,
     the_stream_resumes_from_the_start_of_the_active_run,
@@ -23,7 +23,7 @@ on_both_backends!(
 );
 
 /// What `useChat` posts for a new message, after the page's copy of the history.
-fn user_turn(chat: &str, text: &str, earlier: &[Value]) -> Value {
+pub(super) fn user_turn(chat: &str, text: &str, earlier: &[Value]) -> Value {
     let mut messages = earlier.to_vec();
     messages
         .push(json!({"id": "m-new", "role": "user", "parts": [{"type": "text", "text": text}]}));
@@ -31,20 +31,20 @@ fn user_turn(chat: &str, text: &str, earlier: &[Value]) -> Value {
 }
 
 /// The `data:` of each event: JSON chunks, and `[DONE]` as a string.
-fn chunks(text: &str) -> Vec<Value> {
+pub(super) fn chunks(text: &str) -> Vec<Value> {
     text.split("\n\n")
         .flat_map(|block| block.lines().filter_map(|line| line.strip_prefix("data: ")))
         .map(|data| serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.to_owned())))
         .collect()
 }
 
-fn types(chunks: &[Value]) -> Vec<String> {
+pub(super) fn types(chunks: &[Value]) -> Vec<String> {
     (chunks.iter())
         .map(|c| c["type"].as_str().map_or_else(|| c.as_str().unwrap().to_owned(), str::to_owned))
         .collect()
 }
 
-async fn post_chat(t: &RunsApp, body: Value) -> Vec<Value> {
+pub(super) async fn post_chat(t: &RunsApp, body: Value) -> Vec<Value> {
     let answer = t.app.post("/v1/chat", body).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
     assert_eq!(answer.header("x-vercel-ai-ui-message-stream"), Some("v1"));
@@ -110,146 +110,6 @@ async fn a_chat_message_streams_its_turn_as_ui_message_chunks(db: TestDb) {
     );
     let again = t.app.get("/v1/chat/c1/messages").await.expect(StatusCode::OK);
     assert_eq!(again["data"][0]["id"], messages[0]["id"], "ids are stable");
-}
-
-/// A client tool: `tools` of an agent without webhooks.
-async fn agent_with(t: &RunsApp, tools: Value) -> String {
-    let agent = t.app.post("/v1/agents", json!({"name": "chat", "tools": tools})).await;
-    agent.expect(StatusCode::CREATED)["id"].as_str().unwrap().to_owned()
-}
-
-async fn a_client_tool_call_is_answered_by_the_next_chat_request(db: TestDb) {
-    let t = RunsApp::new(db).await;
-    let tools =
-        json!([{"type": "function", "name": "get_location", "parameters": {"type": "object"}}]);
-    let agent_id = agent_with(&t, tools).await;
-    t.llm.push(Reply::tool_call("call_1", "get_location", r#"{"precise":true}"#));
-    t.llm.push(Reply::text("You are in Oslo."));
-    let mut body = user_turn("c2", "Where am I?", &[]);
-    body["agent_id"] = agent_id.clone().into();
-    let got = post_chat(&t, body).await;
-    assert_eq!(
-        types(&got),
-        ["start", "start-step", "tool-input-available", "finish-step", "finish", "[DONE]"]
-    );
-    let call = &got[2];
-    assert_eq!(call["toolName"], "get_location");
-    assert_eq!(call["input"], json!({"precise": true}));
-    assert!(call.get("providerExecuted").is_none(), "the page runs this tool: {call}");
-    assert_eq!(got[4]["finishReason"], "tool-calls");
-    let run_id = got[0]["messageId"].as_str().unwrap().to_owned();
-
-    // A reloaded page sees the call waiting for its output.
-    let messages = t.app.get("/v1/chat/c2/messages").await.expect(StatusCode::OK);
-    let last = messages["data"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["id"], run_id.as_str());
-    assert_eq!(last["parts"][1]["type"], "tool-get_location");
-    assert_eq!(last["parts"][1]["state"], "input-available");
-
-    // What `useChat` sends once `addToolOutput` filled the part in.
-    let mut answered = last.clone();
-    answered["parts"][1]["state"] = "output-available".into();
-    answered["parts"][1]["output"] = json!({"city": "Oslo"});
-    let user = messages["data"][0].clone();
-    let body = json!({"id": "c2", "messages": [user, answered], "trigger": "submit-message",
-                      "messageId": run_id, "agent_id": agent_id});
-    let got = post_chat(&t, body).await;
-    assert_eq!(got[0], json!({"type": "start", "messageId": run_id}), "the same message goes on");
-    assert_eq!(
-        types(&got)[1..4],
-        ["start-step", "text-start", "text-delta"],
-        "the continuation is a step of its own"
-    );
-    assert_eq!(got[got.len() - 2]["finishReason"], "stop");
-    let tool_message = &t.llm.requests()[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .cloned()
-        .unwrap();
-    assert_eq!(tool_message["content"], r#"{"city":"Oslo"}"#);
-
-    let messages = t.app.get("/v1/chat/c2/messages").await.expect(StatusCode::OK);
-    let assistant = &messages["data"][1];
-    assert_eq!(messages["data"].as_array().unwrap().len(), 2, "{messages}");
-    assert_eq!(assistant["id"], run_id.as_str());
-    let parts = assistant["parts"].as_array().unwrap();
-    let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["step-start", "tool-get_location", "step-start", "text"]);
-    assert_eq!(parts[1]["state"], "output-available");
-    assert_eq!(parts[1]["output"], json!({"city": "Oslo"}));
-
-    // The same answer again finds the run finished.
-    let body = json!({"id": "c2", "messages": [answered], "trigger": "submit-message"});
-    t.app
-        .post("/v1/chat", body)
-        .await
-        .expect_problem(StatusCode::CONFLICT, "run_not_requires_action");
-}
-
-async fn server_tools_stream_as_run_by_the_service_and_approvals_round_trip(db: TestDb) {
-    let (send, lookup) = (ToolHook::start("send").await, ToolHook::start("lookup").await);
-    let t = RunsApp::configured(db, |c| {
-        c.tool_webhook_allowed_hosts = vec![send.host.clone(), lookup.host.clone()];
-    })
-    .await;
-    let agent_id = agent_with(&t, json!([send.approved(), lookup.tool])).await;
-    let calls = vec![
-        ("c1".into(), "lookup".into(), "{}".into()),
-        ("c2".into(), "send".into(), "{}".into()),
-    ];
-    t.llm.push(Reply::ToolCalls { calls, usage: None });
-    t.llm.push(Reply::text("Not sent."));
-    let mut body = user_turn("c3", "send it", &[]);
-    body["agent_id"] = agent_id.clone().into();
-    let got = post_chat(&t, body).await;
-    assert_eq!(
-        types(&got),
-        [
-            "start",
-            "start-step",
-            "tool-input-available",
-            "tool-input-available",
-            "tool-output-available",
-            "tool-approval-request",
-            "finish-step",
-            "finish",
-            "[DONE]"
-        ]
-    );
-    assert!(got[2..4].iter().all(|c| c["providerExecuted"] == true), "{got:?}");
-    assert_eq!(
-        got[4],
-        json!({"type": "tool-output-available", "toolCallId": "c1", "output": "result of {}"})
-    );
-    assert_eq!(
-        got[5],
-        json!({"type": "tool-approval-request", "approvalId": "c2", "toolCallId": "c2"})
-    );
-    let run_id = got[0]["messageId"].as_str().unwrap().to_owned();
-
-    let messages = t.app.get("/v1/chat/c3/messages").await.expect(StatusCode::OK);
-    let mut last = messages["data"][1].clone();
-    let waiting =
-        last["parts"].as_array().unwrap().iter().find(|p| p["toolCallId"] == "c2").unwrap().clone();
-    assert_eq!(waiting["state"], "approval-requested");
-    assert_eq!(waiting["approval"], json!({"id": "c2"}));
-
-    // `addToolApprovalResponse({id: "c2", approved: false, reason})`.
-    for part in last["parts"].as_array_mut().unwrap() {
-        if part["toolCallId"] == "c2" {
-            part["state"] = "approval-responded".into();
-            part["approval"] = json!({"id": "c2", "approved": false, "reason": "not today"});
-        }
-    }
-    let body =
-        json!({"id": "c3", "messages": [last], "trigger": "submit-message", "messageId": run_id});
-    let got = post_chat(&t, body).await;
-    assert_eq!(types(&got)[..3], ["start", "tool-output-denied", "start-step"]);
-    assert_eq!(got[1]["toolCallId"], "c2");
-    assert!(send.called().is_empty(), "a rejected call never runs");
-    assert_eq!(got[got.len() - 2]["messageMetadata"]["status"], "completed");
 }
 
 async fn a_failed_turn_streams_an_error_and_keeps_the_history(db: TestDb) {

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod chat;
+mod chat_tools;
 mod double_texting;
 mod draining;
 mod examples;

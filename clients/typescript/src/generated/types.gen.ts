@@ -1266,7 +1266,7 @@ export type UiMessage = {
 };
 
 /**
- * One server-sent event of the AI SDK's UI message stream: `data` is a JSON chunk whose `type` is one of `start` (with `messageId`, the run's id), `start-step`, `text-start` / `text-delta` / `text-end`, `tool-input-available`, `tool-output-available`, `tool-output-denied`, `tool-approval-request`, `finish-step`, `finish` (with `finishReason` and `messageMetadata: {run_id, status, usage}`) or `error` (with `errorText`); the last event's `data` is `[DONE]`.
+ * One server-sent event of the AI SDK's UI message stream: `data` is a JSON chunk whose `type` is one of `start` (with `messageId`, the run's id), `start-step`, `text-start` / `text-delta` / `text-end`, `tool-input-available`, `tool-output-available`, `tool-output-error`, `tool-output-denied`, `tool-approval-request`, `finish-step`, `finish` (with `finishReason` and `messageMetadata: {run_id, status, usage}`) or `error` (with `errorText`); the last event's `data` is `[DONE]`.
  */
 export type UiMessageChunk = {
     data: string;

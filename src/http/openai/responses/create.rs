@@ -12,7 +12,7 @@ use super::super::schemas::StreamEvent;
 use super::request::{self, CreateResponse};
 use super::stream::ResponseStream;
 use super::{session_of, view};
-use crate::http::event_stream::sse;
+use crate::http::event_stream::{sse, Handover};
 use crate::http::extract::{AppJson, Tenant};
 use crate::http::openai::errors::{OpenAiError, Result};
 use crate::http::openai::items::input;
@@ -129,7 +129,7 @@ pub(super) async fn create(
         let events = state.runs.events(&tenant, &target.session, run.id, 0);
         // OpenAI's clients do not reconnect: the stream stays open until the shutdown
         // deadline rather than end without the response's last event.
-        return Ok(sse(events, ResponseStream::new(echo, None, reading), None));
+        return Ok(sse(events, ResponseStream::new(echo, None, reading), Handover::Never));
     }
     // Answered when it ends, as OpenAI does, however long that takes: OpenAI's clients
     // take any answer for the final one. RUN_WAIT_SECS bounds native runs only; the LLM's

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::super::schemas::StreamEvent;
 use super::stream::ResponseStream;
 use super::{session_of, stored, view};
-use crate::http::event_stream::sse;
+use crate::http::event_stream::{sse, Handover};
 use crate::http::extract::Tenant;
 use crate::http::openai::errors::{OpenAiError, Result};
 use crate::http::openai::ids;
@@ -82,7 +82,7 @@ pub(super) async fn read(
     let session = session_of(&record.run)?;
     let events = state.runs.events(&tenant, &session, record.run.id, 0);
     let translator = ResponseStream::new(echo, query.starting_after, None);
-    Ok(sse(events, translator, None))
+    Ok(sse(events, translator, Handover::Never))
 }
 
 /// List a response's input items.

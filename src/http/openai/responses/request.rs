@@ -92,6 +92,16 @@ pub struct CreateResponse {
     pub prompt: Option<Value>,
 }
 
+/// A tool as the Response echoes it: an MCP server's header values are credentials, kept
+/// with the run and never shown.
+fn redacted(tool: &Value) -> Value {
+    let mut tool = tool.clone();
+    if let Some(Value::Object(headers)) = tool.get_mut("headers") {
+        headers.values_mut().for_each(|value| *value = crate::model::REDACTED.into());
+    }
+    tool
+}
+
 /// What a request asks of the run, once checked.
 pub struct Asked {
     pub config: AgentConfig,
@@ -167,7 +177,7 @@ impl CreateResponse {
         let fields = json!({
             "model": model,
             "instructions": self.instructions,
-            "tools": self.tools.clone().unwrap_or_default(),
+            "tools": self.tools.iter().flatten().map(redacted).collect::<Vec<_>>(),
             "tool_choice": or(&self.tool_choice, json!("auto")),
             "temperature": self.temperature.unwrap_or(1.0),
             "top_p": self.top_p.unwrap_or(1.0),
