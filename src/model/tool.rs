@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 
 use super::field::{check_function_name, InvalidField};
 use super::mcp_tool::McpTool;
@@ -17,7 +19,7 @@ const DEFAULT_WEBHOOK_TIMEOUT_MS: u64 = 10_000;
 const MAX_WEBHOOK_TIMEOUT_MS: u64 = 300_000;
 
 /// A tool, by its `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Tool {
     Function(FunctionTool),
@@ -58,6 +60,36 @@ pub enum RequireApproval {
 impl RequireApproval {
     fn is_never(&self) -> bool {
         *self == Self::Never
+    }
+}
+
+/// One of the kinds, each a component that says its `type` (as serde's tag: a tag added
+/// by `allOf` would be an unknown field of the kind's closed object).
+impl PartialSchema for Tool {
+    fn schema() -> RefOr<Schema> {
+        OneOfBuilder::new()
+            .item(Ref::from_schema_name(FunctionTool::name()))
+            .item(Ref::from_schema_name(McpTool::name()))
+            .description(Some("A tool, by its `type`: a function, or an MCP server."))
+            .into()
+    }
+}
+
+impl ToSchema for Tool {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        fn tagged(schema: RefOr<Schema>, kind: &str) -> RefOr<Schema> {
+            let RefOr::T(Schema::Object(mut object)) = schema else {
+                unreachable!("a tool kind's schema is an object")
+            };
+            let tag = ObjectBuilder::new().schema_type(Type::String).enum_values(Some([kind]));
+            object.properties.insert("type".to_owned(), tag.into());
+            object.required.insert(0, "type".to_owned());
+            RefOr::T(Schema::Object(object))
+        }
+        schemas.push((FunctionTool::name().into(), tagged(FunctionTool::schema(), "function")));
+        schemas.push((McpTool::name().into(), tagged(McpTool::schema(), "mcp")));
+        FunctionTool::schemas(schemas);
+        McpTool::schemas(schemas);
     }
 }
 

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::error::{Conflict, JsonBody, Lookup, Result};
+use super::error::{BadRequest, Conflict, JsonBody, Lookup, Result};
 use super::event_stream::{sse, Handover};
 use super::extract::{AppJson, Tenant, TenantSession};
 use super::{ApiError, AppState};
@@ -125,6 +125,7 @@ pub(super) async fn chat(
             content((UiMessageChunk = "text/event-stream")),
             headers(("x-vercel-ai-ui-message-stream" = String, description = "`v1`"))),
         (status = 204, description = "No run of the session is queued or running"),
+        (status = 400, response = BadRequest),
     ))]
 pub(super) async fn resume_stream(
     State(state): State<AppState>,

@@ -632,6 +632,7 @@ export type FunctionTool = {
      * run pauses with `required_action.type` `approve_tool_calls`).
      */
     require_approval?: RequireApproval;
+    type: 'function';
     webhook?: null | Webhook;
 };
 
@@ -728,6 +729,7 @@ export type McpTool = {
      * `TOOL_WEBHOOK_ALLOWED_HOSTS`.
      */
     server_url: string;
+    type: 'mcp';
 };
 
 /**
@@ -1212,13 +1214,9 @@ export type Session = {
 };
 
 /**
- * A tool, by its `type`.
+ * A tool, by its `type`: a function, or an MCP server.
  */
-export type Tool = (FunctionTool & {
-    type: 'function';
-}) | (McpTool & {
-    type: 'mcp';
-});
+export type Tool = FunctionTool | McpTool;
 
 /**
  * A list of tool names, as OpenAI's filters give it.
@@ -1270,6 +1268,10 @@ export type UiMessage = {
  */
 export type UiMessageChunk = {
     data: string;
+    event?: 'message';
+} | {
+    data: '[DONE]';
+    event?: 'message';
 };
 
 export type UiRole = 'system' | 'user' | 'assistant';
@@ -2023,6 +2025,10 @@ export type ResumeChatStreamData = {
 };
 
 export type ResumeChatStreamErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
     /**
      * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
      */
