@@ -161,6 +161,9 @@ impl Runs {
         for _ in 0..self.engine.settings.workers {
             tasks.spawn(worker::work(self.engine.clone(), shutdown.clone()));
         }
+        if self.engine.settings.workers > 0 {
+            tasks.spawn(worker::poll(self.engine.clone(), shutdown.clone()));
+        }
         tasks.spawn(deliveries::deliver(self.engine.clone(), shutdown.clone()));
         tasks.spawn(worker::recover(self.engine.clone(), shutdown));
         tasks

@@ -34,14 +34,32 @@ pub(super) async fn work(engine: Arc<Engine>, shutdown: CancellationToken) {
             claim_and_execute(&engine, worker).await
         };
         match claimed {
-            Ok(true) => continue,
+            // More runs may wait: another idle worker looks too, so that a backlog drains
+            // with every worker while an empty queue costs one look.
+            Ok(true) => {
+                engine.work.notify_one();
+                continue;
+            }
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "cannot claim or finish a run"),
         }
         tokio::select! {
             _ = engine.work.notified() => {}
-            _ = tokio::time::sleep(engine.settings.poll_interval) => {}
             _ = shutdown.cancelled() => {}
+        }
+    }
+}
+
+/// Sends one idle worker to look for runs every `poll_interval`: runs another replica
+/// queued are found without each worker polling, so an idle replica's cost does not grow
+/// with `RUN_WORKERS`.
+pub(super) async fn poll(engine: Arc<Engine>, shutdown: CancellationToken) {
+    let mut interval = tokio::time::interval(engine.settings.poll_interval);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => engine.work.notify_one(),
+            _ = shutdown.cancelled() => return,
         }
     }
 }

@@ -96,8 +96,8 @@ cd "$here"
 check "ruff check" "$VENV/bin/ruff" check src tests
 check "ruff format --check" "$VENV/bin/ruff" format --check src tests
 check "mypy --strict" "$VENV/bin/mypy" --strict
-# The Python benchmarks (bench/python_client.py, bench/mcp_tools.py) are held to the same rules.
-for bench in "$here/../../bench/python_client.py" "$here/../../bench/mcp_tools.py"; do
+# The Python benchmarks (bench/*.py) are held to the same rules.
+for bench in "$here"/../../bench/*.py; do
   [[ -f "$bench" ]] || continue
   check "bench $(basename "$bench"): ruff + mypy --strict" bash -c '"$1/bin/ruff" check --config pyproject.toml "$2" &&
     "$1/bin/ruff" format --check --config pyproject.toml "$2" && "$1/bin/mypy" --strict "$2"' \
