@@ -50,7 +50,7 @@ async fn pump(
     let mut sent_ending = false;
     loop {
         let mut starts = engine.hub.starts();
-        starts.borrow_and_update();
+        let mut seen = *starts.borrow_and_update();
         if let Some(live) = engine.hub.get(run_id) {
             if cursor < live.first_seq - 1 {
                 let (events, _) =
@@ -113,11 +113,26 @@ async fn pump(
             }
             return Ok(());
         }
-        tokio::select! {
-            _ = starts.changed() => {}
-            _ = tokio::time::sleep(engine.settings.poll_interval) => {}
-            // A follower that went away stops the polling now, not at the next event.
-            () = tx.closed() => return Ok(()),
+        // Woken by the start of this run here, or after a while to learn how a run that
+        // another replica executes goes on; the starts of other runs are not a reason
+        // to read the database again (with many runs queued, each start would make
+        // every waiting follower read).
+        let poll = tokio::time::sleep(engine.settings.poll_interval);
+        tokio::pin!(poll);
+        loop {
+            tokio::select! {
+                changed = starts.changed() => {
+                    // Read before the check, so that a start between the two is checked.
+                    let now = *starts.borrow_and_update();
+                    if changed.is_err() || engine.hub.may_have_started(run_id, seen) {
+                        break;
+                    }
+                    seen = now;
+                }
+                () = &mut poll => break,
+                // A follower that went away stops the polling now, not at the next event.
+                () = tx.closed() => return Ok(()),
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Runs executing in this process, so that their followers see each event the moment
 //! it happens rather than when it reaches the database.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
@@ -10,11 +10,17 @@ use uuid::Uuid;
 
 use crate::model::{RunEvent, StopAction};
 
+/// How many recent starts the hub remembers, so that a follower woken by a start can
+/// tell whether it was its run's without asking the database.
+const RECENT_STARTS: usize = 4096;
+
 #[derive(Default)]
 pub(crate) struct Hub {
     live: Mutex<HashMap<Uuid, Arc<LiveRun>>>,
-    /// Bumped whenever a run starts here, to wake followers waiting for it.
+    /// How many runs have started here, bumped at each start to wake followers.
     started: watch::Sender<u64>,
+    /// The newest starts: each one's number and run.
+    recent: Mutex<VecDeque<(u64, Uuid)>>,
 }
 
 impl Hub {
@@ -27,7 +33,14 @@ impl Hub {
             action: OnceLock::new(),
         });
         lock(&self.live).insert(run_id, live.clone());
-        self.started.send_modify(|n| *n += 1);
+        let mut recent = lock(&self.recent);
+        if recent.len() == RECENT_STARTS {
+            recent.pop_front();
+        }
+        self.started.send_modify(|n| {
+            *n += 1;
+            recent.push_back((*n, run_id));
+        });
         live
     }
 
@@ -41,6 +54,15 @@ impl Hub {
 
     pub(crate) fn starts(&self) -> watch::Receiver<u64> {
         self.started.subscribe()
+    }
+
+    /// Whether `run_id` may have started here after the first `seen` starts: false only
+    /// when the hub remembers every start since and none was this run's.
+    pub(crate) fn may_have_started(&self, run_id: Uuid, seen: u64) -> bool {
+        let recent = lock(&self.recent);
+        let remembered = recent.front().is_none_or(|&(first, _)| first <= seen + 1);
+        !remembered
+            || recent.iter().rev().take_while(|&&(n, _)| n > seen).any(|&(_, id)| id == run_id)
     }
 }
 
@@ -98,4 +120,34 @@ impl LiveRun {
 /// The maps are never left half-updated, so a poisoned lock is still consistent.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_is_told_from_the_starts_of_other_runs() {
+        let hub = Hub::default();
+        let (mine, other) = (Uuid::now_v7(), Uuid::now_v7());
+        hub.register(other, 1);
+        let seen = *hub.starts().borrow();
+        hub.register(Uuid::now_v7(), 1);
+        assert!(!hub.may_have_started(mine, seen));
+        assert!(!hub.may_have_started(other, seen), "its start came before `seen`");
+        hub.register(mine, 1);
+        assert!(hub.may_have_started(mine, seen));
+        assert!(!hub.may_have_started(mine, *hub.starts().borrow()));
+    }
+
+    #[test]
+    fn starts_it_no_longer_remembers_may_have_been_any_run() {
+        let hub = Hub::default();
+        let seen = *hub.starts().borrow();
+        for _ in 0..=RECENT_STARTS {
+            hub.register(Uuid::now_v7(), 1);
+        }
+        assert!(hub.may_have_started(Uuid::now_v7(), seen));
+        assert!(!hub.may_have_started(Uuid::now_v7(), seen + 1));
+    }
 }
