@@ -17,7 +17,8 @@ const RECENT_STARTS: usize = 4096;
 #[derive(Default)]
 pub(crate) struct Hub {
     live: Mutex<HashMap<Uuid, Arc<LiveRun>>>,
-    /// How many runs have started here, bumped at each start to wake followers.
+    /// How many runs have started here (or were stopped here while queued), bumped at
+    /// each to wake followers.
     started: watch::Sender<u64>,
     /// The newest starts: each one's number and run.
     recent: Mutex<VecDeque<(u64, Uuid)>>,
@@ -33,6 +34,13 @@ impl Hub {
             action: OnceLock::new(),
         });
         lock(&self.live).insert(run_id, live.clone());
+        self.announce(run_id);
+        live
+    }
+
+    /// Wakes the followers waiting here for `run_id` to start or change: it started here,
+    /// or this process stopped it while it was queued.
+    pub(crate) fn announce(&self, run_id: Uuid) {
         let mut recent = lock(&self.recent);
         if recent.len() == RECENT_STARTS {
             recent.pop_front();
@@ -41,7 +49,6 @@ impl Hub {
             *n += 1;
             recent.push_back((*n, run_id));
         });
-        live
     }
 
     pub(crate) fn remove(&self, run_id: Uuid) {

@@ -245,7 +245,10 @@ impl Runs {
                 return Ok(run);
             }
         }
-        Ok(self.store().stop_run(tenant, session_id, run_id, action).await?)
+        let run = self.store().stop_run(tenant, session_id, run_id, action).await?;
+        // A request here waiting for the run to start learns now that it will not.
+        self.engine.hub.announce(run_id);
+        Ok(run)
     }
 
     /// The tenant's run `run_id`, whichever session it is in, with its configuration and

@@ -34,12 +34,7 @@ pub(super) async fn work(engine: Arc<Engine>, shutdown: CancellationToken) {
             claim_and_execute(&engine, worker).await
         };
         match claimed {
-            // More runs may wait: another idle worker looks too, so that a backlog drains
-            // with every worker while an empty queue costs one look.
-            Ok(true) => {
-                engine.work.notify_one();
-                continue;
-            }
+            Ok(true) => continue,
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "cannot claim or finish a run"),
         }
@@ -77,7 +72,7 @@ pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
             Ok((requeued, failed)) => {
                 tracing::warn!(requeued, failed, "recovered runs whose worker stopped");
                 engine.metrics.runs_lost(failed);
-                engine.work.notify_waiters();
+                engine.work.notify_one();
             }
             Err(error) => tracing::warn!(%error, "cannot recover runs with lapsed leases"),
         }
@@ -85,7 +80,7 @@ pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
             Ok(0) => {}
             Ok(queued) => {
                 tracing::warn!(queued, "queued input steered into runs that finished without it");
-                engine.work.notify_waiters();
+                engine.work.notify_one();
             }
             Err(error) => tracing::warn!(%error, "cannot queue the input steered into runs"),
         }
@@ -106,6 +101,9 @@ pub(super) async fn claim_and_execute(
         return Ok(false);
     };
     spans::record_claim(&claim, began);
+    // More runs may wait: another idle worker looks too, so that a backlog drains with
+    // every worker at once while an empty queue costs one look.
+    engine.work.notify_one();
     execute_claimed(engine.clone(), claim, Vec::new()).await.map(|()| true)
 }
 

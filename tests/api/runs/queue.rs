@@ -1,4 +1,4 @@
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -17,6 +17,7 @@ on_both_backends!(
     every_run_path_names_an_unknown_run,
     runs_started_at_creation_share_the_worker_slots,
     a_cancel_from_another_replica_ends_the_stream_here,
+    a_backlog_another_replica_queued_is_taken_by_every_idle_worker,
 );
 
 async fn enqueued_runs_execute_in_order(db: TestDb) {
@@ -315,4 +316,38 @@ async fn a_cancel_from_another_replica_ends_the_stream_here(db: TestDb) {
     .unwrap();
     let again = super::parse_sse(&t.app.send(request).await.text);
     assert_eq!(again.last().map(|e| e.0.as_str()), Some("run.cancelled"), "{again:?}");
+}
+
+/// Runs another replica queued are found by one idle worker's periodic look; each worker
+/// that claims one sends another to look, so every idle worker takes one at once rather
+/// than one per poll interval (0.5 s) or as the runs finish.
+async fn a_backlog_another_replica_queued_is_taken_by_every_idle_worker(db: TestDb) {
+    let workers = RunsApp::configured(db.clone_handle(), |c| {
+        c.run_workers = 16;
+        c.llm_idle_timeout_secs = 30;
+    })
+    .await;
+    let slow = Duration::from_secs(10);
+    workers.llm.set_default(Reply::Text { deltas: vec!["done".into()], usage: None, delay: slow });
+    let front = RunsApp::configured(db, |c| c.run_workers = 0).await;
+    // The workers have looked at an empty queue and wait.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let queued = Instant::now();
+    for n in 0..16 {
+        front
+            .app
+            .post(
+                &format!("/v1/sessions/backlog-{n}/runs"),
+                json!({"input": "hi", "background": true}),
+            )
+            .await
+            .expect(StatusCode::ACCEPTED);
+    }
+    while workers.llm.requests().len() < 16 && queued.elapsed() < slow {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // One worker per look would need 7.5 s for the last run.
+    let all_started = queued.elapsed();
+    assert_eq!(workers.llm.requests().len(), 16);
+    assert!(all_started < Duration::from_secs(4), "16 runs took {all_started:?} to start");
 }
