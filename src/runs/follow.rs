@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::Stream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 
 use super::Engine;
@@ -50,7 +50,7 @@ async fn pump(
     let mut sent_ending = false;
     loop {
         let mut starts = engine.hub.starts();
-        let mut seen = *starts.borrow_and_update();
+        let seen = *starts.borrow_and_update();
         if let Some(live) = engine.hub.get(run_id) {
             if cursor < live.first_seq - 1 {
                 let (events, _) =
@@ -113,26 +113,38 @@ async fn pump(
             }
             return Ok(());
         }
-        // Woken by the start of this run here, or after a while to learn how a run that
-        // another replica executes goes on; the starts of other runs are not a reason
-        // to read the database again (with many runs queued, each start would make
-        // every waiting follower read).
-        let poll = tokio::time::sleep(engine.settings.poll_interval);
-        tokio::pin!(poll);
-        loop {
-            tokio::select! {
-                changed = starts.changed() => {
-                    // Read before the check, so that a start between the two is checked.
-                    let now = *starts.borrow_and_update();
-                    if changed.is_err() || engine.hub.may_have_started(run_id, seen) {
-                        break;
-                    }
-                    seen = now;
+        if wait_for_start(engine, &mut starts, seen, run_id, tx).await.is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// Waits until `run_id` may have started here since the `seen` starts, or until the poll
+/// is due (to learn how a run that another replica executes goes on); the starts of other
+/// runs are no reason to read the database again: with many runs queued, each start
+/// would make every waiting follower read. Gone when the follower went away, which stops
+/// the polling now, not at the next event.
+async fn wait_for_start(
+    engine: &Engine,
+    starts: &mut watch::Receiver<u64>,
+    mut seen: u64,
+    run_id: Uuid,
+    tx: &mpsc::Sender<Result<RunEvent, StoreError>>,
+) -> Result<(), Gone> {
+    let poll = tokio::time::sleep(engine.settings.poll_interval);
+    tokio::pin!(poll);
+    loop {
+        tokio::select! {
+            changed = starts.changed() => {
+                // Read before the check, so that a start between the two is checked.
+                let now = *starts.borrow_and_update();
+                if changed.is_err() || engine.hub.may_have_started(run_id, seen) {
+                    return Ok(());
                 }
-                () = &mut poll => break,
-                // A follower that went away stops the polling now, not at the next event.
-                () = tx.closed() => return Ok(()),
+                seen = now;
             }
+            () = &mut poll => return Ok(()),
+            () = tx.closed() => return Err(Gone),
         }
     }
 }

@@ -63,8 +63,9 @@ impl Hub {
         self.started.subscribe()
     }
 
-    /// Whether `run_id` may have started here after the first `seen` starts: false only
-    /// when the hub remembers every start since and none was this run's.
+    /// Whether `run_id` may have been announced here (it started, or was stopped while
+    /// queued) after the first `seen` announcements: false only when the hub remembers
+    /// every one since and none was this run's.
     pub(crate) fn may_have_started(&self, run_id: Uuid, seen: u64) -> bool {
         let recent = lock(&self.recent);
         let remembered = recent.front().is_none_or(|&(first, _)| first <= seen + 1);

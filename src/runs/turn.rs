@@ -115,9 +115,9 @@ pub(super) async fn drive(
                 format!("the run made {} LLM calls without finishing", config.max_turns),
             )));
         }
-        // Earlier calls named as the model calls them, then the new ones.
-        let mut calls = parse_items(exec.record.run.output.iter());
-        offer.rename(&mut calls);
+        // Earlier calls named as the model calls them (the output as it was sent; the
+        // input stays as it came, steered items join the output), then the new ones.
+        let mut calls = current.split_off(exec.record.run.input.len());
         calls.extend(completion.tool_calls.iter().map(|call| {
             serde_json::json!({"type": "function_call", "name": call.name, "arguments": call.arguments})
         }));
