@@ -19,6 +19,7 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod post;
 mod process;
 mod statistics;
 
@@ -36,6 +37,7 @@ use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use database::BenchDatabase;
+use post::post_json;
 use statistics::analyze;
 
 const ANSWER: &str = "The quick brown fox jumps over";
@@ -156,15 +158,7 @@ fn history(size: usize) -> Vec<Value> {
 /// A new conversation holding `history`: created, then filled through the native
 /// append, which takes up to 1,000 items at once.
 async fn conversation(http: &reqwest::Client, base: &str, history: &[Value]) -> String {
-    let created: Value = http
-        .post(format!("{base}/v1/conversations"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = post_json(http, format!("{base}/v1/conversations"), &json!({})).await;
     let id = created["id"].as_str().unwrap().to_owned();
     let appended = http
         .post(format!("{base}/v1/sessions/{id}/items"))

@@ -13,6 +13,7 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod post;
 mod statistics;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,6 +30,7 @@ use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
 use database::BenchDatabase;
+use post::post_json;
 use statistics::analyze;
 
 const CONNECTIONS: u32 = 32;
@@ -97,15 +99,8 @@ async fn load(
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    let run: serde_json::Value = client
-                        .post(format!("{url}{i}/runs"))
-                        .json(&json!({"input": "hi"}))
-                        .send()
-                        .await
-                        .unwrap()
-                        .json()
-                        .await
-                        .unwrap();
+                    let run =
+                        post_json(&client, format!("{url}{i}/runs"), &json!({"input": "hi"})).await;
                     assert_eq!(run["status"], "completed", "{run}");
                     finished.fetch_add(1, Ordering::Relaxed);
                 }

@@ -12,6 +12,7 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod post;
 mod statistics;
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use database::BenchDatabase;
+use post::post_json;
 use statistics::analyze;
 
 #[tokio::main]
@@ -80,15 +82,8 @@ async fn main() {
         baseline.push(started.elapsed());
 
         let started = Instant::now();
-        let run: serde_json::Value = client
-            .post(format!("{base}/v1/sessions/bench-{i}/runs"))
-            .json(&json!({"input": "hi"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let url = format!("{base}/v1/sessions/bench-{i}/runs");
+        let run = post_json(&client, url, &json!({"input": "hi"})).await;
         total.push(started.elapsed());
         assert_eq!(run["status"], "completed", "{run}");
     }
