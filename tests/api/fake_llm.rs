@@ -62,6 +62,10 @@ pub enum Reply {
     Hang,
     /// Sends one text delta, then holds the connection open without sending more.
     HangMidStream,
+    /// Streams `count` deltas `interval` apart on a fixed schedule, each the time it was
+    /// sent (` <microseconds since the Unix epoch>`), so a reader can tell each token's
+    /// delay on the way; then finishes as `Text` does, with usage (12, `count`).
+    Clock { count: usize, interval: Duration },
 }
 
 impl Reply {
@@ -220,7 +224,37 @@ async fn chat_completions(
         Reply::Truncated => stream(now(["Once ", "upon ", "a "].map(text_chunk)), false),
         Reply::Hang => std::future::pending().await,
         Reply::HangMidStream => stream(now([text_chunk("Hel")]), true),
+        Reply::Clock { count, interval } => clock(count, interval),
     }
+}
+
+/// Microseconds since the Unix epoch: the clock of [`Reply::Clock`]'s deltas.
+pub fn micros_now() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    u64::try_from(since.unwrap_or_default().as_micros()).unwrap_or(u64::MAX)
+}
+
+fn clock(count: usize, interval: Duration) -> Response {
+    let (tx, rx) = mpsc::channel::<Bytes>(4);
+    tokio::spawn(async move {
+        let send = |data: String| tx.send(Bytes::from(format!("data: {data}\n\n")));
+        if send(role_chunk()).await.is_err() {
+            return;
+        }
+        let start = tokio::time::Instant::now();
+        for due in (1..=count).map(|n| start + interval * u32::try_from(n).unwrap_or(u32::MAX)) {
+            tokio::time::sleep_until(due).await;
+            if send(text_chunk(&format!(" {}", micros_now()))).await.is_err() {
+                return;
+            }
+        }
+        for data in finish("stop", Some((12, count as u64))) {
+            if send(data).await.is_err() {
+                return;
+            }
+        }
+    });
+    sse(rx)
 }
 
 /// Each call as pieces: id and name first, then its arguments in three parts.
@@ -345,6 +379,10 @@ fn stream(events: Vec<(Duration, String)>, hold_open: bool) -> Response {
             tx.closed().await;
         }
     });
+    sse(rx)
+}
+
+fn sse(rx: mpsc::Receiver<Bytes>) -> Response {
     let body = futures::stream::unfold(rx, |mut rx| async move {
         let bytes = rx.recv().await?;
         Some((Ok::<_, Infallible>(bytes), rx))
