@@ -2,6 +2,7 @@
 //! it happens rather than when it reaches the database.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::watch;
@@ -9,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::model::{RunEvent, StopAction};
+use crate::store::RunLease;
 
 /// How many recent starts the hub remembers, so that a follower woken by a start can
 /// tell whether it was its run's without asking the database.
@@ -25,9 +27,19 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    pub(crate) fn register(&self, run_id: Uuid, first_seq: i64) -> Arc<LiveRun> {
+    /// Makes `run_id` live here under `lease`; its events through `saved` are stored.
+    pub(crate) fn register(
+        &self,
+        run_id: Uuid,
+        first_seq: i64,
+        lease: RunLease,
+        saved: i64,
+    ) -> Arc<LiveRun> {
         let live = Arc::new(LiveRun {
             first_seq,
+            lease,
+            saved: AtomicI64::new(saved),
+            lease_lost: CancellationToken::new(),
             events: Mutex::new((Vec::new(), false)),
             changed: watch::Sender::new(0),
             stop: CancellationToken::new(),
@@ -59,6 +71,11 @@ impl Hub {
         lock(&self.live).get(&run_id).cloned()
     }
 
+    /// The runs executing here now.
+    pub(crate) fn executing(&self) -> Vec<Arc<LiveRun>> {
+        lock(&self.live).values().cloned().collect()
+    }
+
     pub(crate) fn starts(&self) -> watch::Receiver<u64> {
         self.started.subscribe()
     }
@@ -78,6 +95,12 @@ impl Hub {
 pub(crate) struct LiveRun {
     /// The seq of the first event of this execution; earlier ones are in the database.
     pub first_seq: i64,
+    /// The claim the events are stored under.
+    pub lease: RunLease,
+    /// The seq through which the events are stored.
+    saved: AtomicI64,
+    /// Cancelled when a write of the events found the lease gone.
+    pub lease_lost: CancellationToken,
     /// The events in seq order, and whether the execution is over.
     events: Mutex<(Vec<RunEvent>, bool)>,
     changed: watch::Sender<usize>,
@@ -123,6 +146,15 @@ impl LiveRun {
     pub(crate) fn changes(&self) -> watch::Receiver<usize> {
         self.changed.subscribe()
     }
+
+    pub(crate) fn saved(&self) -> i64 {
+        self.saved.load(Ordering::Acquire)
+    }
+
+    /// The events through `seq` are stored.
+    pub(crate) fn mark_saved(&self, seq: i64) {
+        self.saved.fetch_max(seq, Ordering::AcqRel);
+    }
 }
 
 /// The maps are never left half-updated, so a poisoned lock is still consistent.
@@ -134,16 +166,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
+    fn lease() -> RunLease {
+        RunLease { tenant: "t".into(), run_pk: 1, worker: Uuid::now_v7() }
+    }
+
     #[test]
     fn a_start_is_told_from_the_starts_of_other_runs() {
         let hub = Hub::default();
         let (mine, other) = (Uuid::now_v7(), Uuid::now_v7());
-        hub.register(other, 1);
+        hub.register(other, 1, lease(), 0);
         let seen = *hub.starts().borrow();
-        hub.register(Uuid::now_v7(), 1);
+        hub.register(Uuid::now_v7(), 1, lease(), 0);
         assert!(!hub.may_have_started(mine, seen));
         assert!(!hub.may_have_started(other, seen), "its start came before `seen`");
-        hub.register(mine, 1);
+        hub.register(mine, 1, lease(), 0);
         assert!(hub.may_have_started(mine, seen));
         assert!(!hub.may_have_started(mine, *hub.starts().borrow()));
     }
@@ -153,7 +189,7 @@ mod tests {
         let hub = Hub::default();
         let seen = *hub.starts().borrow();
         for _ in 0..=RECENT_STARTS {
-            hub.register(Uuid::now_v7(), 1);
+            hub.register(Uuid::now_v7(), 1, lease(), 0);
         }
         assert!(hub.may_have_started(Uuid::now_v7(), seen));
         assert!(!hub.may_have_started(Uuid::now_v7(), seen + 1));

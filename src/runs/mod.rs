@@ -8,6 +8,7 @@ mod context;
 mod deliveries;
 mod error;
 mod execution;
+mod flush;
 mod follow;
 mod hub;
 mod mcp;
@@ -163,6 +164,7 @@ impl Runs {
         }
         if self.engine.settings.workers > 0 {
             tasks.spawn(worker::poll(self.engine.clone(), shutdown.clone()));
+            tasks.spawn(flush::flush(self.engine.clone(), shutdown.clone()));
         }
         tasks.spawn(deliveries::deliver(self.engine.clone(), shutdown.clone()));
         tasks.spawn(worker::recover(self.engine.clone(), shutdown));

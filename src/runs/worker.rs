@@ -1,6 +1,5 @@
 //! The worker loop: claim a run, execute it while holding its lease, commit the outcome.
 
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -118,7 +117,7 @@ pub(super) fn execute_claimed(
 ) -> impl std::future::Future<Output = Result<(), StoreError>> {
     let run_id = claim.record.run.id;
     let first_seq = stored.first().map_or(claim.last_event_seq + 1, |e| e.seq);
-    let live = engine.hub.register(run_id, first_seq);
+    let live = engine.hub.register(run_id, first_seq, claim.lease(), claim.last_event_seq);
     for event in stored {
         live.publish(event);
     }
@@ -166,12 +165,10 @@ async fn execute(
     span: &tracing::Span,
 ) -> Result<(), StoreError> {
     let live = exec.live.clone();
-    // The seq up to which the execution's events are stored.
-    let saved = AtomicI64::new(claim.last_event_seq);
     let outcome = tokio::select! {
         outcome = drive(engine, claim, exec) => Some(outcome?),
         () = live.stop.cancelled() => None,
-        () = keep_lease(engine, claim, &live, &saved) => {
+        () = keep_lease(engine, claim, &live) => {
             tracing::warn!("the run's lease was lost; its outcome is discarded");
             telemetry::failed(span, LEASE_LOST);
             return Ok(());
@@ -199,7 +196,7 @@ async fn execute(
     exec.record.run.required_action = action;
     let last = exec.record.end(status, error, exec.seq, crate::store::now());
     // A save abandoned halfway may have stored some of these: they are skipped.
-    let (mut events, _) = live.after(saved.load(Ordering::Relaxed));
+    let (mut events, _) = live.after(live.saved());
     events.push(last.clone());
     if engine.store.finish_run(claim, &exec.record, &events).await? {
         exec.seq = last.seq;
@@ -228,45 +225,23 @@ async fn release_steering(engine: &Engine, run_pk: i64) {
     }
 }
 
-/// Writes the run's events as they accumulate and renews its lease; returns only when
+/// Renews the run's lease (its events are written by the flush task); returns only when
 /// the lease is lost.
-async fn keep_lease(engine: &Engine, claim: &Claim, live: &LiveRun, saved: &AtomicI64) {
+async fn keep_lease(engine: &Engine, claim: &Claim, live: &LiveRun) {
     let settings = &engine.settings;
-    let renew_every = settings.lease / 3;
-    let mut renewed = tokio::time::Instant::now();
+    let mut wait = settings.lease / 3;
     loop {
-        tokio::time::sleep(settings.flush_interval.min(renew_every)).await;
-        let (batch, _) = live.after(saved.load(Ordering::Relaxed));
-        let held = if let Some(newest) = batch.last().map(|e| e.seq) {
-            match engine.store.save_run_events(claim, &batch).await {
-                Ok(held) => {
-                    if held {
-                        saved.store(newest, Ordering::Relaxed);
-                    }
-                    Some(held)
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "cannot store run events; retrying");
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let held = if renewed.elapsed() >= renew_every {
-            renewed = tokio::time::Instant::now();
-            match engine.store.renew_lease(claim, settings.lease).await {
-                Ok(held) => Some(held),
-                Err(error) => {
-                    tracing::warn!(%error, "cannot renew the run's lease; retrying");
-                    held
-                }
-            }
-        } else {
-            held
-        };
-        if held == Some(false) {
-            return;
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = live.lease_lost.cancelled() => return,
         }
+        wait = match engine.store.renew_lease(claim, settings.lease).await {
+            Ok(true) => settings.lease / 3,
+            Ok(false) => return,
+            Err(error) => {
+                tracing::warn!(%error, "cannot renew the run's lease; retrying");
+                settings.poll_interval
+            }
+        };
     }
 }

@@ -114,8 +114,11 @@ pub trait RunStore: Send + Sync {
     /// Extends the lease; false when it was lost.
     async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool>;
 
-    /// Records events of a run in progress; false when the lease was lost.
-    async fn save_run_events(&self, claim: &Claim, events: &[RunEvent]) -> Result<bool>;
+    /// Records events of runs in progress, all in one transaction (one statement on
+    /// Postgres); for each batch, false when its run's lease was lost, and then none of
+    /// its events are stored. Events stored before (a batch saved twice) are left as
+    /// they are.
+    async fn save_run_events(&self, batches: &[(RunLease, Vec<RunEvent>)]) -> Result<Vec<bool>>;
 
     /// Writes the run as `record` says, with its last events, in one transaction and
     /// releases the lease. A completed run appends its input and output to the session
@@ -160,6 +163,14 @@ pub struct StartNow {
 }
 
 /// A run leased to a worker.
+/// What names the lease of a claimed run: events are stored only while it holds.
+#[derive(Debug, Clone)]
+pub struct RunLease {
+    pub tenant: String,
+    pub run_pk: i64,
+    pub worker: Uuid,
+}
+
 #[derive(Debug, Clone)]
 pub struct Claim {
     pub tenant: String,
@@ -173,4 +184,10 @@ pub struct Claim {
     /// items: its history is empty, as of its creation, and need not be read. A run that
     /// starts later reads the history its claim finds.
     pub history_empty: bool,
+}
+
+impl Claim {
+    pub fn lease(&self) -> RunLease {
+        RunLease { tenant: self.tenant.clone(), run_pk: self.run_pk, worker: self.worker }
+    }
 }

@@ -2,6 +2,7 @@
 //! queue with `for update skip locked`; the session row lock orders a session's runs.
 //! Writes that SQLite makes in several statements are one round trip here.
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use sqlx::pool::PoolConnection;
@@ -17,7 +18,7 @@ use crate::store::run_rows::{
     LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
-use crate::store::{Claim, Result};
+use crate::store::{Claim, Result, RunLease};
 
 /// Inserts a new run and its first event in one round trip, unless the session is busy
 /// and the run would not queue (see [`NewRunRow`]). Under the session's row lock, taken
@@ -244,35 +245,55 @@ pub(super) async fn claim_next(
 /// The advisory lock that claims under a tenant limit take turns on.
 const CLAIM_LOCK: i64 = 0x6167_656e_7473;
 
-/// Records events of a run in progress in one statement: the update checks the lease,
-/// the insert follows only if it held. False when the lease was lost.
+/// Records events of runs in progress in one statement: the update checks each run's
+/// lease, and only the events of runs whose lease held are inserted.
 pub(super) async fn save_events(
     pool: &PgPool,
     codec: &PayloadCodec,
-    claim: &Claim,
-    events: &[RunEvent],
-) -> Result<bool> {
-    let data = sealed_events(codec, &claim.tenant, events)?;
-    let held: Option<i64> = sqlx::query_scalar(
+    batches: &[(RunLease, Vec<RunEvent>)],
+) -> Result<Vec<bool>> {
+    let (mut pks, mut workers, mut newest) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut owners, mut seqs, mut names, mut sealed) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (lease, events) in batches {
+        let Some(last) = events.last() else { continue };
+        pks.push(lease.run_pk);
+        workers.push(lease.worker);
+        newest.push(last.seq);
+        owners.extend(std::iter::repeat_n(lease.run_pk, events.len()));
+        seqs.extend(events.iter().map(|e| e.seq));
+        names.extend(events.iter().map(RunEvent::name));
+        sealed.extend(sealed_events(codec, &lease.tenant, events)?);
+    }
+    let held: HashSet<i64> = sqlx::query_scalar(
         r"with r as (
-              update runs set last_event_seq = greatest(last_event_seq, $3)
-              where pk = $1 and lease_owner = $2 and status = 'running'
-              returning pk),
+              update runs r set last_event_seq = greatest(r.last_event_seq, k.seq)
+              from unnest($1::bigint[], $2::uuid[], $3::bigint[]) as k (pk, worker, seq)
+              where r.pk = k.pk and r.lease_owner = k.worker and r.status = 'running'
+              returning r.pk),
           e as (
               insert into run_events (run_pk, seq, event, data, created_at)
-              select r.pk, t.seq, t.event, t.data, $7
-              from r, unnest($4::bigint[], $5::text[], $6::text[]) as t (seq, event, data)
+              select t.pk, t.seq, t.event, t.data, $8
+              from unnest($4::bigint[], $5::bigint[], $6::text[], $7::text[])
+                  as t (pk, seq, event, data)
+              where t.pk in (select pk from r)
               on conflict do nothing)
           select pk from r",
     )
-    .bind(claim.run_pk)
-    .bind(claim.worker)
-    .bind(events.last().map_or(0, |e| e.seq))
-    .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
-    .bind(events.iter().map(RunEvent::name).collect::<Vec<_>>())
-    .bind(data.iter().map(|d| &**d).collect::<Vec<_>>())
+    .bind(&pks)
+    .bind(&workers)
+    .bind(&newest)
+    .bind(&owners)
+    .bind(&seqs)
+    .bind(&names)
+    .bind(sealed.iter().map(|d| &**d).collect::<Vec<_>>())
     .bind(Timestamp::now())
-    .fetch_optional(pool)
-    .await?;
-    Ok(held.is_some())
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .collect();
+    Ok(batches
+        .iter()
+        .map(|(lease, events)| events.is_empty() || held.contains(&lease.run_pk))
+        .collect())
 }

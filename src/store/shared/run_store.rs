@@ -19,7 +19,7 @@ use crate::model::{
 use crate::store::idempotency::replayed_run_id;
 use crate::store::run_rows::{self, LockedRunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED};
 use crate::store::timestamp::Timestamp;
-use crate::store::{Claim, CreatedRun, Result, RunStore, StartNow};
+use crate::store::{Claim, CreatedRun, Result, RunLease, RunStore, StartNow};
 
 #[async_trait]
 impl RunStore for Store {
@@ -127,8 +127,8 @@ impl RunStore for Store {
         Ok(renewed.rows_affected() == 1)
     }
 
-    async fn save_run_events(&self, claim: &Claim, events: &[RunEvent]) -> Result<bool> {
-        save_events(self.writer(), &self.codec, claim, events).await
+    async fn save_run_events(&self, batches: &[(RunLease, Vec<RunEvent>)]) -> Result<Vec<bool>> {
+        save_events(self.writer(), &self.codec, batches).await
     }
 
     async fn finish_run(

@@ -14,7 +14,7 @@ use crate::store::run_rows::{
     self, sealed_events, InsertedRun, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
-use crate::store::{Claim, Result};
+use crate::store::{Claim, Result, RunLease};
 
 /// Adds events of a run; one stored before (a batch saved twice) is left as it is.
 async fn insert_events(
@@ -245,30 +245,37 @@ pub(super) async fn claim_next(
     .await?)
 }
 
-/// Records events of a run in progress; false when the lease was lost.
+/// Records events of runs in progress in one transaction; for each batch, false when its
+/// run's lease was lost.
 pub(super) async fn save_events(
     pool: &SqlitePool,
     codec: &PayloadCodec,
-    claim: &Claim,
-    events: &[RunEvent],
-) -> Result<bool> {
+    batches: &[(RunLease, Vec<RunEvent>)],
+) -> Result<Vec<bool>> {
     let mut tx = pool.begin().await?;
-    // The update checks the lease.
-    let held = sqlx::query(
-        r"update runs set last_event_seq = max(last_event_seq, $3)
-          where pk = $1 and lease_owner = $2 and status = 'running'",
-    )
-    .bind(claim.run_pk)
-    .bind(claim.worker)
-    .bind(events.last().map_or(0, |e| e.seq))
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if !held {
-        return Ok(false);
+    let mut held = Vec::with_capacity(batches.len());
+    for (lease, events) in batches {
+        let Some(last) = events.last() else {
+            held.push(true);
+            continue;
+        };
+        // The update checks the lease.
+        let holds = sqlx::query(
+            r"update runs set last_event_seq = max(last_event_seq, $3)
+              where pk = $1 and lease_owner = $2 and status = 'running'",
+        )
+        .bind(lease.run_pk)
+        .bind(lease.worker)
+        .bind(last.seq)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if holds {
+            insert_events(&mut tx, codec, &lease.tenant, lease.run_pk, events).await?;
+        }
+        held.push(holds);
     }
-    insert_events(&mut tx, codec, &claim.tenant, claim.run_pk, events).await?;
     tx.commit().await?;
-    Ok(true)
+    Ok(held)
 }
