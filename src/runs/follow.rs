@@ -65,7 +65,7 @@ async fn pump(
             let mut changes = live.changes();
             loop {
                 changes.borrow_and_update();
-                let (events, closed) = live.after(cursor);
+                let (events, closed) = live.shown_after(cursor);
                 for event in events {
                     cursor = event.seq;
                     let ends = event.ends_stream();

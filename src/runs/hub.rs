@@ -16,6 +16,12 @@ use crate::store::RunLease;
 /// tell whether it was its run's without asking the database.
 const RECENT_STARTS: usize = 4096;
 
+/// How far the events shown to followers may run ahead of those stored. A run executed
+/// again after its worker was lost numbers its events from this far past the stored
+/// ones, so that a follower of the lost execution that reconnects with the id of an event
+/// never stored still gets every event of the new one, each once.
+pub(crate) const UNSTORED_SHOWN: i64 = 10_000;
+
 #[derive(Default)]
 pub(crate) struct Hub {
     live: Mutex<HashMap<Uuid, Arc<LiveRun>>>,
@@ -153,7 +159,24 @@ impl LiveRun {
 
     /// The events through `seq` are stored.
     pub(crate) fn mark_saved(&self, seq: i64) {
-        self.saved.fetch_max(seq, Ordering::AcqRel);
+        let before = self.saved.fetch_max(seq, Ordering::AcqRel);
+        let newest = self.first_seq + lock(&self.events).0.len() as i64 - 1;
+        if newest > before + UNSTORED_SHOWN {
+            // Followers held back at the limit may go on.
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// What a follower may be shown after `seq`: no event more than [`UNSTORED_SHOWN`]
+    /// past the stored ones, and whether the execution is over.
+    pub(crate) fn shown_after(&self, seq: i64) -> (Vec<RunEvent>, bool) {
+        let limit = self.saved() + UNSTORED_SHOWN;
+        let guard = lock(&self.events);
+        let start = usize::try_from(seq + 1 - self.first_seq).unwrap_or(0);
+        let end = usize::try_from(limit + 1 - self.first_seq).unwrap_or(0);
+        let end = end.clamp(start, guard.0.len().max(start));
+        let fresh = guard.0.get(start..end).unwrap_or_default().to_vec();
+        (fresh, guard.1)
     }
 }
 
@@ -165,6 +188,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::RunEventKind;
 
     fn lease() -> RunLease {
         RunLease { tenant: "t".into(), run_pk: 1, worker: Uuid::now_v7() }
@@ -182,6 +206,27 @@ mod tests {
         hub.register(mine, 1, lease(), 0);
         assert!(hub.may_have_started(mine, seen));
         assert!(!hub.may_have_started(mine, *hub.starts().borrow()));
+    }
+
+    #[test]
+    fn followers_are_shown_no_further_than_the_limit_past_the_stored_events() {
+        let live = Hub::default().register(Uuid::now_v7(), 1, lease(), 0);
+        let delta = |seq| RunEvent { seq, kind: RunEventKind::TextDelta("a".into()) };
+        for seq in 1..=UNSTORED_SHOWN + 5 {
+            live.publish(delta(seq));
+        }
+        let (shown, _) = live.shown_after(0);
+        assert_eq!(shown.last().map(|e| e.seq), Some(UNSTORED_SHOWN));
+        let mut changes = live.changes();
+        changes.borrow_and_update();
+        live.mark_saved(3);
+        assert!(changes.has_changed().unwrap(), "held-back followers are woken");
+        let (shown, _) = live.shown_after(UNSTORED_SHOWN);
+        assert_eq!(
+            shown.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            (UNSTORED_SHOWN + 1..=UNSTORED_SHOWN + 3).collect::<Vec<_>>()
+        );
+        assert_eq!(live.after(0).0.len() as i64, UNSTORED_SHOWN + 5, "the writer takes them all");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::execution::Execution;
 use super::execution::Outcome;
-use super::hub::LiveRun;
+use super::hub::{LiveRun, UNSTORED_SHOWN};
 use super::spans;
 use super::turn::{drive, take_steering};
 use super::Engine;
@@ -116,8 +116,14 @@ pub(super) fn execute_claimed(
     stored: Vec<RunEvent>,
 ) -> impl std::future::Future<Output = Result<(), StoreError>> {
     let run_id = claim.record.run.id;
-    let first_seq = stored.first().map_or(claim.last_event_seq + 1, |e| e.seq);
-    let live = engine.hub.register(run_id, first_seq, claim.lease(), claim.last_event_seq);
+    // Attempts count the claims since the run last waited for its client: a later one
+    // follows a worker lost with events it may have shown and never stored.
+    let numbered_from = match claim.attempts {
+        ..=1 => claim.last_event_seq,
+        _ => claim.last_event_seq + UNSTORED_SHOWN,
+    };
+    let first_seq = stored.first().map_or(numbered_from + 1, |e| e.seq);
+    let live = engine.hub.register(run_id, first_seq, claim.lease(), numbered_from);
     for event in stored {
         live.publish(event);
     }
@@ -127,7 +133,7 @@ pub(super) fn execute_claimed(
         let engine = &*engine;
         let mut exec = Execution {
             record: claim.record.clone(),
-            seq: claim.last_event_seq,
+            seq: numbered_from,
             live: live.clone(),
             partial: String::new(),
         };
@@ -200,6 +206,7 @@ async fn execute(
     events.push(last.clone());
     if engine.store.finish_run(claim, &exec.record, &events).await? {
         exec.seq = last.seq;
+        exec.live.mark_saved(last.seq);
         exec.live.publish(last);
         tracing::info!(status = %status, "run finished");
         spans::record_outcome(span, &exec.record.run, &claim.record.run.usage);

@@ -94,6 +94,8 @@ impl Translator for Native {
 /// them live. The stream ends after `run.completed`, `run.failed`, `run.cancelled`,
 /// `run.interrupted` or `run.requires_action`, or with the comment `: shutting down:
 /// reconnect with Last-Event-ID` when the replica stops: follow again from the last id.
+/// Ids increase through a run but may skip: a run executed again after its replica died
+/// starts 10,000 past its last stored event, with a new `run.started`.
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/runs/{run_id}/events", tag = "runs",
     params(
         TenantRun,

@@ -579,6 +579,8 @@ export const cancelRun = <ThrowOnError extends boolean = false>(options: Options
  * them live. The stream ends after `run.completed`, `run.failed`, `run.cancelled`,
  * `run.interrupted` or `run.requires_action`, or with the comment `: shutting down:
  * reconnect with Last-Event-ID` when the replica stops: follow again from the last id.
+ * Ids increase through a run but may skip: a run executed again after its replica died
+ * starts 10,000 past its last stored event, with a new `run.started`.
  */
 export const runEvents = <ThrowOnError extends boolean = false>(options: Options<RunEventsData, ThrowOnError, RunEventsResponse>) => (options.client ?? client).sse.get<RunEventsResponses, RunEventsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
