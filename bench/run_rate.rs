@@ -9,6 +9,9 @@
 //! `workers` workers (default 16) and 32 connections. Prints runs per second and, on
 //! Postgres, the database's commits per run (`pg_stat_database`), which counts the
 //! round trips that each end a transaction: statements outside one, and `COMMIT`s.
+//! Then, on Postgres, pgbench runs a run's minimal statements as three transactions
+//! (`bench/side_by_side/run.sql`) on the same database with as many clients, and the
+//! ratio of the two rates is printed.
 
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
@@ -71,12 +74,20 @@ async fn main() {
     let elapsed = started.elapsed().as_secs_f64();
     let after = commits.read().await;
 
+    let rate = runs as f64 / elapsed;
     println!("backend {backend}, {clients} clients, {workers} workers, {seconds} s");
-    println!("runs/s {:.0} ({runs} runs)", runs as f64 / elapsed);
+    println!("runs/s {rate:.0} ({runs} runs)");
     if let (Some(before), Some(after)) = (before, after) {
         println!("commits per run {:.1}", (after - before) as f64 / runs as f64);
     }
     shutdown.cancel();
+    if backend == "postgres" {
+        let raw = raw_runs(&database.url, clients, seconds).await;
+        println!(
+            "raw pgbench runs/s {raw:.0} (bench/side_by_side/run.sql); ratio {:.2}",
+            rate / raw
+        );
+    }
     database.drop().await;
 }
 
@@ -113,6 +124,33 @@ async fn load(
         task.await.unwrap();
     }
     finished.load(Ordering::Relaxed)
+}
+
+/// Runs per second of pgbench running a run's minimal statements (three transactions) on
+/// the same database, with `clients` connections; its texts are as long as the service's
+/// were on average.
+async fn raw_runs(url: &str, clients: u64, seconds: u64) -> f64 {
+    let pool = PgPool::connect(url).await.unwrap();
+    let (run, item): (f64, f64) = sqlx::query_as(
+        "select (select avg(length(body))::float8 from runs),
+                (select avg(length(body))::float8 from items)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    sqlx::query("vacuum analyze").execute(&pool).await.unwrap();
+    let text = |n: f64| "x".repeat(n as usize);
+    let output = std::process::Command::new("pgbench")
+        .args(["-n", "-M", "prepared", "-j", "2", "-f", "bench/side_by_side/run.sql"])
+        .args(["-c", &clients.to_string(), "-T", &seconds.to_string()])
+        .args(["-D", &format!("body={}", text(run)), "-D", &format!("item={}", text(item))])
+        .arg(url)
+        .output()
+        .expect("pgbench runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let tps = stdout.lines().find_map(|l| l.strip_prefix("tps = "));
+    let tps = tps.and_then(|rest| rest.split_whitespace().next()?.parse().ok());
+    tps.unwrap_or_else(|| panic!("pgbench: {stdout}{}", String::from_utf8_lossy(&output.stderr)))
 }
 
 /// The scratch database's commit counter, on Postgres.
