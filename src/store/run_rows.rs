@@ -92,21 +92,39 @@ pub(super) struct LockedRunRow {
     pub run: RunRow,
 }
 
-impl LockedRunRow {
+/// Whether a claimed run's session has no items, as the claim found it: the run then
+/// need not read its history. For the `returning` of an update of `runs` named `runs`.
+pub(super) fn history_empty(runs: &str) -> String {
+    format!(
+        "not exists (select 1 from sessions s \
+         where s.pk = {runs}.session_pk and s.item_count > 0) as history_empty"
+    )
+}
+
+/// A run a worker claimed from the queue.
+#[derive(sqlx::FromRow)]
+pub(super) struct ClaimedRunRow {
+    #[sqlx(flatten)]
+    pub locked: LockedRunRow,
+    pub history_empty: bool,
+}
+
+impl ClaimedRunRow {
     pub(super) fn into_claim(
         self,
         codec: &PayloadCodec,
         worker: Uuid,
     ) -> Result<Claim, StoreError> {
-        let record = self.run.into_record(codec, &self.tenant_id)?;
+        let locked = self.locked;
+        let record = locked.run.into_record(codec, &locked.tenant_id)?;
         Ok(Claim {
-            tenant: self.tenant_id,
-            run_pk: self.pk,
+            tenant: locked.tenant_id,
+            run_pk: locked.pk,
             worker,
-            last_event_seq: self.last_event_seq,
-            attempts: self.attempts,
+            last_event_seq: locked.last_event_seq,
+            attempts: locked.attempts,
             record,
-            history_empty: false,
+            history_empty: self.history_empty,
         })
     }
 }

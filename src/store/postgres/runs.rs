@@ -14,8 +14,8 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, sealed_events, InsertedRun, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT,
-    LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
+    self, history_empty, sealed_events, ClaimedRunRow, InsertedRun, NewRunRow,
+    EXECUTING_PER_TENANT, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result, RunLease};
@@ -195,7 +195,7 @@ pub(super) async fn claim_next(
     lease_expires_at: Timestamp,
     now: Timestamp,
     tenant_limit: Option<i64>,
-) -> Result<Option<LockedRunRow>> {
+) -> Result<Option<ClaimedRunRow>> {
     let sql = format!(
         r"with executing as ({EXECUTING_PER_TENANT}),
           next as (
@@ -213,7 +213,8 @@ pub(super) async fn claim_next(
           update runs r set status = 'running', lease_owner = $1, lease_expires_at = $2,
               attempts = r.attempts + 1, started_at = coalesce(r.started_at, $3)
           from next where r.pk = next.pk
-          returning {LOCKED_COLUMNS}, {RUN_COLUMNS}"
+          returning {LOCKED_COLUMNS}, {RUN_COLUMNS}, {history_empty}",
+        history_empty = history_empty("r"),
     );
     let claim =
         || sqlx::query_as(&sql).bind(worker).bind(lease_expires_at).bind(now).bind(tenant_limit);

@@ -11,7 +11,8 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, sealed_events, InsertedRun, LockedRunRow, NewRunRow, EXECUTING_PER_TENANT, UNFINISHED,
+    self, history_empty, sealed_events, ClaimedRunRow, InsertedRun, NewRunRow,
+    EXECUTING_PER_TENANT, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result, RunLease};
@@ -217,7 +218,7 @@ pub(super) async fn claim_next(
     lease_expires_at: Timestamp,
     now: Timestamp,
     tenant_limit: Option<i64>,
-) -> Result<Option<LockedRunRow>> {
+) -> Result<Option<ClaimedRunRow>> {
     // One statement under SQLite's single writer: no other claim counts in between.
     Ok(sqlx::query_as(&format!(
         r"update runs set status = 'running', lease_owner = $1, lease_expires_at = $2,
@@ -235,7 +236,8 @@ pub(super) async fn claim_next(
                 and ($4 is null or coalesce(e.n, 0) < $4)
               order by coalesce(e.n, 0), q.pk limit 1)
           returning pk, tenant_id, last_event_seq, attempts,
-              status, started_at, finished_at, body",
+              status, started_at, finished_at, body, {history_empty}",
+        history_empty = history_empty("runs"),
     ))
     .bind(worker)
     .bind(lease_expires_at)
