@@ -145,6 +145,18 @@ impl RunStore for Store {
     }
 
     async fn release_steering(&self, run_pk: Option<i64>) -> Result<u64> {
+        if let Some(run_pk) = run_pk {
+            // Few runs are steered: a look is one round trip, the release three. A run
+            // that finished takes no more input; any that came before is seen here.
+            let steered: bool =
+                sqlx::query_scalar("select exists (select 1 from run_steering where run_pk = $1)")
+                    .bind(run_pk)
+                    .fetch_one(self.writer())
+                    .await?;
+            if !steered {
+                return Ok(0);
+            }
+        }
         let mut tx = self.writer().begin().await?;
         let queued = steering::release(&mut tx, &self.codec, run_pk, crate::store::now()).await?;
         tx.commit().await?;
