@@ -19,11 +19,11 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod litellm;
 mod post;
 mod process;
 mod statistics;
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,7 +33,6 @@ use agent_sessions::store::{self, SessionStore};
 use clap::Parser;
 use fake_llm::{FakeLlm, Reply};
 use serde_json::{json, Value};
-use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use database::BenchDatabase;
@@ -41,7 +40,6 @@ use post::post_json;
 use statistics::analyze;
 
 const ANSWER: &str = "The quick brown fox jumps over";
-const LITELLM_KEY: &str = "sk-bench-0123456789abcdef0123456789abcdef";
 const SIZES: [usize; 2] = [20, 1000];
 
 /// One of the three ways to the fake, with what it is sent and how its first token looks.
@@ -78,7 +76,7 @@ async fn main() {
     let base = format!("http://{}", app.local_addr().unwrap());
     let shutdown = CancellationToken::new();
     tokio::spawn(app.run(shutdown.clone()));
-    let (_proxy, proxy_url) = start_litellm(&litellm, &llm.base_url()).await;
+    let (_proxy, proxy_url) = litellm::start(&litellm, &llm.base_url()).await;
     let http = reqwest::Client::new();
 
     let mut report = Vec::new();
@@ -107,7 +105,7 @@ async fn main() {
             url: format!("{proxy_url}/v1/responses"),
             streamed_body: with_stream(&proxied),
             body: proxied,
-            bearer: Some(LITELLM_KEY),
+            bearer: Some(litellm::KEY),
             first_token: "response.output_text.delta",
         };
         let mut timings: [Timings; 3] = Default::default();
@@ -197,45 +195,6 @@ async fn call(http: &reqwest::Client, route: &Route, body: &Value) -> (Duration,
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|window| window == needle)
-}
-
-/// LiteLLM's proxy with one model, `bench`, bridged to the fake's Chat Completions.
-async fn start_litellm(litellm: &str, llm_base_url: &str) -> (Child, String) {
-    let dir = tempfile::TempDir::new().unwrap();
-    let config = dir.path().join("litellm.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "model_list:\n  - model_name: bench\n    litellm_params:\n      \
-             model: openai/chat_completions/bench\n      api_base: {llm_base_url}\n      api_key: fake\n"
-        ),
-    )
-    .unwrap();
-    let port = process::free_port();
-    let child = Command::new(litellm)
-        .args([
-            "--config",
-            config.to_str().unwrap(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-        ])
-        .env("LITELLM_MASTER_KEY", LITELLM_KEY)
-        // Its model price list from the package, not from the network.
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        // It would keep its own tables in the service's database.
-        .env_remove("DATABASE_URL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("LiteLLM starts");
-    let url = format!("http://127.0.0.1:{port}");
-    let up = process::answers(&format!("{url}/health/liveliness"), Duration::from_secs(120)).await;
-    assert!(up, "LiteLLM's proxy was not up within 120 s");
-    // The config is read at start; the directory may go.
-    (child, url)
 }
 
 fn print(backend: &str, rounds: usize, report: &[(usize, [Timings; 3])]) {

@@ -21,6 +21,7 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod litellm;
 mod process;
 
 use std::collections::HashMap;
@@ -60,7 +61,7 @@ async fn main() {
     let database = BenchDatabase::create(&backend).await;
     let service = Service::start(&database.url, &llm.base_url(), load.runs + 8).await;
     let backends = Backends::of(&backend, &database.url).await;
-    let row = measure(&load, &service.process, Some(&backends), |http, n| {
+    let row = measure(&load, service.process.id(), Some(&backends), |http, n| {
         let url = format!("{}/v1/sessions/bench-{n}/runs", service.base);
         let request = http.post(url).json(&json!({"input": "hi", "stream": true}));
         (request, Protocol::Runs)
@@ -71,15 +72,16 @@ async fn main() {
     database.drop().await;
 
     if let Ok(litellm) = std::env::var("LITELLM") {
-        let proxy = LiteLlm::start(&litellm, &llm.base_url()).await;
-        let row = measure(&load, &proxy.process, None, |http, _| {
-            let url = format!("{}/v1/chat/completions", proxy.base);
+        let (proxy, base) = litellm::start(&litellm, &llm.base_url()).await;
+        let pid = proxy.id().expect("LiteLLM's proxy runs");
+        let row = measure(&load, pid, None, |http, _| {
+            let url = format!("{base}/v1/chat/completions");
             let body = json!({
                 "model": "bench",
                 "stream": true,
                 "messages": [{"role": "user", "content": "hi"}],
             });
-            (http.post(url).bearer_auth(MASTER_KEY).json(&body), Protocol::ChatCompletions)
+            (http.post(url).bearer_auth(litellm::KEY).json(&body), Protocol::ChatCompletions)
         })
         .await;
         println!("| LiteLLM proxy | {row}");
@@ -124,54 +126,6 @@ impl Drop for Service {
     }
 }
 
-/// The proxy refuses to start without a key of this form.
-const MASTER_KEY: &str = "sk-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-/// LiteLLM's proxy in front of the fake, one process (and whatever it forks).
-struct LiteLlm {
-    process: Child,
-    base: String,
-    _config: tempfile::TempDir,
-}
-
-impl LiteLlm {
-    async fn start(command: &str, llm_url: &str) -> Self {
-        let dir = tempfile::TempDir::new().unwrap();
-        let config = dir.path().join("litellm.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "model_list:\n  - model_name: bench\n    litellm_params:\n      \
-                 model: openai/bench\n      api_base: {llm_url}\n      api_key: fake\n"
-            ),
-        )
-        .unwrap();
-        let port = free_port();
-        let process = Command::new(command)
-            .args(["--config", config.to_str().unwrap(), "--port", &port.to_string()])
-            .args(["--host", "127.0.0.1", "--num_workers", "1"])
-            // It would keep its keys and spend in a database it finds here.
-            .env_remove("DATABASE_URL")
-            .env("LITELLM_LOG", "ERROR")
-            .env("LITELLM_MASTER_KEY", MASTER_KEY)
-            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start LiteLLM's proxy");
-        let base = format!("http://127.0.0.1:{port}");
-        let ready = answers(&format!("{base}/health/liveliness"), Duration::from_secs(120)).await;
-        assert!(ready, "LiteLLM's proxy did not answer");
-        Self { process, base, _config: dir }
-    }
-}
-
-impl Drop for LiteLlm {
-    fn drop(&mut self) {
-        stop(&mut self.process);
-    }
-}
-
 fn stop(process: &mut Child) {
     let _ = Command::new("kill").arg(process.id().to_string()).status();
     let _ = process.wait();
@@ -197,18 +151,18 @@ struct Seen {
 
 async fn measure(
     load: &Load,
-    server: &Child,
+    server: u32,
     backends: Option<&Backends>,
     request: impl Fn(&reqwest::Client, usize) -> (reqwest::RequestBuilder, Protocol),
 ) -> String {
     let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let pids = tree(server.id());
+    let pids = tree(server);
     let rss_idle = rss(&pids);
     let peak = Arc::new(AtomicU64::new(rss_idle));
     let done = Arc::new(AtomicBool::new(false));
     let sampler = tokio::spawn({
-        let (peak, done, root) = (peak.clone(), done.clone(), server.id());
+        let (peak, done, root) = (peak.clone(), done.clone(), server);
         async move {
             while !done.load(Ordering::Relaxed) {
                 peak.fetch_max(rss(&tree(root)), Ordering::Relaxed);
@@ -220,7 +174,7 @@ async fn measure(
         Some(backends) => backends.cpu().await,
         None => HashMap::new(),
     };
-    let server_before = cpu(&tree(server.id()));
+    let server_before = cpu(&tree(server));
 
     let clients: Vec<_> = (0..load.runs)
         .map(|n| {
@@ -233,7 +187,7 @@ async fn measure(
         seen.push(client.await.unwrap());
     }
 
-    let server_cpu = cpu(&tree(server.id())).saturating_sub(server_before);
+    let server_cpu = cpu(&tree(server)).saturating_sub(server_before);
     let database_cpu = match backends {
         Some(backends) => {
             let after = backends.cpu().await;
