@@ -2,8 +2,12 @@
 //! a write per run cost Postgres more per streamed token than the service spent on it.
 //! Followers here have each event from memory at once; the database has it within a
 //! flush interval, for followers of other replicas and for those that reconnect.
+//!
+//! The same task looks, in one read, whether the runs that ended since the last flush
+//! had input steered into them: few runs are steered, and a look per run was a round
+//! trip per run for nothing.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use tokio_util::sync::CancellationToken;
 
@@ -24,9 +28,7 @@ pub(super) async fn flush(engine: Arc<Engine>, shutdown: CancellationToken) {
     loop {
         interval.tick().await;
         let executing = engine.hub.executing();
-        if executing.is_empty() && shutdown.is_cancelled() {
-            return;
-        }
+        let done = executing.is_empty() && shutdown.is_cancelled();
         let mut pending: Vec<(Arc<LiveRun>, Batch)> = executing
             .into_iter()
             .filter_map(|live| {
@@ -40,6 +42,33 @@ pub(super) async fn flush(engine: Arc<Engine>, shutdown: CancellationToken) {
         let (runs, batches): (Vec<_>, Vec<_>) = pending.into_iter().unzip();
         for (runs, batches) in runs.chunks(RUNS_PER_WRITE).zip(batches.chunks(RUNS_PER_WRITE)) {
             write(&engine, runs, batches).await;
+        }
+        release_steering(&engine).await;
+        if done {
+            return;
+        }
+    }
+}
+
+/// Queues the input steered into the runs that ended since the last look and that they
+/// never took. A run that ended takes no more input, so the look sees all there is.
+/// Should this fail, or the process stop first, the recovery loop of any replica does it.
+async fn release_steering(engine: &Engine) {
+    let ended = std::mem::take(&mut *engine.ended.lock().unwrap_or_else(PoisonError::into_inner));
+    for runs in ended.chunks(RUNS_PER_WRITE) {
+        let steered = match engine.store.steered_runs(runs).await {
+            Ok(steered) => steered,
+            Err(error) => {
+                tracing::warn!(%error, "cannot look for input steered into runs");
+                continue;
+            }
+        };
+        for run_pk in steered {
+            match engine.store.release_steering(Some(run_pk)).await {
+                Ok(0) => {}
+                Ok(_) => engine.work.notify_one(),
+                Err(error) => tracing::warn!(%error, "cannot queue the input steered into a run"),
+            }
         }
     }
 }

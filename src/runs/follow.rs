@@ -11,18 +11,34 @@ use super::Engine;
 use crate::model::{RunEvent, RunEventKind, RunStatus, SessionId};
 use crate::store::StoreError;
 
-/// The stream of a run's events after `after`, ending after the event that ends the
+/// Where following a run starts.
+pub(crate) enum From {
+    /// After the event with this seq.
+    After(i64),
+    /// At a run this replica just created queued.
+    Created(Created),
+}
+
+/// What the request that created a queued run knows of it without asking the database:
+/// its one event, and how many starts the hub had announced before the run existed.
+#[derive(Debug, Clone)]
+pub(crate) struct Created {
+    pub event: RunEvent,
+    pub seen: u64,
+}
+
+/// The stream of a run's events from `from`, ending after the event that ends the
 /// stream: a final status, or `run.requires_action` while the run still waits.
 pub(crate) fn follow(
     engine: Arc<Engine>,
     tenant: String,
     session_id: SessionId,
     run_id: Uuid,
-    after: i64,
+    from: From,
 ) -> impl Stream<Item = Result<RunEvent, StoreError>> {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
-        let result = pump(&engine, &tenant, &session_id, run_id, after, &tx).await;
+        let result = pump(&engine, &tenant, &session_id, run_id, from, &tx).await;
         if let Err(error) = result {
             let _ = tx.send(Err(error)).await;
         }
@@ -42,9 +58,13 @@ async fn pump(
     tenant: &str,
     session_id: &SessionId,
     run_id: Uuid,
-    mut cursor: i64,
+    from: From,
     tx: &mpsc::Sender<Result<RunEvent, StoreError>>,
 ) -> Result<(), StoreError> {
+    let (mut cursor, mut created) = match from {
+        From::After(after) => (after, None),
+        From::Created(created) => (0, Some(created)),
+    };
     let send = |event: RunEvent| async move { tx.send(Ok(event)).await.map_err(|_| Gone) };
     // Whether the last event sent ends a stream: it is not sent again at the end.
     let mut sent_ending = false;
@@ -84,6 +104,21 @@ async fn pump(
             // The execution ended without a final event here (its lease was lost, say):
             // the database knows how the run went on.
             continue;
+        }
+        // A run created queued by the request that follows it has nothing else to tell
+        // until it starts: with many runs queued, reading it now would be a read per run
+        // for nothing. Should it start elsewhere or be stopped there, the poll finds out.
+        if let Some(created) = created.take() {
+            if !engine.hub.may_have_started(run_id, created.seen) {
+                cursor = created.event.seq;
+                if send(created.event).await.is_err() {
+                    return Ok(());
+                }
+                if wait_for_start(engine, &mut starts, seen, run_id, tx).await.is_err() {
+                    return Ok(());
+                }
+                continue;
+            }
         }
         let (events, status) = engine.store.run_events(tenant, session_id, run_id, cursor).await?;
         for event in events {

@@ -86,6 +86,11 @@ impl Hub {
         self.started.subscribe()
     }
 
+    /// How many starts have been announced so far.
+    pub(crate) fn announced(&self) -> u64 {
+        *self.started.borrow()
+    }
+
     /// Whether `run_id` may have been announced here (it started, or was stopped while
     /// queued) after the first `seen` announcements: false only when the hub remembers
     /// every one since and none was this run's.

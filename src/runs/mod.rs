@@ -98,6 +98,9 @@ pub(crate) struct Engine {
     slots: Arc<Semaphore>,
     /// The runs started at creation, which shutdown waits for like a worker's run.
     started: TaskTracker,
+    /// The `pk`s of runs that ended here since the flush last looked: it queues the
+    /// input steered into them that they never took (see `flush::release_steering`).
+    ended: std::sync::Mutex<Vec<i64>>,
     webhook_client: reqwest::Client,
     metrics: Arc<EngineMetrics>,
 }
@@ -130,6 +133,7 @@ impl Runs {
                 work: Notify::new(),
                 slots: Arc::new(Semaphore::new(settings.workers)),
                 started: TaskTracker::new(),
+                ended: std::sync::Mutex::default(),
                 webhook_client,
                 metrics,
             }),
@@ -196,7 +200,24 @@ impl Runs {
         run_id: Uuid,
         after: i64,
     ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
-        follow::follow(self.engine.clone(), tenant.to_owned(), session_id.clone(), run_id, after)
+        let from = follow::From::After(after);
+        follow::follow(self.engine.clone(), tenant.to_owned(), session_id.clone(), run_id, from)
+    }
+
+    /// A run's events from its first, as [`Runs::events`], for the request that started it.
+    pub fn started_events(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        started: &Started,
+    ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
+        let from = match &started.created {
+            Some(created) => follow::From::Created(created.clone()),
+            None => follow::From::After(0),
+        };
+        let (engine, tenant, session_id) =
+            (self.engine.clone(), tenant.to_owned(), session_id.clone());
+        follow::follow(engine, tenant, session_id, started.run.id, from)
     }
 
     /// Waits until the run finishes or needs the client, and returns it.
@@ -207,7 +228,29 @@ impl Runs {
         run_id: Uuid,
         after: i64,
     ) -> Result<Run> {
-        let mut events = std::pin::pin!(self.events(tenant, session_id, run_id, after));
+        let events = self.events(tenant, session_id, run_id, after);
+        self.wait_for(tenant, session_id, run_id, events).await
+    }
+
+    /// Waits as [`Runs::wait`] for the request that started the run.
+    pub async fn wait_started(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        started: &Started,
+    ) -> Result<Run> {
+        let events = self.started_events(tenant, session_id, started);
+        self.wait_for(tenant, session_id, started.run.id, events).await
+    }
+
+    async fn wait_for(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        events: impl Stream<Item = Result<RunEvent, StoreError>>,
+    ) -> Result<Run> {
+        let mut events = std::pin::pin!(events);
         let mut last = None;
         while let Some(event) = events.next().await {
             last = Some(event?);

@@ -9,10 +9,11 @@ use uuid::Uuid;
 
 use super::config::{self, ConfigRequest};
 use super::error::{Result, RunsError};
+use super::follow::Created;
 use super::{worker, Runs};
 use crate::model::{
     json_error_message, run_items, IdempotencyKey, IfBusy, InvalidField, ItemBody, Metadata,
-    NewRun, Run, RunEvent, SessionId, StopAction,
+    NewRun, Run, RunEvent, RunStatus, SessionId, StopAction,
 };
 use crate::store::{SessionStore, StartNow, StoreError};
 
@@ -43,6 +44,24 @@ pub struct Started {
     pub run: Run,
     /// The run of an earlier request with the same Idempotency-Key.
     pub replayed: bool,
+    /// Set when this request created the run queued: following it needs no read yet.
+    pub(super) created: Option<Created>,
+}
+
+impl Started {
+    /// A run this request did not create queued (a replay, a run started at once or
+    /// the unfinished run steered input joined).
+    fn found(run: Run, replayed: bool) -> Self {
+        Self { run, replayed, created: None }
+    }
+
+    /// The run a creation answered with, which is new if its id is `new_id`; `seen` is
+    /// how many starts the hub had announced before the creation.
+    fn of(run: Run, replayed: bool, new_id: Uuid, seen: u64) -> Self {
+        let queued = run.status == RunStatus::Queued && run.id == new_id && !replayed;
+        let created = queued.then(|| Created { event: RunEvent::for_status(1, &run), seen });
+        Self { run, replayed, created }
+    }
 }
 
 impl Runs {
@@ -59,7 +78,7 @@ impl Runs {
             // Answered before anything of the request is looked up again: its agent may
             // be gone by now. `create_run` decides again, atomically, for racing retries.
             if let Some(run) = replayed_run(store, tenant, session_id, key).await? {
-                return Ok(Started { run, replayed: true });
+                return Ok(Started::found(run, true));
             }
         }
         let input = parse_input(&request.input)?;
@@ -117,12 +136,15 @@ impl Runs {
         // tenant's executing runs across replicas.
         let start_now = start_now && engine.settings.tenant_max_active_runs.is_none();
         let slot = start_now.then(|| engine.slots.clone().try_acquire_owned().ok()).flatten();
+        // Before the run exists, so that its start cannot be missed.
+        let seen = engine.hub.announced();
+        let new_id = run.id;
         let Some(slot) = slot else {
             let created = engine.store.create_run(tenant, session_id, run, if_busy, None).await?;
             if !created.replayed {
                 self.wake();
             }
-            return Ok(Started { run: created.run, replayed: created.replayed });
+            return Ok(Started::of(created.run, created.replayed, new_id, seen));
         };
         // Creation and the execution it may start run in a task of their own: a request
         // that goes away while its run is being committed must not leave the run claimed
@@ -150,7 +172,8 @@ impl Runs {
             if execution.is_none() && !created.replayed {
                 engine.work.notify_one();
             }
-            let _ = answer.send(Ok(Started { run: created.run, replayed: created.replayed }));
+            let started = Started::of(created.run, created.replayed, new_id, seen);
+            let _ = answer.send(Ok(started));
             if let Some(execution) = execution {
                 if let Err(error) = execution.await {
                     tracing::warn!(%error, "cannot finish a run");

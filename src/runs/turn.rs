@@ -65,13 +65,16 @@ pub(super) async fn drive(
         max_output_tokens: config.max_output_tokens,
         sampling: config.sampling.clone(),
     };
+    let mut look_for_steering = claim.steered;
     loop {
         // The calls of the last model call, or of a paused run the client answered.
         let settled = calls::settle(engine, &claim.tenant, exec, &config, &mut mcp, &history.mcp);
         if let Some(pause) = settled.await {
             return Ok(pause);
         }
-        take_steering(engine, claim, exec).await?;
+        if std::mem::replace(&mut look_for_steering, true) {
+            take_steering(engine, claim, exec).await?;
+        }
         let mut current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
         offer.rename(&mut current);
         request.messages = match build_messages(

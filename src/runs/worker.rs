@@ -1,6 +1,6 @@
 //! The worker loop: claim a run, execute it while holding its lease, commit the outcome.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
@@ -213,23 +213,13 @@ async fn execute(
         let code = exec.record.run.error.as_ref().map(|e| e.code.as_str());
         engine.metrics.run_ended(status.as_str(), code);
         if status.is_final() {
-            release_steering(engine, claim.run_pk).await;
+            engine.ended.lock().unwrap_or_else(PoisonError::into_inner).push(claim.run_pk);
         }
     } else {
         tracing::warn!("the run's lease was lost before it finished; its outcome is discarded");
         telemetry::failed(span, LEASE_LOST);
     }
     Ok(())
-}
-
-/// Queues the input steered into a finished run that it never took; should this fail,
-/// the recovery loop does it.
-async fn release_steering(engine: &Engine, run_pk: i64) {
-    match engine.store.release_steering(Some(run_pk)).await {
-        Ok(0) => {}
-        Ok(_) => engine.work.notify_one(),
-        Err(error) => tracing::warn!(%error, "cannot queue the input steered into a run"),
-    }
 }
 
 /// Renews the run's lease (its events are written by the flush task); returns only when

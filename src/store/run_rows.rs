@@ -92,12 +92,14 @@ pub(super) struct LockedRunRow {
     pub run: RunRow,
 }
 
-/// Whether a claimed run's session has no items, as the claim found it: the run then
-/// need not read its history. For the `returning` of an update of `runs` named `runs`.
-pub(super) fn history_empty(runs: &str) -> String {
+/// What a claim finds beside the run, so that the run need not read it again: whether
+/// its session has no items (no history to read) and whether input has been steered
+/// into it. For the `returning` of an update of `runs` named `runs`.
+pub(super) fn claim_facts(runs: &str) -> String {
     format!(
         "not exists (select 1 from sessions s \
-         where s.pk = {runs}.session_pk and s.item_count > 0) as history_empty"
+         where s.pk = {runs}.session_pk and s.item_count > 0) as history_empty, \
+         exists (select 1 from run_steering t where t.run_pk = {runs}.pk) as steered"
     )
 }
 
@@ -107,6 +109,7 @@ pub(super) struct ClaimedRunRow {
     #[sqlx(flatten)]
     pub locked: LockedRunRow,
     pub history_empty: bool,
+    pub steered: bool,
 }
 
 impl ClaimedRunRow {
@@ -125,6 +128,7 @@ impl ClaimedRunRow {
             attempts: locked.attempts,
             record,
             history_empty: self.history_empty,
+            steered: self.steered,
         })
     }
 }
@@ -256,6 +260,7 @@ pub(super) fn claim_new(
         last_event_seq: 1,
         attempts: 1,
         history_empty,
+        steered: false,
     }
 }
 

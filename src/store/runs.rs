@@ -135,6 +135,9 @@ pub trait RunStore: Send + Sync {
     /// `RunRecord::steered_through`), each with its number.
     async fn take_steering(&self, claim: &Claim, after: i64) -> Result<Vec<(i64, Steer)>>;
 
+    /// Which of the runs `run_pks` have input steered into them, taken or not.
+    async fn steered_runs(&self, run_pks: &[i64]) -> Result<Vec<i64>>;
+
     /// Queues the input that finished runs (`run_pk`, or all of them) never took as runs
     /// of their own, as `enqueue` would have. Returns how many it queued.
     async fn release_steering(&self, run_pk: Option<i64>) -> Result<u64>;
@@ -184,6 +187,10 @@ pub struct Claim {
     /// items: its history is empty, as of its creation, and need not be read. A run that
     /// starts later reads the history its claim finds.
     pub history_empty: bool,
+    /// Input had been steered into the run when it was claimed. When none had, the
+    /// run's first model call need not look: input steered in after the claim is as
+    /// late for it as input that comes during the call.
+    pub steered: bool,
 }
 
 impl Claim {

@@ -1,5 +1,7 @@
 //! How a run is answered: waited for, streamed as server-sent events, or accepted.
 
+use std::future::Future;
+
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::Event;
@@ -13,6 +15,7 @@ use crate::http::event_stream::{sse, Handover, Translator};
 use crate::http::extract::TenantRun;
 use crate::http::AppState;
 use crate::model::{Run, RunEvent, SessionId};
+use crate::runs::{RunsError, Started};
 
 /// How a new run is answered.
 pub(super) enum Mode {
@@ -39,17 +42,20 @@ pub(super) async fn answer(
     state: &AppState,
     tenant: &str,
     session_id: &SessionId,
-    run: Run,
+    started: Started,
     mode: Mode,
 ) -> Result<Response> {
     Ok(match mode {
-        Mode::Background => accepted(run),
+        Mode::Background => accepted(started.run),
         Mode::Stream => sse(
-            state.runs.events(tenant, session_id, run.id, 0),
+            state.runs.started_events(tenant, session_id, &started),
             Native,
             Handover::ReconnectAfterFirst(&state.closing),
         ),
-        Mode::Wait => wait(state, tenant, session_id, run.id, 0).await?,
+        Mode::Wait => {
+            let waited = state.runs.wait_started(tenant, session_id, &started);
+            settle(state, tenant, session_id, started.run.id, waited).await?
+        }
     })
 }
 
@@ -61,11 +67,20 @@ pub(super) async fn wait(
     run_id: Uuid,
     after: i64,
 ) -> Result<Response> {
+    let waited = state.runs.wait(tenant, session_id, run_id, after);
+    settle(state, tenant, session_id, run_id, waited).await
+}
+
+/// The run as `waited` ends it, or as it is when `RUN_WAIT_SECS` pass (202).
+async fn settle(
+    state: &AppState,
+    tenant: &str,
+    session_id: &SessionId,
+    run_id: Uuid,
+    waited: impl Future<Output = Result<Run, RunsError>>,
+) -> Result<Response> {
     let not_found = |e| ApiError::from_runs(e, session_id.as_str(), Some(&run_id.to_string()));
-    let waited =
-        tokio::time::timeout(state.run_wait, state.runs.wait(tenant, session_id, run_id, after))
-            .await;
-    match waited {
+    match tokio::time::timeout(state.run_wait, waited).await {
         Ok(run) => Ok(Json(run.map_err(not_found)?).into_response()),
         Err(_) => {
             let run = state.runs.get(tenant, session_id, run_id).await.map_err(not_found)?;

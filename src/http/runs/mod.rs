@@ -125,6 +125,7 @@ async fn create_run(
         .start(&session.tenant, &session.id, start)
         .await
         .map_err(|e| session.runs_error(e))?;
-    let answer = follow::answer(&state, &session.tenant, &session.id, started.run, mode).await?;
-    Ok((Replayed(started.replayed), answer))
+    let replayed = Replayed(started.replayed);
+    let answer = follow::answer(&state, &session.tenant, &session.id, started, mode).await?;
+    Ok((replayed, answer))
 }

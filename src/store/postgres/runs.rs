@@ -14,8 +14,8 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, history_empty, sealed_events, ClaimedRunRow, InsertedRun, NewRunRow,
-    EXECUTING_PER_TENANT, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
+    self, claim_facts, sealed_events, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT,
+    LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result, RunLease};
@@ -213,8 +213,8 @@ pub(super) async fn claim_next(
           update runs r set status = 'running', lease_owner = $1, lease_expires_at = $2,
               attempts = r.attempts + 1, started_at = coalesce(r.started_at, $3)
           from next where r.pk = next.pk
-          returning {LOCKED_COLUMNS}, {RUN_COLUMNS}, {history_empty}",
-        history_empty = history_empty("r"),
+          returning {LOCKED_COLUMNS}, {RUN_COLUMNS}, {claim_facts}",
+        claim_facts = claim_facts("r"),
     );
     let claim =
         || sqlx::query_as(&sql).bind(worker).bind(lease_expires_at).bind(now).bind(tenant_limit);

@@ -6,10 +6,11 @@ use std::num::NonZeroU32;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::backend::runs::{claim_next, finish, save_events, write_run};
-use super::backend::{Store, SKIP_LOCKED};
+use super::backend::{Db, Store, SKIP_LOCKED};
 use super::idempotency_keys::kept_response;
 use super::{run_creation, runs, steering};
 use crate::model::{
@@ -144,19 +145,21 @@ impl RunStore for Store {
         steering::take(self.writer(), &self.codec, claim, after).await
     }
 
-    async fn release_steering(&self, run_pk: Option<i64>) -> Result<u64> {
-        if let Some(run_pk) = run_pk {
-            // Few runs are steered: a look is one round trip, the release three. A run
-            // that finished takes no more input; any that came before is seen here.
-            let steered: bool =
-                sqlx::query_scalar("select exists (select 1 from run_steering where run_pk = $1)")
-                    .bind(run_pk)
-                    .fetch_one(self.writer())
-                    .await?;
-            if !steered {
-                return Ok(0);
-            }
+    async fn steered_runs(&self, run_pks: &[i64]) -> Result<Vec<i64>> {
+        if run_pks.is_empty() {
+            return Ok(Vec::new());
         }
+        let mut query =
+            QueryBuilder::<Db>::new("select distinct run_pk from run_steering where run_pk in (");
+        let mut pks = query.separated(", ");
+        for pk in run_pks {
+            pks.push_bind(*pk);
+        }
+        query.push(")");
+        Ok(query.build_query_scalar().fetch_all(self.writer()).await?)
+    }
+
+    async fn release_steering(&self, run_pk: Option<i64>) -> Result<u64> {
         let mut tx = self.writer().begin().await?;
         let queued = steering::release(&mut tx, &self.codec, run_pk, crate::store::now()).await?;
         tx.commit().await?;

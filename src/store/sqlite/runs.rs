@@ -11,8 +11,8 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, history_empty, sealed_events, ClaimedRunRow, InsertedRun, NewRunRow,
-    EXECUTING_PER_TENANT, UNFINISHED,
+    self, claim_facts, sealed_events, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT,
+    UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result, RunLease};
@@ -236,8 +236,8 @@ pub(super) async fn claim_next(
                 and ($4 is null or coalesce(e.n, 0) < $4)
               order by coalesce(e.n, 0), q.pk limit 1)
           returning pk, tenant_id, last_event_seq, attempts,
-              status, started_at, finished_at, body, {history_empty}",
-        history_empty = history_empty("runs"),
+              status, started_at, finished_at, body, {claim_facts}",
+        claim_facts = claim_facts("runs"),
     ))
     .bind(worker)
     .bind(lease_expires_at)

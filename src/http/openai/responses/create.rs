@@ -106,8 +106,8 @@ pub(super) async fn create(
         request: Some(serde_json::value::to_raw_value(&echo).expect("the echo serializes")),
     };
     let started = state.runs.start(&tenant, &target.session, start).await;
-    let run = match started {
-        Ok(started) => started.run,
+    let started = match started {
+        Ok(started) => started,
         Err(error) => {
             // A session made for this response goes with it.
             if target.session.as_str() == ids::own_session(run_id) {
@@ -120,13 +120,13 @@ pub(super) async fn create(
             return Err(ApiError::from_runs(error, target.session.as_str(), None).into());
         }
     };
-    let reading =
-        target.unstored.then(|| forget_when_done(&state, &tenant, &target.session, run.id));
+    let reading = (target.unstored)
+        .then(|| forget_when_done(&state, &tenant, &target.session, started.run.id));
     if background {
-        return Ok(Json(view::response(&run, &echo, true)).into_response());
+        return Ok(Json(view::response(&started.run, &echo, true)).into_response());
     }
     if stream {
-        let events = state.runs.events(&tenant, &target.session, run.id, 0);
+        let events = state.runs.started_events(&tenant, &target.session, &started);
         // OpenAI's clients do not reconnect: the stream stays open until the shutdown
         // deadline rather than end without the response's last event.
         return Ok(sse(events, ResponseStream::new(echo, None, reading), Handover::Never));
@@ -134,7 +134,7 @@ pub(super) async fn create(
     // Answered when it ends, as OpenAI does, however long that takes: OpenAI's clients
     // take any answer for the final one. RUN_WAIT_SECS bounds native runs only; the LLM's
     // timeouts and `max_turns` bound this wait.
-    let waited = state.runs.wait(&tenant, &target.session, run.id, 0).await;
+    let waited = state.runs.wait_started(&tenant, &target.session, &started).await;
     drop(reading);
     let run = waited.map_err(|e| ApiError::from_runs(e, target.session.as_str(), None))?;
     Ok(Json(view::response(&run, &echo, true)).into_response())
