@@ -14,7 +14,7 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, claim_facts, sealed_events, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT,
+    self, claim_facts, stored_events, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT,
     LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
@@ -119,7 +119,7 @@ pub(super) async fn write_run(
         )
     });
     let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
-    let data = sealed_events(codec, tenant, events)?;
+    let stored = stored_events(codec, tenant, events)?;
     let settles = record.run.status.is_final();
     let usage = record.run.usage;
     let items = run_rows::turn_items(record);
@@ -136,9 +136,9 @@ pub(super) async fn write_run(
         .bind(body)
         .bind(events.last().map_or(0, |e| e.seq))
         .bind(lease)
-        .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
-        .bind(events.iter().map(RunEvent::name).collect::<Vec<_>>())
-        .bind(data.iter().map(|d| &**d).collect::<Vec<_>>())
+        .bind(stored.iter().map(|e| e.seq).collect::<Vec<_>>())
+        .bind(stored.iter().map(|e| e.name).collect::<Vec<_>>())
+        .bind(stored.iter().map(|e| &*e.data).collect::<Vec<_>>())
         .bind(now)
         .bind(settles)
         .bind(items.len() as i64)
@@ -271,10 +271,13 @@ pub(super) async fn save_events(
         pks.push(lease.run_pk);
         workers.push(lease.worker);
         newest.push(last.seq);
-        owners.extend(std::iter::repeat_n(lease.run_pk, events.len()));
-        seqs.extend(events.iter().map(|e| e.seq));
-        names.extend(events.iter().map(RunEvent::name));
-        sealed.extend(sealed_events(codec, &lease.tenant, events)?);
+        let stored = stored_events(codec, &lease.tenant, events)?;
+        owners.extend(std::iter::repeat_n(lease.run_pk, stored.len()));
+        for event in stored {
+            seqs.push(event.seq);
+            names.push(event.name);
+            sealed.push(event.data);
+        }
     }
     let held: HashSet<i64> = sqlx::query_scalar(
         r"with r as (

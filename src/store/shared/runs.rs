@@ -174,7 +174,7 @@ pub(super) async fn events(
     .bind(after)
     .fetch_all(&mut *conn)
     .await?;
-    Ok((run_rows::events(rows, &store.codec, tenant)?, status))
+    Ok((run_rows::events(rows, &store.codec, tenant, after)?, status))
 }
 
 pub(super) async fn stop(
@@ -210,7 +210,7 @@ pub(super) async fn stop(
             .bind(pk)
             .fetch_all(&mut *tx)
             .await?;
-            let events = run_rows::events(rows, codec, tenant)?;
+            let events = run_rows::events(rows, codec, tenant, 0)?;
             let through = record.steered_through;
             let steered = steering::steered_since(&mut tx, codec, tenant, pk, through).await?;
             let event = record.interrupt(&events, steered, seq, now.0);

@@ -11,7 +11,7 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, claim_facts, sealed_events, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT,
+    self, claim_facts, stored_events, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT,
     UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
@@ -28,16 +28,16 @@ async fn insert_events(
     if events.is_empty() {
         return Ok(());
     }
-    let data = sealed_events(codec, tenant, events)?;
+    let stored = stored_events(codec, tenant, events)?;
     let now = Timestamp::now();
     let mut insert = QueryBuilder::<Sqlite>::new(
         "insert or ignore into run_events (run_pk, seq, event, data, created_at) ",
     );
-    insert.push_values(events.iter().zip(&data), |mut row, (event, data)| {
+    insert.push_values(&stored, |mut row, event| {
         row.push_bind(run_pk)
             .push_bind(event.seq)
-            .push_bind(event.name())
-            .push_bind(&**data)
+            .push_bind(event.name)
+            .push_bind(&*event.data)
             .push_bind(now);
     });
     insert.build().execute(conn).await?;
