@@ -49,7 +49,7 @@ fn delivery_view(summary: &str) -> Result<WebhookDelivery, StoreError> {
 
 #[derive(sqlx::FromRow)]
 pub(super) struct RunRow {
-    status: String,
+    pub status: String,
     started_at: Option<Timestamp>,
     finished_at: Option<Timestamp>,
     body: String,

@@ -256,21 +256,26 @@ pub(super) async fn claim_next(
 /// The advisory lock that claims under a tenant limit take turns on.
 const CLAIM_LOCK: i64 = 0x6167_656e_7473;
 
-/// Records events of runs in progress in one statement: the update checks each run's
-/// lease, and only the events of runs whose lease held are inserted.
+/// Records events of runs in progress in one statement: the select checks each run's
+/// lease under a share lock, which a claim or a stop of the run waits for, and only the
+/// events of runs whose lease held are inserted. The runs' rows are not updated (a new
+/// version of each executing run's row per flush cost more than its events' insert):
+/// `last_event_seq` catches up when the run is written, and whoever takes an executing
+/// run over reads the stored events' newest seq (`shared::runs::stored_through`).
 pub(super) async fn save_events(
     pool: &PgPool,
     codec: &PayloadCodec,
     batches: &[(RunLease, Vec<RunEvent>)],
 ) -> Result<Vec<bool>> {
-    let (mut pks, mut workers, mut newest) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut pks, mut workers) = (Vec::new(), Vec::new());
     let (mut owners, mut seqs, mut names, mut sealed) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (lease, events) in batches {
-        let Some(last) = events.last() else { continue };
+        if events.is_empty() {
+            continue;
+        }
         pks.push(lease.run_pk);
         workers.push(lease.worker);
-        newest.push(last.seq);
         let stored = stored_events(codec, &lease.tenant, events)?;
         owners.extend(std::iter::repeat_n(lease.run_pk, stored.len()));
         for event in stored {
@@ -281,14 +286,15 @@ pub(super) async fn save_events(
     }
     let held: HashSet<i64> = sqlx::query_scalar(
         r"with r as (
-              update runs r set last_event_seq = greatest(r.last_event_seq, k.seq)
-              from unnest($1::bigint[], $2::uuid[], $3::bigint[]) as k (pk, worker, seq)
-              where r.pk = k.pk and r.lease_owner = k.worker and r.status = 'running'
-              returning r.pk),
+              select r.pk from runs r
+              join unnest($1::bigint[], $2::uuid[]) as k (pk, worker) on r.pk = k.pk
+              where r.lease_owner = k.worker and r.status = 'running'
+              order by r.pk
+              for share of r),
           e as (
               insert into run_events (run_pk, seq, event, data, created_at)
-              select t.pk, t.seq, t.event, t.data, $8
-              from unnest($4::bigint[], $5::bigint[], $6::text[], $7::text[])
+              select t.pk, t.seq, t.event, t.data, $7
+              from unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[])
                   as t (pk, seq, event, data)
               where t.pk in (select pk from r)
               on conflict do nothing)
@@ -296,7 +302,6 @@ pub(super) async fn save_events(
     )
     .bind(&pks)
     .bind(&workers)
-    .bind(&newest)
     .bind(&owners)
     .bind(&seqs)
     .bind(&names)

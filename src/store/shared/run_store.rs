@@ -112,7 +112,18 @@ impl RunStore for Store {
         let now = Timestamp::now();
         let limit = tenant_limit.map(|n| i64::from(n.get()));
         let row = claim_next(self.writer(), worker, Timestamp(now.0 + lease), now, limit).await?;
-        row.map(|row| row.into_claim(&self.codec, worker)).transpose()
+        let Some(mut claim) = row.map(|row| row.into_claim(&self.codec, worker)).transpose()?
+        else {
+            return Ok(None);
+        };
+        // A run executed again: its lost execution's stored events are past its row's
+        // count, and the claim has committed, so no more of them can come.
+        if claim.attempts > 1 {
+            let mut conn = self.writer().acquire().await?;
+            let (pk, recorded) = (claim.run_pk, claim.last_event_seq);
+            claim.last_event_seq = runs::stored_through(&mut conn, pk, recorded).await?;
+        }
+        Ok(Some(claim))
     }
 
     async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool> {
@@ -190,7 +201,8 @@ impl RunStore for Store {
                 .await?;
                 requeued += 1;
             } else {
-                let (pk, seq) = (row.pk, row.last_event_seq);
+                let pk = row.pk;
+                let seq = runs::stored_through(&mut tx, pk, row.last_event_seq).await?;
                 let tenant = row.tenant_id.clone();
                 let mut record = row.run.into_record(&self.codec, &tenant)?;
                 let event = run_rows::lost(&mut record, seq, now.0);

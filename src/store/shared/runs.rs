@@ -62,7 +62,26 @@ pub(super) async fn find_run(
     run_id: Uuid,
 ) -> Result<LockedRunRow> {
     let columns = format!("{LOCKED_COLUMNS}, {RUN_COLUMNS}");
-    select_run(conn, tenant, session_id, run_id, &columns, FOR_NO_KEY_UPDATE).await
+    let mut locked: LockedRunRow =
+        select_run(conn, tenant, session_id, run_id, &columns, FOR_NO_KEY_UPDATE).await?;
+    if locked.run.status == RunStatus::Running.as_str() {
+        locked.last_event_seq = stored_through(conn, locked.pk, locked.last_event_seq).await?;
+    }
+    Ok(locked)
+}
+
+/// The seq of the newest stored event of the run `run_pk`, whose row says `recorded`. The
+/// row lags while the run executes: its events are stored without updating it. Read in
+/// a statement of its own once the run's row is locked, so that it sees every write of
+/// events that committed before the lock (later ones wait for it, and then find the
+/// lease gone or the run ended).
+pub(super) async fn stored_through(conn: &mut Conn, run_pk: i64, recorded: i64) -> Result<i64> {
+    let newest: Option<i64> =
+        sqlx::query_scalar("select max(seq) from run_events where run_pk = $1")
+            .bind(run_pk)
+            .fetch_one(conn)
+            .await?;
+    Ok(newest.map_or(recorded, |newest| newest.max(recorded)))
 }
 
 /// Why a run lookup found nothing: the session or only the run is missing.

@@ -17,6 +17,7 @@ on_both_backends!(
     every_run_path_names_an_unknown_run,
     runs_started_at_creation_share_the_worker_slots,
     a_cancel_from_another_replica_ends_the_stream_here,
+    a_cancel_through_the_database_is_numbered_after_the_stored_deltas,
     a_backlog_another_replica_queued_is_taken_by_every_idle_worker,
 );
 
@@ -316,6 +317,37 @@ async fn a_cancel_from_another_replica_ends_the_stream_here(db: TestDb) {
     .unwrap();
     let again = super::parse_sse(&t.app.send(request).await.text);
     assert_eq!(again.last().map(|e| e.0.as_str()), Some("run.cancelled"), "{again:?}");
+}
+
+/// Deltas are stored while the run executes without its row counting them: a stop made
+/// through the database (as another replica makes it) still numbers `run.cancelled`
+/// after every stored delta, so the stored stream ends with it.
+async fn a_cancel_through_the_database_is_numbered_after_the_stored_deltas(db: TestDb) {
+    let store = db.store.clone();
+    let t = RunsApp::new(db).await;
+    t.llm.push(Reply::Clock { count: 2_000, interval: Duration::from_millis(5) });
+    let body = json!({"input": "go", "background": true});
+    let run = t.app.post("/v1/sessions/c/runs", body).await.expect(StatusCode::ACCEPTED);
+    let id = Uuid::parse_str(run["id"].as_str().unwrap()).unwrap();
+    let session = agent_sessions::model::SessionId::parse("id", "c".into()).unwrap();
+    let stored_deltas = || async {
+        let (events, _) = store.run_events("default", &session, id, 0).await.unwrap();
+        events.iter().filter(|e| e.name() == "message.delta").count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stored_deltas().await < 20 {
+        assert!(Instant::now() < deadline, "the deltas are stored while the run executes");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cancel = agent_sessions::model::StopAction::Cancel;
+    store.stop_run("default", &session, id, cancel).await.unwrap();
+    let (events, status) = store.run_events("default", &session, id, 0).await.unwrap();
+    assert_eq!(status.as_str(), "cancelled");
+    let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "each event once, in order: {seqs:?}");
+    let last = events.last().unwrap();
+    assert_eq!(last.name(), "run.cancelled", "after {} events", events.len());
+    assert!(events.iter().filter(|e| e.name() == "message.delta").count() >= 20);
 }
 
 /// Runs another replica queued are found by one idle worker's periodic look; each worker
