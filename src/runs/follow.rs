@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 
-use super::Engine;
-use crate::model::{RunEvent, RunEventKind, RunStatus, SessionId};
+use super::error::Result;
+use super::{Engine, Runs, Started};
+use crate::model::{Run, RunEvent, RunEventKind, RunStatus, SessionId};
 use crate::store::StoreError;
 
 /// Where following a run starts.
@@ -180,6 +181,79 @@ async fn wait_for_start(
             }
             () = &mut poll => return Ok(()),
             () = tx.closed() => return Err(Gone),
+        }
+    }
+}
+
+impl Runs {
+    /// The run's events after `after`, live while it executes; the stream ends after a
+    /// final event or `run.requires_action`.
+    pub fn events(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        after: i64,
+    ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
+        let from = From::After(after);
+        follow(self.engine.clone(), tenant.to_owned(), session_id.clone(), run_id, from)
+    }
+
+    /// A run's events from its first, as [`Runs::events`], for the request that started it.
+    pub fn started_events(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        started: &Started,
+    ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
+        let from = match &started.created {
+            Some(created) => From::Created(created.clone()),
+            None => From::After(0),
+        };
+        let (engine, tenant, session_id) =
+            (self.engine.clone(), tenant.to_owned(), session_id.clone());
+        follow(engine, tenant, session_id, started.run.id, from)
+    }
+
+    /// Waits until the run finishes or needs the client, and returns it.
+    pub async fn wait(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        after: i64,
+    ) -> Result<Run> {
+        let events = self.events(tenant, session_id, run_id, after);
+        self.wait_for(tenant, session_id, run_id, events).await
+    }
+
+    /// Waits as [`Runs::wait`] for the request that started the run.
+    pub async fn wait_started(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        started: &Started,
+    ) -> Result<Run> {
+        let events = self.started_events(tenant, session_id, started);
+        self.wait_for(tenant, session_id, started.run.id, events).await
+    }
+
+    async fn wait_for(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run_id: Uuid,
+        events: impl Stream<Item = Result<RunEvent, StoreError>>,
+    ) -> Result<Run> {
+        let mut events = std::pin::pin!(events);
+        let mut last = None;
+        while let Some(event) = events.next().await {
+            last = Some(event?);
+        }
+        // The event that ended the stream carries the run as it was committed.
+        match last.filter(RunEvent::ends_stream).map(|e| e.kind) {
+            Some(RunEventKind::Status(run)) => Ok(*run),
+            _ => self.get(tenant, session_id, run_id).await,
         }
     }
 }

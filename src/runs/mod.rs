@@ -22,7 +22,6 @@ mod worker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{Stream, StreamExt};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -38,8 +37,7 @@ pub use start::{StartRun, Started};
 use crate::llm::LlmClient;
 use crate::metrics::EngineMetrics;
 use crate::model::{
-    Page, PageRequest, Run, RunAnswer, RunEvent, RunEventKind, RunRecord, RunStatus, SessionId,
-    StopAction, WebhookPolicy,
+    Page, PageRequest, Run, RunAnswer, RunRecord, RunStatus, SessionId, StopAction, WebhookPolicy,
 };
 use crate::store::{SessionStore, StoreError};
 use error::Result;
@@ -189,77 +187,6 @@ impl Runs {
     pub async fn recover_expired(&self) -> Result<(u64, u64), StoreError> {
         let max_attempts = self.engine.settings.max_attempts;
         self.store().recover_expired_runs(max_attempts).await
-    }
-
-    /// The run's events after `after`, live while it executes; the stream ends after a
-    /// final event or `run.requires_action`.
-    pub fn events(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        after: i64,
-    ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
-        let from = follow::From::After(after);
-        follow::follow(self.engine.clone(), tenant.to_owned(), session_id.clone(), run_id, from)
-    }
-
-    /// A run's events from its first, as [`Runs::events`], for the request that started it.
-    pub fn started_events(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        started: &Started,
-    ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
-        let from = match &started.created {
-            Some(created) => follow::From::Created(created.clone()),
-            None => follow::From::After(0),
-        };
-        let (engine, tenant, session_id) =
-            (self.engine.clone(), tenant.to_owned(), session_id.clone());
-        follow::follow(engine, tenant, session_id, started.run.id, from)
-    }
-
-    /// Waits until the run finishes or needs the client, and returns it.
-    pub async fn wait(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        after: i64,
-    ) -> Result<Run> {
-        let events = self.events(tenant, session_id, run_id, after);
-        self.wait_for(tenant, session_id, run_id, events).await
-    }
-
-    /// Waits as [`Runs::wait`] for the request that started the run.
-    pub async fn wait_started(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        started: &Started,
-    ) -> Result<Run> {
-        let events = self.started_events(tenant, session_id, started);
-        self.wait_for(tenant, session_id, started.run.id, events).await
-    }
-
-    async fn wait_for(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        events: impl Stream<Item = Result<RunEvent, StoreError>>,
-    ) -> Result<Run> {
-        let mut events = std::pin::pin!(events);
-        let mut last = None;
-        while let Some(event) = events.next().await {
-            last = Some(event?);
-        }
-        // The event that ended the stream carries the run as it was committed.
-        match last.filter(RunEvent::ends_stream).map(|e| e.kind) {
-            Some(RunEventKind::Status(run)) => Ok(*run),
-            _ => self.get(tenant, session_id, run_id).await,
-        }
     }
 
     /// Stops the run as `action` says: a worker of this process drops its LLM call and

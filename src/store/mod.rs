@@ -9,6 +9,7 @@ mod compactions;
 mod deliveries;
 mod encryption;
 mod error;
+mod event_rows;
 mod held;
 mod idempotency;
 mod outage;

@@ -12,12 +12,14 @@ use super::Conn;
 use crate::model::{
     Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord, RunStatus, SessionId, StopAction,
 };
+use crate::store::event_rows::{self, EventRow};
 use crate::store::idempotency::replayed_run_id;
 use crate::store::pages::{beyond, direction, explain_empty_page, uuid_cursor};
 use crate::store::payload::Column;
+use crate::store::payload::PayloadCodec;
 use crate::store::rows::live;
 use crate::store::run_rows::{
-    self, EventRow, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS, RUN_VIEW_COLUMNS,
+    self, LockedRunRow, RunRow, LOCKED_COLUMNS, RUN_COLUMNS, RUN_VIEW_COLUMNS,
 };
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError};
@@ -186,14 +188,26 @@ pub(super) async fn events(
     // among those read next.
     let status = RunStatus::parse(&status)
         .ok_or_else(|| StoreError::Corrupt(format!("run status `{status}`")))?;
+    let events = stored_after(&mut conn, &store.codec, tenant, run_pk, after).await?;
+    Ok((events, status))
+}
+
+/// The stored events of the run `run_pk` after `after`.
+async fn stored_after(
+    conn: &mut Conn,
+    codec: &PayloadCodec,
+    tenant: &str,
+    run_pk: i64,
+    after: i64,
+) -> Result<Vec<RunEvent>> {
     let rows: Vec<EventRow> = sqlx::query_as(
         "select seq, event, data from run_events where run_pk = $1 and seq > $2 order by seq",
     )
     .bind(run_pk)
     .bind(after)
-    .fetch_all(&mut *conn)
+    .fetch_all(conn)
     .await?;
-    Ok((run_rows::events(rows, &store.codec, tenant, after)?, status))
+    event_rows::events(rows, codec, tenant, after)
 }
 
 pub(super) async fn stop(
@@ -223,13 +237,7 @@ pub(super) async fn stop(
             steering::release(&mut tx, codec, Some(pk), now.0).await?;
         }
         StopAction::Interrupt => {
-            let rows: Vec<EventRow> = sqlx::query_as(
-                "select seq, event, data from run_events where run_pk = $1 order by seq",
-            )
-            .bind(pk)
-            .fetch_all(&mut *tx)
-            .await?;
-            let events = run_rows::events(rows, codec, tenant, 0)?;
+            let events = stored_after(&mut tx, codec, tenant, pk, 0).await?;
             let through = record.steered_through;
             let steered = steering::steered_since(&mut tx, codec, tenant, pk, through).await?;
             let event = record.interrupt(&events, steered, seq, now.0);

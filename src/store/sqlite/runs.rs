@@ -8,11 +8,11 @@ use uuid::Uuid;
 
 use super::touch;
 use crate::model::{RunEvent, RunRecord};
+use crate::store::event_rows::stored_events;
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{
-    self, claim_facts, stored_events, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT,
-    UNFINISHED,
+    self, claim_facts, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result, RunLease};
