@@ -201,10 +201,20 @@ async fn insert_items(
     Ok(())
 }
 
-/// Keeps the sessions whose metadata has `key` set to `value` (a GIN index serves it).
-fn push_metadata_filter(query: &mut QueryBuilder<'_, Postgres>, key: &str, value: &str) {
-    let pair = Map::from_iter([(key.to_owned(), Value::String(value.to_owned()))]);
-    query.push(" and metadata @> ").push_bind(Json(pair));
+/// Starts a listing's `from` with the tenant's sessions whose metadata holds every pair
+/// (one GIN index of tenant and metadata serves the filter); answers the columns the
+/// listing is ordered by.
+fn push_listed_sessions(
+    query: &mut QueryBuilder<'_, Postgres>,
+    tenant: &str,
+    metadata: &[(String, String)],
+) -> [&'static str; 2] {
+    query.push("sessions where tenant_id = ").push_bind(tenant.to_owned());
+    for (key, value) in metadata {
+        let pair = Map::from_iter([(key.clone(), Value::String(value.clone()))]);
+        query.push(" and metadata @> ").push_bind(Json(pair));
+    }
+    ["created_at", "pk"]
 }
 
 /// A row's physical id, what `reencrypt` walks a table by: read as text, bound back as

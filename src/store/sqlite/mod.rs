@@ -174,10 +174,30 @@ async fn insert_items(
     Ok(())
 }
 
-/// Keeps the sessions whose metadata has `key` set to `value`.
-fn push_metadata_filter(query: &mut QueryBuilder<'_, Sqlite>, key: &str, value: &str) {
-    query.push(" and exists (select 1 from json_each(sessions.metadata) where key = ");
-    query.push_bind(key.to_owned()).push(" and value = ").push_bind(value.to_owned()).push(")");
+/// Starts a listing's `from` with the tenant's sessions whose metadata holds every pair;
+/// answers the columns the listing is ordered by. With a filter, the first pair's
+/// entries in `session_metadata` (kept by triggers, in the listing's order) lead, so
+/// that a page costs its own rows however few sessions match; the other pairs are
+/// tested on the sessions found.
+fn push_listed_sessions(
+    query: &mut QueryBuilder<'_, Sqlite>,
+    tenant: &str,
+    metadata: &[(String, String)],
+) -> [&'static str; 2] {
+    let Some(((key, value), others)) = metadata.split_first() else {
+        query.push("sessions where tenant_id = ").push_bind(tenant.to_owned());
+        return ["created_at", "pk"];
+    };
+    query.push(
+        "session_metadata m cross join sessions on sessions.pk = m.session_pk where m.tenant = ",
+    );
+    query.push_bind(tenant.to_owned()).push(" and m.key = ").push_bind(key.clone());
+    query.push(" and m.value = ").push_bind(value.clone());
+    for (key, value) in others {
+        query.push(" and exists (select 1 from json_each(sessions.metadata) where key = ");
+        query.push_bind(key.clone()).push(" and value = ").push_bind(value.clone()).push(")");
+    }
+    ["m.created", "m.session_pk"]
 }
 
 /// A row's physical id, what `reencrypt` walks a table by.

@@ -4,6 +4,7 @@ mod combined;
 mod concurrency;
 mod idempotency;
 mod items;
+mod listing;
 mod reads;
 mod sessions;
 
