@@ -70,12 +70,14 @@ impl Runs {
         let model = match request.model {
             Some(model) => model,
             None => {
+                let store = &*engine.store;
+                let agent = config::existing_session_agent(store, tenant, session_id).await?;
                 let config = config::resolve(
-                    &*engine.store,
+                    store,
                     &engine.settings,
                     tenant,
-                    session_id,
-                    ConfigRequest::default(),
+                    agent,
+                    &ConfigRequest::default(),
                 )
                 .await?;
                 config.model

@@ -19,43 +19,46 @@ pub struct ConfigRequest {
     /// See [`RunConfig::client_calls_complete`].
     pub client_calls_complete: bool,
     /// The session must exist already (a run on a conversation does not make one): the
-    /// configuration's own read of the session refuses an unknown one, so that the
-    /// adapter need not read it first. A session deleted between this read and the run's
-    /// insert is made again by the insert, as it was with a read of its own.
+    /// read of its agent refuses an unknown one, so that the adapter need not read it
+    /// first. A session deleted between this read and the run's insert is made again by
+    /// the insert, as it was with a read of its own.
     pub existing_session: bool,
     /// The run's own completion webhook, over any its agent has.
     pub webhook: Option<CompletionWebhook>,
 }
 
-/// The configuration a run on `session_id` executes with.
+/// The agent of a session that must exist (a conversation's, or one being compacted).
+pub(super) async fn existing_session_agent(
+    store: &dyn SessionStore,
+    tenant: &str,
+    session_id: &SessionId,
+) -> Result<Option<String>> {
+    Ok(store.get_session(tenant, session_id).await?.agent_id)
+}
+
+/// The configuration a run executes with on a session whose agent is `session_agent`.
 pub(super) async fn resolve(
     store: &dyn SessionStore,
     settings: &RunSettings,
     tenant: &str,
-    session_id: &SessionId,
-    request: ConfigRequest,
+    session_agent: Option<String>,
+    request: &ConfigRequest,
 ) -> Result<RunConfig> {
     let mut config =
         AgentConfig { model: settings.default_model.clone(), ..AgentConfig::default() };
-    match store.get_session(tenant, session_id).await {
-        Ok(session) => {
-            if let Some(id) = session.agent_id {
-                config = agent(store, tenant, id, true).await?.over(config);
-            }
-        }
-        Err(StoreError::SessionNotFound) if !request.existing_session => {}
-        Err(error) => return Err(error.into()),
+    if let Some(id) = session_agent {
+        config = agent(store, tenant, id, true).await?.over(config);
     }
-    if let Some(id) = request.agent_id {
+    if let Some(id) = &request.agent_id {
         AgentId::parse("agent_id", id.clone())?;
-        config = agent(store, tenant, id, false).await?.over(config);
+        config = agent(store, tenant, id.clone(), false).await?.over(config);
     }
     if let Some(webhook) = &request.webhook {
         webhook.validate("webhook", &settings.webhooks)?;
     }
-    if let Some(inline) = request.inline {
+    if let Some(inline) = &request.inline {
         inline.validate("agent.", &settings.webhooks)?;
-        config = inline.over(config);
+        config = inline.clone().over(config);
     }
     let model = config.model.ok_or_else(|| {
         crate::model::InvalidField::new(
@@ -75,9 +78,9 @@ pub(super) async fn resolve(
             .unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS),
         max_input_tokens: config.context.as_ref().and_then(|c| c.max_input_tokens),
         compaction: config.context.as_ref().and_then(ContextConfig::compaction),
-        sampling: request.sampling,
+        sampling: request.sampling.clone(),
         client_calls_complete: request.client_calls_complete,
-        webhook: request.webhook.or(config.webhook),
+        webhook: request.webhook.clone().or(config.webhook),
     })
 }
 

@@ -83,10 +83,19 @@ impl Runs {
         }
         let input = parse_input(&request.input)?;
         let metadata = Metadata::new(request.metadata.unwrap_or_default())?;
+        let settings = &self.engine.settings;
+        // Most sessions have no agent: the run is configured without one and its creation
+        // refuses a session that has one, rather than a read of the session before every
+        // run. A conversation's session must exist, which its read checks.
+        let agentless = !request.config.existing_session;
+        let session_agent = if agentless {
+            None
+        } else {
+            config::existing_session_agent(store, tenant, session_id).await?
+        };
         let config =
-            config::resolve(store, &self.engine.settings, tenant, session_id, request.config)
-                .await?;
-        let run = NewRun {
+            config::resolve(store, settings, tenant, session_agent, &request.config).await?;
+        let mut run = NewRun {
             id: request.run_id.unwrap_or_else(Uuid::now_v7),
             input,
             config,
@@ -95,34 +104,63 @@ impl Runs {
             request: request.request,
             trace_parent: crate::telemetry::traceparent(),
         };
-        let start_now = !request.background;
-        let action = match request.if_busy {
+        let (if_busy, start_now) = (request.if_busy, !request.background);
+        if !agentless {
+            return self.stop_and_create(tenant, session_id, run, if_busy, start_now, false).await;
+        }
+        let attempt = run.clone();
+        match self.stop_and_create(tenant, session_id, attempt, if_busy, start_now, true).await {
+            Err(RunsError::Store(StoreError::SessionHasAgent(agent))) => {
+                run.config =
+                    config::resolve(store, settings, tenant, Some(agent), &request.config).await?;
+                self.stop_and_create(tenant, session_id, run, if_busy, start_now, false).await
+            }
+            started => started,
+        }
+    }
+
+    /// Creates the run as `if_busy` asks, stopping the session's unfinished runs first for
+    /// `interrupt` and `rollback`.
+    async fn stop_and_create(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        run: NewRun,
+        if_busy: IfBusy,
+        start_now: bool,
+        agentless: bool,
+    ) -> Result<Started> {
+        let action = match if_busy {
             IfBusy::Interrupt => StopAction::Interrupt,
             IfBusy::Rollback => StopAction::Rollback,
-            if_busy => return self.create(tenant, session_id, run, if_busy, start_now).await,
+            if_busy => {
+                return self.create(tenant, session_id, run, if_busy, start_now, agentless).await
+            }
         };
         // Each unfinished run of the session is stopped in turn, oldest first; a run that
         // finishes meanwhile needs no stopping. Should other requests keep queueing runs,
         // the run queues behind them after a few rounds rather than racing forever.
         for _ in 0..MAX_STOPS {
-            let busy =
-                match self.create(tenant, session_id, run.clone(), IfBusy::Reject, start_now).await
-                {
-                    Err(RunsError::Store(StoreError::SessionBusy(active))) => active,
-                    created => return created,
-                };
+            let attempt = run.clone();
+            let busy = match self
+                .create(tenant, session_id, attempt, IfBusy::Reject, start_now, agentless)
+                .await
+            {
+                Err(RunsError::Store(StoreError::SessionBusy(active))) => active,
+                created => return created,
+            };
             match self.stop(tenant, session_id, busy, action).await {
                 Ok(_)
                 | Err(RunsError::Store(StoreError::RunFinished(_) | StoreError::RunNotFound)) => {}
                 Err(error) => return Err(error),
             }
         }
-        self.create(tenant, session_id, run, IfBusy::Enqueue, start_now).await
+        self.create(tenant, session_id, run, IfBusy::Enqueue, start_now, agentless).await
     }
 
     /// Creates a run. With `start_now` and a worker slot free, a run on an idle session
     /// is claimed as it is created and executed at once; any other run is queued for the
-    /// workers.
+    /// workers. See `RunStore::create_run` for `agentless`.
     async fn create(
         &self,
         tenant: &str,
@@ -130,6 +168,7 @@ impl Runs {
         run: NewRun,
         if_busy: IfBusy,
         start_now: bool,
+        agentless: bool,
     ) -> Result<Started> {
         let engine = self.engine.clone();
         // Under a tenant limit every run goes through the claim, which alone counts the
@@ -140,7 +179,8 @@ impl Runs {
         let seen = engine.hub.announced();
         let new_id = run.id;
         let Some(slot) = slot else {
-            let created = engine.store.create_run(tenant, session_id, run, if_busy, None).await?;
+            let created =
+                engine.store.create_run(tenant, session_id, run, if_busy, None, agentless).await?;
             if !created.replayed {
                 self.wake();
             }
@@ -155,7 +195,7 @@ impl Runs {
             let start = StartNow { worker: Uuid::now_v7(), lease: engine.settings.lease };
             let created = match engine
                 .store
-                .create_run(&tenant, &session_id, run, if_busy, Some(start))
+                .create_run(&tenant, &session_id, run, if_busy, Some(start), agentless)
                 .await
             {
                 Ok(created) => created,

@@ -21,6 +21,9 @@ pub enum StoreError {
     ApiKeyNotFound,
     #[error("the session has an unfinished run")]
     SessionBusy(Uuid),
+    /// A run configured for a session without an agent met this agent on its session.
+    #[error("the session has the agent `{0}`")]
+    SessionHasAgent(String),
     #[error("the run has finished")]
     RunFinished(RunStatus),
     /// The run does not wait for the answer `asked`: it is in `status`, or waits for the

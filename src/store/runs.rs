@@ -23,7 +23,10 @@ pub trait RunStore: Send + Sync {
     /// [`super::StoreError::SessionBusy`] and `Enqueue` queues behind it. With `start`,
     /// a run on an idle session is claimed for that worker in the same transaction and
     /// its claim returned. A run whose Idempotency-Key came with the same request before
-    /// is not created again: the first request's run is returned, as it is now.
+    /// is not created again: the first request's run is returned, as it is now. With
+    /// `agentless`, the run was configured for a session without an agent: one whose
+    /// session has an agent is not created, [`super::StoreError::SessionHasAgent`] names
+    /// the agent.
     async fn create_run(
         &self,
         tenant: &str,
@@ -31,6 +34,7 @@ pub trait RunStore: Send + Sync {
         run: NewRun,
         if_busy: IfBusy,
         start: Option<StartNow>,
+        agentless: bool,
     ) -> Result<CreatedRun>;
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;

@@ -60,6 +60,7 @@ pub(super) async fn create(
     run: NewRun,
     if_busy: IfBusy,
     start: Option<StartNow>,
+    agentless: bool,
 ) -> Result<CreatedRun> {
     let now = Timestamp::now();
     let mut tx = store.writer().begin().await?;
@@ -74,20 +75,20 @@ pub(super) async fn create(
     // concurrent run creation. A run is activity; an expired session is
     // forgotten and its id starts a new one.
     let retention = expiry_columns(store.default_expiry, now, now);
-    // The session's item count, read under that lock: a run started on an
-    // empty session has no history to read.
+    // The session's item count and agent, read under that lock: a run started
+    // on an empty session has no history to read.
     static UPSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
             r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at,
                                     expires_anchor, expires_seconds, expires_at)
               values ($1, $2, $3, $3, $3, $4, $5, $6)
               on conflict (tenant_id, id) do update set {} where {}
-              returning pk, item_count = 0",
+              returning pk, item_count = 0, agent_id",
             touch("$3"),
             live("sessions", NOW)
         )
     });
-    let (session_pk, empty): (i64, bool) = loop {
+    let (session_pk, empty, agent): (i64, bool, Option<String>) = loop {
         let upserted = sqlx::query_as(&UPSERT)
             .bind(tenant)
             .bind(session_id.as_str())
@@ -110,6 +111,9 @@ pub(super) async fn create(
             tx.commit().await?;
             return Ok(CreatedRun { run: active, claim: None, replayed: false });
         }
+    }
+    if let Some(agent) = agent.filter(|_| agentless) {
+        return Err(StoreError::SessionHasAgent(agent));
     }
     // The lease runs from now: the session lock may have kept this request
     // waiting.

@@ -31,8 +31,9 @@ impl RunStore for Store {
         run: NewRun,
         if_busy: IfBusy,
         start: Option<StartNow>,
+        agentless: bool,
     ) -> Result<CreatedRun> {
-        run_creation::create(self, tenant, session_id, run, if_busy, start).await
+        run_creation::create(self, tenant, session_id, run, if_busy, start, agentless).await
     }
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run> {

@@ -302,6 +302,7 @@ async fn migrate_applies_the_schema_and_exits() {
             "run_steering",
             "runs",
             "server_secrets",
+            "session_metadata",
             "sessions",
             "webhook_deliveries"
         ]

@@ -231,8 +231,10 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
         trace_parent: None,
     };
     let start = StartNow { worker: Uuid::now_v7(), lease: Duration::from_secs(30) };
-    let created =
-        store.create_run(DEFAULT_TENANT, &session, run, IfBusy::Reject, Some(start)).await.unwrap();
+    let created = store
+        .create_run(DEFAULT_TENANT, &session, run, IfBusy::Reject, Some(start), false)
+        .await
+        .unwrap();
     let claim = created.claim.expect("an idle session's run starts");
     let others = "select count(*) from pg_stat_activity \
                   where datname = current_database() and pid <> pg_backend_pid()";

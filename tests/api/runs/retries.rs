@@ -14,6 +14,7 @@ on_both_backends!(
     a_retried_run_is_answered_with_the_first_run,
     concurrent_retries_start_one_run,
     a_client_that_leaves_mid_request_strands_no_run,
+    a_keyed_run_on_a_session_with_an_agent_is_created_once,
 );
 
 pub(super) fn keyed(path: &str, key: &str, body: &Value) -> Request<Body> {
@@ -175,4 +176,37 @@ async fn a_client_that_leaves_mid_request_strands_no_run(db: TestDb) {
         created += runs.len();
     }
     assert!(created > 0, "no attempt got as far as creating its run");
+}
+
+/// A run is configured as if its session had no agent, and created again with the
+/// agent's configuration when the creation finds one: the first attempt leaves nothing,
+/// not its run, its session's activity nor its claim of the key.
+async fn a_keyed_run_on_a_session_with_an_agent_is_created_once(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.set_default(Reply::text("done"));
+    let agent = t
+        .app
+        .post("/v1/agents", json!({"model": "agent-model", "instructions": "From the agent."}))
+        .await
+        .expect(StatusCode::CREATED);
+    t.app
+        .post("/v1/sessions", json!({"id": "with-agent", "agent_id": agent["id"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let body = json!({"input": "hi", "background": true});
+    let first = t.app.send(keyed("/v1/sessions/with-agent/runs", "agent-key", &body)).await;
+    assert!(!replayed(&first));
+    let first = first.expect(StatusCode::ACCEPTED);
+    assert_eq!(first["model"], "agent-model");
+    let events = format!("/v1/sessions/with-agent/runs/{}/events", first["id"].as_str().unwrap());
+    let events = super::parse_sse(&t.app.get(&events).await.text);
+    assert_eq!(events.last().unwrap().0, "run.completed");
+    assert_eq!(t.llm.requests()[0]["messages"][0]["content"], "From the agent.");
+
+    let retry = t.app.send(keyed("/v1/sessions/with-agent/runs", "agent-key", &body)).await;
+    assert!(replayed(&retry));
+    assert_eq!(retry.expect(StatusCode::ACCEPTED)["id"], first["id"]);
+    let runs = t.app.get("/v1/sessions/with-agent/runs").await.expect(StatusCode::OK);
+    assert_eq!(runs["data"].as_array().unwrap().len(), 1, "{runs}");
+    assert_eq!(t.llm.requests().len(), 1);
 }
