@@ -38,6 +38,16 @@ pub struct StartRun {
     pub request: Option<Box<RawValue>>,
 }
 
+/// How a run is created: what it does on a busy session, whether it may start here at
+/// once, and whether it was configured for a session without an agent (see
+/// `RunStore::create_run`).
+#[derive(Debug, Clone, Copy)]
+struct Creation {
+    if_busy: IfBusy,
+    start_now: bool,
+    agentless: bool,
+}
+
 /// A run as a start request left it.
 #[derive(Debug)]
 pub struct Started {
@@ -104,48 +114,41 @@ impl Runs {
             request: request.request,
             trace_parent: crate::telemetry::traceparent(),
         };
-        let (if_busy, start_now) = (request.if_busy, !request.background);
+        let how = Creation { if_busy: request.if_busy, start_now: !request.background, agentless };
         if !agentless {
-            return self.stop_and_create(tenant, session_id, run, if_busy, start_now, false).await;
+            return self.stop_and_create(tenant, session_id, run, how).await;
         }
-        let attempt = run.clone();
-        match self.stop_and_create(tenant, session_id, attempt, if_busy, start_now, true).await {
+        match self.stop_and_create(tenant, session_id, run.clone(), how).await {
             Err(RunsError::Store(StoreError::SessionHasAgent(agent))) => {
                 run.config =
                     config::resolve(store, settings, tenant, Some(agent), &request.config).await?;
-                self.stop_and_create(tenant, session_id, run, if_busy, start_now, false).await
+                let how = Creation { agentless: false, ..how };
+                self.stop_and_create(tenant, session_id, run, how).await
             }
             started => started,
         }
     }
 
-    /// Creates the run as `if_busy` asks, stopping the session's unfinished runs first for
-    /// `interrupt` and `rollback`.
+    /// Creates the run as `how.if_busy` asks, stopping the session's unfinished runs first
+    /// for `interrupt` and `rollback`.
     async fn stop_and_create(
         &self,
         tenant: &str,
         session_id: &SessionId,
         run: NewRun,
-        if_busy: IfBusy,
-        start_now: bool,
-        agentless: bool,
+        how: Creation,
     ) -> Result<Started> {
-        let action = match if_busy {
+        let action = match how.if_busy {
             IfBusy::Interrupt => StopAction::Interrupt,
             IfBusy::Rollback => StopAction::Rollback,
-            if_busy => {
-                return self.create(tenant, session_id, run, if_busy, start_now, agentless).await
-            }
+            _ => return self.create(tenant, session_id, run, how).await,
         };
         // Each unfinished run of the session is stopped in turn, oldest first; a run that
         // finishes meanwhile needs no stopping. Should other requests keep queueing runs,
         // the run queues behind them after a few rounds rather than racing forever.
         for _ in 0..MAX_STOPS {
-            let attempt = run.clone();
-            let busy = match self
-                .create(tenant, session_id, attempt, IfBusy::Reject, start_now, agentless)
-                .await
-            {
+            let attempt = Creation { if_busy: IfBusy::Reject, ..how };
+            let busy = match self.create(tenant, session_id, run.clone(), attempt).await {
                 Err(RunsError::Store(StoreError::SessionBusy(active))) => active,
                 created => return created,
             };
@@ -155,21 +158,20 @@ impl Runs {
                 Err(error) => return Err(error),
             }
         }
-        self.create(tenant, session_id, run, IfBusy::Enqueue, start_now, agentless).await
+        self.create(tenant, session_id, run, Creation { if_busy: IfBusy::Enqueue, ..how }).await
     }
 
     /// Creates a run. With `start_now` and a worker slot free, a run on an idle session
     /// is claimed as it is created and executed at once; any other run is queued for the
-    /// workers. See `RunStore::create_run` for `agentless`.
+    /// workers.
     async fn create(
         &self,
         tenant: &str,
         session_id: &SessionId,
         run: NewRun,
-        if_busy: IfBusy,
-        start_now: bool,
-        agentless: bool,
+        how: Creation,
     ) -> Result<Started> {
+        let Creation { if_busy, start_now, agentless } = how;
         let engine = self.engine.clone();
         // Under a tenant limit every run goes through the claim, which alone counts the
         // tenant's executing runs across replicas.
