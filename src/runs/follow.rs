@@ -73,10 +73,13 @@ async fn pump(
         let mut starts = engine.hub.starts();
         let seen = *starts.borrow_and_update();
         if let Some(live) = engine.hub.get(run_id) {
-            if cursor < live.first_seq - 1 {
+            // Events before those kept here are stored: an earlier execution's, or this
+            // one's that a follower this far behind missed.
+            let kept_from = live.kept_from();
+            if cursor < kept_from - 1 {
                 let (events, _) =
                     engine.store.run_events(tenant, session_id, run_id, cursor).await?;
-                for event in events.into_iter().filter(|e| e.seq < live.first_seq) {
+                for event in events.into_iter().filter(|e| e.seq < kept_from) {
                     cursor = event.seq;
                     if send(event).await.is_err() {
                         return Ok(());
@@ -86,7 +89,10 @@ async fn pump(
             let mut changes = live.changes();
             loop {
                 changes.borrow_and_update();
-                let (events, closed) = live.shown_after(cursor);
+                // Fallen behind the kept events since: the database has them.
+                let Some((events, closed)) = live.shown_after(cursor) else {
+                    break;
+                };
                 for event in events {
                     cursor = event.seq;
                     let ends = event.ends_stream();
@@ -102,8 +108,8 @@ async fn pump(
                     break;
                 }
             }
-            // The execution ended without a final event here (its lease was lost, say):
-            // the database knows how the run went on.
+            // The execution ended without a final event here (its lease was lost, say),
+            // or the follower fell behind: the database knows how the run went on.
             continue;
         }
         // A run created queued by the request that follows it has nothing else to tell

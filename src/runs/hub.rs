@@ -22,6 +22,11 @@ const RECENT_STARTS: usize = 4096;
 /// never stored still gets every event of the new one, each once.
 pub(crate) const UNSTORED_SHOWN: i64 = 10_000;
 
+/// How many of its newest stored events a live run keeps for its followers, besides
+/// those not yet stored: a follower that falls further behind reads the rest from the
+/// database. Keeping every event held a copy of each run's whole stream in memory.
+const STORED_KEPT: usize = 32;
+
 #[derive(Default)]
 pub(crate) struct Hub {
     live: Mutex<HashMap<Uuid, Arc<LiveRun>>>,
@@ -46,7 +51,7 @@ impl Hub {
             lease,
             saved: AtomicI64::new(saved),
             lease_lost: CancellationToken::new(),
-            events: Mutex::new((Vec::new(), false)),
+            events: Mutex::new(Events { kept: VecDeque::new(), from: first_seq, closed: false }),
             changed: watch::Sender::new(0),
             stop: CancellationToken::new(),
             action: OnceLock::new(),
@@ -112,13 +117,33 @@ pub(crate) struct LiveRun {
     saved: AtomicI64,
     /// Cancelled when a write of the events found the lease gone.
     pub lease_lost: CancellationToken,
-    /// The events in seq order, and whether the execution is over.
-    events: Mutex<(Vec<RunEvent>, bool)>,
+    events: Mutex<Events>,
     changed: watch::Sender<usize>,
     /// Cancelled when a client stops the run.
     pub stop: CancellationToken,
     /// How the first client to stop the run asked to stop it.
     action: OnceLock<StopAction>,
+}
+
+/// The events a live run keeps, in seq order, and whether the execution is over.
+struct Events {
+    kept: VecDeque<RunEvent>,
+    /// The seq of the first kept event: earlier ones are in the database.
+    from: i64,
+    closed: bool,
+}
+
+impl Events {
+    /// The kept events from `start` (an index) up to `end`.
+    fn slice(&self, start: usize, end: usize) -> Vec<RunEvent> {
+        let end = end.min(self.kept.len());
+        self.kept.range(start.min(end)..end).cloned().collect()
+    }
+
+    /// The index of the event after `seq`.
+    fn index_after(&self, seq: i64) -> usize {
+        usize::try_from(seq + 1 - self.from).unwrap_or(0)
+    }
 }
 
 impl LiveRun {
@@ -135,23 +160,26 @@ impl LiveRun {
     }
 
     pub(crate) fn publish(&self, event: RunEvent) {
-        lock(&self.events).0.push(event);
+        lock(&self.events).kept.push_back(event);
         self.changed.send_modify(|n| *n += 1);
     }
 
     /// No more events will come from this execution.
     pub(crate) fn close(&self) {
-        lock(&self.events).1 = true;
+        lock(&self.events).closed = true;
         self.changed.send_modify(|n| *n += 1);
     }
 
-    /// Events after `seq`, and whether the execution is over. Seqs are consecutive from
-    /// `first_seq`, so a follower's position is an index: no scan of a long stream.
+    /// The kept events after `seq`, and whether the execution is over. Seqs are
+    /// consecutive, so a follower's position is an index: no scan of a long stream.
     pub(crate) fn after(&self, seq: i64) -> (Vec<RunEvent>, bool) {
-        let guard = lock(&self.events);
-        let start = usize::try_from(seq + 1 - self.first_seq).unwrap_or(0);
-        let fresh = guard.0.get(start..).unwrap_or_default().to_vec();
-        (fresh, guard.1)
+        let events = lock(&self.events);
+        (events.slice(events.index_after(seq), usize::MAX), events.closed)
+    }
+
+    /// The seq of the first event kept here: the earlier ones are stored.
+    pub(crate) fn kept_from(&self) -> i64 {
+        lock(&self.events).from
     }
 
     pub(crate) fn changes(&self) -> watch::Receiver<usize> {
@@ -162,10 +190,19 @@ impl LiveRun {
         self.saved.load(Ordering::Acquire)
     }
 
-    /// The events through `seq` are stored.
+    /// The events through `seq` are stored: beyond the newest few, they are no longer
+    /// kept here.
     pub(crate) fn mark_saved(&self, seq: i64) {
         let before = self.saved.fetch_max(seq, Ordering::AcqRel);
-        let newest = self.first_seq + lock(&self.events).0.len() as i64 - 1;
+        let saved = before.max(seq);
+        let mut events = lock(&self.events);
+        let newest = events.from + events.kept.len() as i64 - 1;
+        while events.kept.len() > STORED_KEPT && events.kept.front().is_some_and(|e| e.seq <= saved)
+        {
+            events.kept.pop_front();
+            events.from += 1;
+        }
+        drop(events);
         if newest > before + UNSTORED_SHOWN {
             // Followers held back at the limit may go on.
             self.changed.send_modify(|n| *n += 1);
@@ -173,15 +210,16 @@ impl LiveRun {
     }
 
     /// What a follower may be shown after `seq`: no event more than [`UNSTORED_SHOWN`]
-    /// past the stored ones, and whether the execution is over.
-    pub(crate) fn shown_after(&self, seq: i64) -> (Vec<RunEvent>, bool) {
+    /// past the stored ones, and whether the execution is over. None when the follower
+    /// is behind the kept events: those after `seq` are in the database.
+    pub(crate) fn shown_after(&self, seq: i64) -> Option<(Vec<RunEvent>, bool)> {
         let limit = self.saved() + UNSTORED_SHOWN;
-        let guard = lock(&self.events);
-        let start = usize::try_from(seq + 1 - self.first_seq).unwrap_or(0);
-        let end = usize::try_from(limit + 1 - self.first_seq).unwrap_or(0);
-        let end = end.clamp(start, guard.0.len().max(start));
-        let fresh = guard.0.get(start..end).unwrap_or_default().to_vec();
-        (fresh, guard.1)
+        let events = lock(&self.events);
+        if seq + 1 < events.from {
+            return None;
+        }
+        let end = usize::try_from(limit + 1 - events.from).unwrap_or(0);
+        Some((events.slice(events.index_after(seq), end), events.closed))
     }
 }
 
@@ -220,18 +258,40 @@ mod tests {
         for seq in 1..=UNSTORED_SHOWN + 5 {
             live.publish(delta(seq));
         }
-        let (shown, _) = live.shown_after(0);
+        let (shown, _) = live.shown_after(0).unwrap();
         assert_eq!(shown.last().map(|e| e.seq), Some(UNSTORED_SHOWN));
         let mut changes = live.changes();
         changes.borrow_and_update();
         live.mark_saved(3);
         assert!(changes.has_changed().unwrap(), "held-back followers are woken");
-        let (shown, _) = live.shown_after(UNSTORED_SHOWN);
+        let (shown, _) = live.shown_after(UNSTORED_SHOWN).unwrap();
         assert_eq!(
             shown.iter().map(|e| e.seq).collect::<Vec<_>>(),
             (UNSTORED_SHOWN + 1..=UNSTORED_SHOWN + 3).collect::<Vec<_>>()
         );
-        assert_eq!(live.after(0).0.len() as i64, UNSTORED_SHOWN + 5, "the writer takes them all");
+        assert_eq!(live.after(3).0.len() as i64, UNSTORED_SHOWN + 2, "the writer takes them all");
+    }
+
+    #[test]
+    fn stored_events_beyond_the_newest_few_are_left_to_the_database() {
+        let live = Hub::default().register(Uuid::now_v7(), 11, lease(), 10);
+        let delta = |seq| RunEvent { seq, kind: RunEventKind::TextDelta("a".into()) };
+        let newest = 10 + STORED_KEPT as i64 + 20;
+        for seq in 11..=newest {
+            live.publish(delta(seq));
+        }
+        live.mark_saved(newest - 5);
+        assert_eq!(live.kept_from(), newest - STORED_KEPT as i64 + 1);
+        assert!(live.shown_after(10).is_none(), "a follower behind the kept events reads them");
+        let seqs = |events: Vec<RunEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+        let (shown, closed) = live.shown_after(live.kept_from() - 1).unwrap();
+        assert_eq!(seqs(shown), (live.kept_from()..=newest).collect::<Vec<_>>());
+        assert!(!closed);
+        assert_eq!(seqs(live.after(newest - 5).0), (newest - 4..=newest).collect::<Vec<_>>());
+        assert!(
+            live.shown_after(newest + 3).unwrap().0.is_empty(),
+            "a follower ahead sees nothing"
+        );
     }
 
     #[test]

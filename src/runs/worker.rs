@@ -30,7 +30,9 @@ pub(super) async fn work(engine: Arc<Engine>, shutdown: CancellationToken) {
                 slot = engine.slots.acquire() => slot.expect("the slots are never closed"),
                 _ = shutdown.cancelled() => break,
             };
-            claim_and_execute(&engine, worker).await
+            // Boxed, an idle worker's task holds a pointer rather than room for a run's
+            // whole execution (5 KB a worker).
+            Box::pin(claim_and_execute(&engine, worker)).await
         };
         match claimed {
             Ok(true) => continue,

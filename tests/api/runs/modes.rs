@@ -1,6 +1,9 @@
+use std::time::{Duration, Instant};
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
+use uuid::Uuid;
 
 use super::{parse_sse, RunsApp};
 use crate::fake_llm::Reply;
@@ -9,6 +12,7 @@ use crate::helpers::{on_both_backends, TestDb};
 on_both_backends!(
     a_sync_run_appends_the_turn_and_sends_history,
     a_streamed_run_sends_numbered_events_and_replays_them,
+    followers_joining_a_long_run_late_get_every_event_once,
     a_background_run_answers_at_once,
     configuration_layers_from_the_session_to_the_run,
 );
@@ -103,6 +107,53 @@ async fn a_streamed_run_sends_numbered_events_and_replays_them(db: TestDb) {
             t.app.send(bad).await.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
         assert!(detail.starts_with("Last-Event-ID"), "{id}: {detail}");
     }
+}
+
+/// A live run keeps only its newest stored events in memory: followers that join after
+/// many were stored read the older ones from the database, then follow from memory,
+/// each event once and in order.
+async fn followers_joining_a_long_run_late_get_every_event_once(db: TestDb) {
+    let store = db.store.clone();
+    let t = RunsApp::new(db).await;
+    let deltas = 400;
+    t.llm.push(Reply::Clock { count: deltas, interval: Duration::from_millis(5) });
+    let body = json!({"input": "go", "background": true});
+    let run = t.app.post("/v1/sessions/late/runs", body).await.expect(StatusCode::ACCEPTED);
+    let id = Uuid::parse_str(run["id"].as_str().unwrap()).unwrap();
+    let session = agent_sessions::model::SessionId::parse("id", "late".into()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (events, status) = store.run_events("default", &session, id, 0).await.unwrap();
+        assert!(!status.is_final(), "the followers join while it runs");
+        if events.len() >= 150 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the deltas are stored while the run executes");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let path = format!("/v1/sessions/late/runs/{id}/events");
+    let after = |id: i64| {
+        let request = Request::get(&path).header("last-event-id", id.to_string());
+        t.app.send(request.body(Body::empty()).unwrap())
+    };
+    let (whole, tail) = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(t.app.get(&path), after(40))
+    })
+    .await
+    .expect("the streams end with the run");
+    let whole = parse_sse(&whole.text);
+    let ids: Vec<i64> = whole.iter().map(|(_, id, _)| *id).collect();
+    assert_eq!(ids, (1..=ids.len() as i64).collect::<Vec<_>>(), "each event once, in order");
+    assert_eq!(whole.last().map(|e| e.0.as_str()), Some("run.completed"));
+    let sent: Vec<&str> = whole
+        .iter()
+        .filter(|(e, _, _)| e == "message.delta")
+        .map(|(_, _, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent.len(), deltas);
+    let items = t.items("late").await;
+    assert_eq!(items[1]["content"][0]["text"], sent.concat(), "the stream is the answer");
+    assert_eq!(parse_sse(&tail.text), whole[40..].to_vec());
 }
 
 /// Inline settings over `agent_id`'s agent over the session's agent over LLM_MODEL.
