@@ -7,6 +7,7 @@ mod double_texting;
 mod draining;
 mod examples;
 mod failures;
+mod lost_workers;
 mod metrics;
 mod modes;
 mod openai;
