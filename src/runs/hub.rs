@@ -211,11 +211,13 @@ impl LiveRun {
 
     /// What a follower may be shown after `seq`: no event more than [`UNSTORED_SHOWN`]
     /// past the stored ones, and whether the execution is over. None when the follower
-    /// is behind the kept events: those after `seq` are in the database.
+    /// is behind events no longer kept: those are in the database. One short of this
+    /// execution's first event is shown them all: the seqs a lost execution may have
+    /// shown and never stored lie before it, and the database has none of them.
     pub(crate) fn shown_after(&self, seq: i64) -> Option<(Vec<RunEvent>, bool)> {
         let limit = self.saved() + UNSTORED_SHOWN;
         let events = lock(&self.events);
-        if seq + 1 < events.from {
+        if events.from > self.first_seq && seq + 1 < events.from {
             return None;
         }
         let end = usize::try_from(limit + 1 - events.from).unwrap_or(0);
@@ -292,6 +294,25 @@ mod tests {
             live.shown_after(newest + 3).unwrap().0.is_empty(),
             "a follower ahead sees nothing"
         );
+    }
+
+    #[test]
+    fn a_follower_in_the_gap_before_an_execution_again_is_shown_all_it_keeps() {
+        // Executed again after a lost worker had stored through 6: numbered past the
+        // seqs the lost execution may have shown.
+        let first = 6 + UNSTORED_SHOWN + 1;
+        let live = Hub::default().register(Uuid::now_v7(), first, lease(), first - 1);
+        let delta = |seq| RunEvent { seq, kind: RunEventKind::TextDelta("a".into()) };
+        for seq in first..first + 3 {
+            live.publish(delta(seq));
+        }
+        for cursor in [0, 6, 9] {
+            let (shown, _) = live.shown_after(cursor).expect("nothing was left to the database");
+            assert_eq!(
+                shown.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                [first, first + 1, first + 2]
+            );
+        }
     }
 
     #[test]
