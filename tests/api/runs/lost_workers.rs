@@ -2,6 +2,7 @@
 //! the run over numbers its own events after them, so each stored event stays and the
 //! stream reads in order.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -12,7 +13,7 @@ use super::RunsApp;
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 use agent_sessions::model::{RunEvent, RunEventKind, SessionId};
-use agent_sessions::store::RunStore;
+use agent_sessions::store::{RunStore, SessionStore};
 
 on_both_backends!(
     a_lost_run_that_fails_is_numbered_after_its_stored_events,
@@ -25,9 +26,20 @@ const LEASE: Duration = Duration::from_millis(50);
 /// architecture's promise): a lost execution may have shown that many never stored.
 const UNSTORED_SHOWN: i64 = 10_000;
 
-/// Creates a background run on `session`, claims it for a worker that stores five
-/// deltas and dies; answers the run's id once its lease has lapsed.
-async fn lose_a_worker_mid_stream(t: &RunsApp, store: &dyn RunStore, session: &str) -> Uuid {
+/// An app with no workers of its own that gives a run `max_attempts`, and the id of a
+/// background run on `session` whose worker stored five deltas and died: its lease has
+/// lapsed.
+async fn lose_a_worker_mid_stream(
+    db: TestDb,
+    max_attempts: u32,
+    session: &str,
+) -> (RunsApp, Arc<dyn SessionStore>, Uuid) {
+    let store = db.store.clone();
+    let t = RunsApp::configured(db, |c| {
+        c.run_workers = 0;
+        c.run_max_attempts = max_attempts;
+    })
+    .await;
     let body = json!({"input": "hi", "background": true});
     let path = format!("/v1/sessions/{session}/runs");
     let run = t.app.post(&path, body).await.expect(StatusCode::ACCEPTED);
@@ -38,7 +50,7 @@ async fn lose_a_worker_mid_stream(t: &RunsApp, store: &dyn RunStore, session: &s
     let held = store.save_run_events(&[(claim.lease(), deltas)]).await.unwrap();
     assert_eq!(held, [true]);
     tokio::time::sleep(LEASE * 2).await;
-    Uuid::parse_str(run["id"].as_str().unwrap()).unwrap()
+    (t, store, Uuid::parse_str(run["id"].as_str().unwrap()).unwrap())
 }
 
 /// The stored events' seqs, checked increasing, and their names.
@@ -51,13 +63,7 @@ async fn stored(store: &dyn RunStore, session: &str, id: Uuid) -> (Vec<i64>, Vec
 }
 
 async fn a_lost_run_that_fails_is_numbered_after_its_stored_events(db: TestDb) {
-    let store = db.store.clone();
-    let t = RunsApp::configured(db, |c| {
-        c.run_workers = 0;
-        c.run_max_attempts = 1;
-    })
-    .await;
-    let id = lose_a_worker_mid_stream(&t, &*store, "fails").await;
+    let (t, store, id) = lose_a_worker_mid_stream(db, 1, "fails").await;
     assert_eq!(t.app.runs.recover_expired().await.unwrap(), (0, 1));
     let (seqs, names) = stored(&*store, "fails", id).await;
     assert_eq!(names.iter().filter(|n| *n == "message.delta").count(), 5, "{names:?}");
@@ -68,13 +74,7 @@ async fn a_lost_run_that_fails_is_numbered_after_its_stored_events(db: TestDb) {
 }
 
 async fn a_lost_run_executed_again_is_numbered_after_its_stored_events(db: TestDb) {
-    let store = db.store.clone();
-    let t = RunsApp::configured(db, |c| {
-        c.run_workers = 0;
-        c.run_max_attempts = 2;
-    })
-    .await;
-    let id = lose_a_worker_mid_stream(&t, &*store, "again").await;
+    let (t, store, id) = lose_a_worker_mid_stream(db, 2, "again").await;
     assert_eq!(t.app.runs.recover_expired().await.unwrap(), (1, 0));
     t.llm.push(Reply::text("second try"));
     assert_eq!(t.app.runs.run_pending().await.unwrap(), 1);
