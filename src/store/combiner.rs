@@ -1,12 +1,12 @@
-//! Group commit for appends: appends that arrive while one commit is in flight wait in a
-//! queue, and the next commit takes them all, to any sessions, as one transaction and
-//! one flush of the log. An append is answered only after the commit that holds it.
+//! Group commit: writes (appends, run creations) that arrive while one commit is in
+//! flight wait in a queue, and the next commit takes them all, to any sessions, as one
+//! transaction and one flush of the log. A write is answered only after the commit that
+//! holds it.
 //!
-//! One writer task per store drains the queue, so combined transactions never overlap:
-//! each session's appends commit in the order they reached the queue, their seqs
-//! contiguous. A combined transaction that fails before its commit is rolled back and
-//! its appends are made again one by one, so a request the database rejects fails
-//! alone.
+//! One writer task per queue drains it, so combined transactions never overlap: each
+//! session's appends commit in the order they reached the queue, their seqs contiguous.
+//! A combined transaction that fails before its commit is rolled back and its writes are
+//! made again one by one, so a request the database rejects fails alone.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,15 +15,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Appended, Result, StoreError};
-use crate::model::{IdempotencyKey, ItemBody, SessionId};
+use super::{Result, StartNow, StoreError};
+use crate::model::{IdempotencyKey, IfBusy, ItemBody, NewRun, SessionId};
 
-/// The most appends one transaction combines, and the most item text: a batch is
+/// The most writes one transaction combines, and the most item text: a batch is
 /// bounded in memory and in how long it holds its sessions' row locks.
-const MAX_APPENDS: usize = 256;
+const MAX_WRITES: usize = 256;
 const MAX_BYTES: usize = 8 * 1024 * 1024;
 
-/// How many appends may wait for the writer before a new one waits to be queued.
+/// How many writes may wait for the writer before a new one waits to be queued.
 const QUEUE: usize = 4096;
 
 /// One append request, checked already and ready to be written.
@@ -34,41 +34,74 @@ pub(super) struct Append {
     pub idempotency: Option<IdempotencyKey>,
 }
 
-impl Append {
+/// A run's creation, of a kind a combined transaction makes: no Idempotency-Key to
+/// replay and no input to steer into a running run.
+pub(super) struct Creation {
+    pub tenant: String,
+    pub session_id: SessionId,
+    pub run: NewRun,
+    pub if_busy: IfBusy,
+    pub start: Option<StartNow>,
+}
+
+/// A write the combiner queues.
+pub(super) trait Job: Send + Sync + 'static {
+    /// What it adds to a batch's bytes.
+    fn bytes(&self) -> usize;
+
+    /// Two writes that name the same pair cannot share a transaction: the second must
+    /// see the first's outcome.
+    fn exclusive(&self) -> Option<(&str, &str)>;
+}
+
+impl Job for Append {
     fn bytes(&self) -> usize {
         self.bodies.iter().map(|b| b.as_str().len()).sum()
     }
 
-    /// Two appends with one key cannot share a transaction: the second must see the
-    /// first's answer.
-    fn key(&self) -> Option<(&str, &str)> {
+    /// Two appends with one key: the second is the first's retry.
+    fn exclusive(&self) -> Option<(&str, &str)> {
         self.idempotency.as_ref().map(|key| (self.tenant.as_str(), key.key.as_str()))
+    }
+}
+
+impl Job for Creation {
+    fn bytes(&self) -> usize {
+        self.run.input.iter().map(|i| i.get().len()).sum()
+    }
+
+    /// Two runs of one session: the second's creation must see the first run.
+    fn exclusive(&self) -> Option<(&str, &str)> {
+        Some((self.tenant.as_str(), self.session_id.as_str()))
     }
 }
 
 /// What a combined transaction that did not commit leaves behind.
 pub(super) enum BatchFailed {
     /// A statement failed and the transaction was rolled back: nothing of it was
-    /// written, so each append can be made again alone.
+    /// written, so each write can be made again alone.
     BeforeCommit(StoreError),
-    /// The commit itself failed: whether it took effect is unknown, so no append of it
+    /// The commit itself failed: whether it took effect is unknown, so no write of it
     /// may be made again without its client's say (an idempotent retry).
     AtCommit(StoreError),
 }
 
-/// How a backend writes appends.
+/// How a backend commits one kind of write.
 #[async_trait]
-pub(super) trait Appender: Send + Sync + 'static {
-    /// Writes one append in a transaction of its own.
-    async fn append_one(&self, append: &Append) -> Result<Appended>;
+pub(super) trait Writer: Send + Sync + 'static {
+    type Job: Job;
+    type Done: Send + 'static;
 
-    /// Writes the appends in one transaction. `None` for an append is one its backend
-    /// would rather make alone after the commit: a retry of an idempotency key that an
-    /// earlier request claimed.
-    async fn append_many(
+    /// Writes one in a transaction of its own.
+    async fn one(&self, job: &Self::Job) -> Result<Self::Done>;
+
+    /// Writes them in one transaction. `None` for a write is one its backend would
+    /// rather make alone after the commit (a retry of an idempotency key that an
+    /// earlier request claimed, say).
+    async fn many(
         &self,
-        appends: &[Append],
-    ) -> std::result::Result<Vec<Option<Appended>>, BatchFailed>;
+        jobs: &[Self::Job],
+    ) -> std::result::Result<Vec<Option<Self::Done>>, BatchFailed>;
 }
 
 /// Counts for the metrics endpoint, from the start of the process.
@@ -76,9 +109,9 @@ pub(super) trait Appender: Send + Sync + 'static {
 pub struct AppendStats {
     /// Transactions the writer committed or tried, combined or not.
     pub transactions: u64,
-    /// Appends those transactions held.
+    /// Writes those transactions held.
     pub appends: u64,
-    /// Combined transactions rolled back and made again one append at a time.
+    /// Combined transactions rolled back and made again one write at a time.
     pub fallbacks: u64,
 }
 
@@ -89,31 +122,31 @@ struct Counters {
     fallbacks: AtomicU64,
 }
 
-struct Waiting {
-    append: Append,
-    reply: oneshot::Sender<Result<Appended>>,
+struct Waiting<J, D> {
+    job: J,
+    reply: oneshot::Sender<Result<D>>,
 }
 
-/// The queue in front of a store's appends, and its writer task.
-pub(super) struct Combiner {
-    queue: mpsc::Sender<Waiting>,
+/// The queue in front of one kind of a store's writes, and its writer task.
+pub(super) struct Combiner<J, D> {
+    queue: mpsc::Sender<Waiting<J, D>>,
     counters: Arc<Counters>,
 }
 
-impl Combiner {
+impl<J: Job, D: Send + 'static> Combiner<J, D> {
     /// Starts the writer task on the current runtime; it ends when the combiner is
     /// dropped and the queue is empty.
-    pub fn start(appender: impl Appender) -> Self {
+    pub fn start(writer: impl Writer<Job = J, Done = D>) -> Self {
         let (queue, waiting) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(write(appender, waiting, counters.clone()));
+        tokio::spawn(write(writer, waiting, counters.clone()));
         Self { queue, counters }
     }
 
-    /// Queues the append and waits for the commit that holds it.
-    pub async fn append(&self, append: Append) -> Result<Appended> {
+    /// Queues the write and waits for the commit that holds it.
+    pub async fn submit(&self, job: J) -> Result<D> {
         let (reply, answer) = oneshot::channel();
-        self.queue.send(Waiting { append, reply }).await.map_err(|_| writer_gone())?;
+        self.queue.send(Waiting { job, reply }).await.map_err(|_| writer_gone())?;
         answer.await.map_err(|_| writer_gone())?
     }
 
@@ -126,14 +159,14 @@ impl Combiner {
     }
 }
 
-/// The writer task stopped (its runtime is shutting down): the append was not made.
+/// The writer task stopped (its runtime is shutting down): the write was not made.
 fn writer_gone() -> StoreError {
     StoreError::Database(sqlx::Error::WorkerCrashed)
 }
 
-async fn write(
-    appender: impl Appender,
-    mut queue: mpsc::Receiver<Waiting>,
+async fn write<W: Writer>(
+    writer: W,
+    mut queue: mpsc::Receiver<Waiting<W::Job, W::Done>>,
     counters: Arc<Counters>,
 ) {
     let mut held_back = VecDeque::new();
@@ -145,16 +178,14 @@ async fn write(
                 None => return,
             },
         };
-        let (appends, replies): (Vec<Append>, Vec<_>) = gather(first, &mut held_back, &mut queue)
-            .into_iter()
-            .map(|w| (w.append, w.reply))
-            .unzip();
+        let (jobs, replies): (Vec<W::Job>, Vec<_>) =
+            gather(first, &mut held_back, &mut queue).into_iter().map(|w| (w.job, w.reply)).unzip();
         counters.transactions.fetch_add(1, Ordering::Relaxed);
-        counters.appends.fetch_add(appends.len() as u64, Ordering::Relaxed);
-        let answers = if appends.len() == 1 {
-            vec![appender.append_one(&appends[0]).await]
+        counters.appends.fetch_add(jobs.len() as u64, Ordering::Relaxed);
+        let answers = if jobs.len() == 1 {
+            vec![writer.one(&jobs[0]).await]
         } else {
-            combine(&appender, &appends, &counters).await
+            combine(&writer, &jobs, &counters).await
         };
         for (reply, answer) in replies.into_iter().zip(answers) {
             // A client that went away meanwhile misses only the answer.
@@ -163,37 +194,36 @@ async fn write(
     }
 }
 
-/// Writes the appends in one transaction, or one by one when it fails before its commit.
-async fn combine(
-    appender: &impl Appender,
-    appends: &[Append],
+/// Writes the jobs in one transaction, or one by one when it fails before its commit.
+async fn combine<W: Writer>(
+    writer: &W,
+    jobs: &[W::Job],
     counters: &Counters,
-) -> Vec<Result<Appended>> {
-    match appender.append_many(appends).await {
+) -> Vec<Result<W::Done>> {
+    match writer.many(jobs).await {
         Ok(results) => {
-            let mut answers = Vec::with_capacity(appends.len());
-            for (append, result) in appends.iter().zip(results) {
+            let mut answers = Vec::with_capacity(jobs.len());
+            for (job, result) in jobs.iter().zip(results) {
                 answers.push(match result {
-                    Some(appended) => Ok(appended),
-                    None => appender.append_one(append).await,
+                    Some(done) => Ok(done),
+                    None => writer.one(job).await,
                 });
             }
             answers
         }
         Err(BatchFailed::BeforeCommit(error)) => {
             counters.fallbacks.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(%error, appends = appends.len(), "a combined append failed; making its appends one by one");
-            let mut answers = Vec::with_capacity(appends.len());
-            for append in appends {
-                answers.push(appender.append_one(append).await);
+            tracing::warn!(%error, writes = jobs.len(), "a combined write failed; making its writes one by one");
+            let mut answers = Vec::with_capacity(jobs.len());
+            for job in jobs {
+                answers.push(writer.one(job).await);
             }
             answers
         }
         Err(BatchFailed::AtCommit(error)) => {
-            tracing::error!(%error, appends = appends.len(), "the commit of a combined append failed");
+            tracing::error!(%error, writes = jobs.len(), "the commit of a combined write failed");
             let message = error.to_string();
-            appends
-                .iter()
+            jobs.iter()
                 .map(|_| {
                     Err(StoreError::Database(sqlx::Error::Io(std::io::Error::other(
                         message.clone(),
@@ -204,35 +234,35 @@ async fn combine(
     }
 }
 
-/// The batch that starts with `first`: what else is queued, up to the limits. An append
-/// whose idempotency key is in the batch already waits for the next one.
-fn gather(
-    first: Waiting,
-    held_back: &mut VecDeque<Waiting>,
-    queue: &mut mpsc::Receiver<Waiting>,
-) -> Vec<Waiting> {
-    let mut bytes = first.append.bytes();
+/// The batch that starts with `first`: what else is queued, up to the limits. A write
+/// whose exclusive pair is in the batch already waits for the next one.
+fn gather<J: Job, D>(
+    first: Waiting<J, D>,
+    held_back: &mut VecDeque<Waiting<J, D>>,
+    queue: &mut mpsc::Receiver<Waiting<J, D>>,
+) -> Vec<Waiting<J, D>> {
+    let mut bytes = first.job.bytes();
     let mut batch = vec![first];
-    let mut keys: HashSet<(String, String)> = HashSet::new();
-    if let Some((tenant, key)) = batch[0].append.key() {
-        keys.insert((tenant.to_owned(), key.to_owned()));
+    let mut pairs: HashSet<(String, String)> = HashSet::new();
+    if let Some((a, b)) = batch[0].job.exclusive() {
+        pairs.insert((a.to_owned(), b.to_owned()));
     }
     let mut earlier = std::mem::take(held_back);
     let mut later = Vec::new();
-    while batch.len() < MAX_APPENDS && bytes < MAX_BYTES {
+    while batch.len() < MAX_WRITES && bytes < MAX_BYTES {
         let Some(next) = earlier.pop_front().or_else(|| queue.try_recv().ok()) else {
             break;
         };
-        if let Some((tenant, key)) = next.append.key() {
-            if !keys.insert((tenant.to_owned(), key.to_owned())) {
+        if let Some((a, b)) = next.job.exclusive() {
+            if !pairs.insert((a.to_owned(), b.to_owned())) {
                 later.push(next);
                 continue;
             }
         }
-        bytes += next.append.bytes();
+        bytes += next.job.bytes();
         batch.push(next);
     }
-    // What the limits left of the earlier held-back appends goes first next time.
+    // What the limits left of the earlier held-back writes goes first next time.
     held_back.extend(earlier);
     held_back.extend(later);
     batch

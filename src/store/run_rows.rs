@@ -134,6 +134,7 @@ impl ClaimedRunRow {
 /// A run about to be inserted with its first event. The insert itself looks for the
 /// session's unfinished runs (under the session's lock): the new run is claimed only if
 /// there are none, and with `IfBusy::Reject` inserted only then.
+#[derive(Clone, Copy)]
 pub(super) struct NewRunRow<'a> {
     pub tenant: &'a str,
     pub session_pk: i64,

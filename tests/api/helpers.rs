@@ -97,6 +97,10 @@ impl TestDb {
         Self { store, ..self.clone_handle() }
     }
 
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.raw, RawDb::Postgres(_))
+    }
+
     /// Another handle on the same database, for a second app (a replica).
     pub fn clone_handle(&self) -> Self {
         Self {
@@ -191,11 +195,18 @@ impl TestDb {
     /// Holds every insert of items until the hold is released: the store's writes queue
     /// behind it, as they do behind a slow commit.
     pub async fn hold_writes(&self) -> HeldWrites {
+        self.hold_inserts_into("items").await
+    }
+
+    /// Holds every insert into `table` (on SQLite, every write) until the hold is
+    /// released.
+    pub async fn hold_inserts_into(&self, table: &str) -> HeldWrites {
         match &self.raw {
             RawDb::Postgres(pool) => {
                 let mut conn = pool.acquire().await.expect("a connection");
                 sqlx::query("begin").execute(&mut *conn).await.unwrap();
-                sqlx::query("lock table items in share mode").execute(&mut *conn).await.unwrap();
+                let lock = format!("lock table {table} in share mode");
+                sqlx::query(&lock).execute(&mut *conn).await.unwrap();
                 HeldWrites::Postgres(conn)
             }
             RawDb::Sqlite(pool) => {

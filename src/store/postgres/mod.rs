@@ -3,6 +3,7 @@
 //! with SQLite (`store::shared`); this module holds what only Postgres does.
 
 mod appends;
+mod run_batch;
 mod runs;
 #[cfg(test)]
 mod tests;
@@ -27,12 +28,12 @@ use sqlx::types::Json;
 use sqlx::{ConnectOptions, Connection, Executor, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use super::combiner::Combiner;
+use super::combiner::{Append, Combiner, Creation};
 use super::held::HeldConnections;
 use super::outage;
 use super::payload::PayloadCodec;
 use super::timestamp::Timestamp;
-use super::Result;
+use super::{Appended, CreatedRun, Result};
 use crate::model::{ExpiresAfter, Item};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -87,7 +88,10 @@ pub struct PgStore {
     default_expiry: Option<ExpiresAfter>,
     /// Combines concurrent appends into one transaction; started by the first append,
     /// after the codec and retention are set.
-    appends: OnceLock<Combiner>,
+    appends: OnceLock<Combiner<Append, Appended>>,
+    /// Combines concurrent run creations into one transaction; started by the first
+    /// creation that can be combined.
+    creations: OnceLock<Combiner<Creation, Option<CreatedRun>>>,
     /// Connections kept between reads of pages of items.
     page_readers: HeldConnections<Postgres>,
     /// The connection the append queue's writer keeps between its transactions.
@@ -149,6 +153,7 @@ impl PgStore {
             codec: PayloadCodec::default(),
             default_expiry: None,
             appends: OnceLock::new(),
+            creations: OnceLock::new(),
         }
     }
 

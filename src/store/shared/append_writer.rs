@@ -9,7 +9,7 @@ use super::appends::append_in;
 use super::backend::appends::append_many;
 use super::backend::{Db, Store};
 use crate::model::ExpiresAfter;
-use crate::store::combiner::{Append, Appender, BatchFailed, Combiner};
+use crate::store::combiner::{Append, BatchFailed, Combiner, Writer};
 use crate::store::held::HeldConnections;
 use crate::store::payload::PayloadCodec;
 use crate::store::timestamp::Timestamp;
@@ -24,8 +24,11 @@ struct Writes {
 }
 
 #[async_trait]
-impl Appender for Writes {
-    async fn append_one(&self, append: &Append) -> Result<Appended> {
+impl Writer for Writes {
+    type Job = Append;
+    type Done = Appended;
+
+    async fn one(&self, append: &Append) -> Result<Appended> {
         let mut conn = self.connection.take().await?;
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         let appended =
@@ -35,7 +38,7 @@ impl Appender for Writes {
         Ok(appended)
     }
 
-    async fn append_many(
+    async fn many(
         &self,
         appends: &[Append],
     ) -> std::result::Result<Vec<Option<Appended>>, BatchFailed> {
@@ -54,7 +57,7 @@ impl Appender for Writes {
 
 impl Store {
     /// The queue that combines appends, started by the first one.
-    pub(super) fn appends(&self) -> &Combiner {
+    pub(super) fn appends(&self) -> &Combiner<Append, Appended> {
         self.appends.get_or_init(|| {
             Combiner::start(Writes {
                 connection: self.append_writer.clone(),

@@ -11,8 +11,8 @@
 //! `backend` is the backend that mounts it. What the flows take from it is what differs
 //! by dialect:
 //! - `Db` and `Store`: its sqlx database and its store, which has `writer()`, `reader()`
-//!   and `pools()`, and the fields `codec`, `default_expiry`, `appends`, `page_readers`
-//!   and `append_writer`; `MIGRATOR`, its schema;
+//!   and `pools()`, and the fields `codec`, `default_expiry`, `appends`, `creations`,
+//!   `page_readers` and `append_writer`; `MIGRATOR`, its schema;
 //! - `FOR_UPDATE`, `FOR_NO_KEY_UPDATE` and `SKIP_LOCKED`, the row locks its transactions
 //!   and sweeps take, if any; `NOW`, its SQL for the current time; `touch`, the SQL that records activity;
 //! - `insert_items` and `appends::append_many`, how it writes one append's items and a
@@ -20,7 +20,8 @@
 //!   metadata filter over them;
 //! - `new_id` and `SNAPSHOT`, ids made in SQL and a fork's one snapshot;
 //! - `runs::{insert_run, write_run, finish, claim_next, save_events}`, the statements of
-//!   runs that differ, the queue's claim among them;
+//!   runs that differ, the queue's claim among them; `run_batch::{upsert_run_sessions,
+//!   insert_runs}`, how it writes a combined batch of run creations;
 //! - `RowId`, `ROW_ID`, `ROW_READ`, `ROW_BIND`, `FIRST_ROW` and `key_id_of`, the physical
 //!   row order `reencrypt` walks and the key id of a stored value.
 
@@ -30,6 +31,7 @@ mod append_writer;
 pub(super) mod appends;
 mod at_rest;
 mod compactions;
+mod creation_writer;
 mod deliveries;
 mod forks;
 mod idempotency_keys;

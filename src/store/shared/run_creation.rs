@@ -1,5 +1,7 @@
 //! Creating a run: answering a retry of its Idempotency-Key, the session's upsert under
-//! its row lock, and the insert that queues the run or starts it at once.
+//! its row lock, and the insert that queues the run or starts it at once. Creations
+//! with no key and no input to steer queue to be combined (`creation_writer`); what a
+//! combined transaction leaves to its caller is made here alone.
 
 use super::backend::runs::insert_run;
 use super::backend::{touch, Store, NOW};
@@ -9,6 +11,7 @@ use super::sessions::{forget_expired, BindExpiry};
 use super::steering::join;
 use super::Conn;
 use crate::model::{IdempotencyKey, IfBusy, NewRun, Run, SessionId};
+use crate::store::combiner::Creation;
 use crate::store::idempotency::{replayed_run_id, run_response};
 use crate::store::payload::PayloadCodec;
 use crate::store::rows::{expiry_columns, live};
@@ -62,6 +65,13 @@ pub(super) async fn create(
     start: Option<StartNow>,
     agentless: bool,
 ) -> Result<CreatedRun> {
+    if run.idempotency.is_none() && if_busy != IfBusy::Steer {
+        let (tenant, session_id) = (tenant.to_owned(), session_id.clone());
+        let creation = Creation { tenant, session_id, run: run.clone(), if_busy, start };
+        if let Some(created) = store.creations().submit(creation).await? {
+            return Ok(created);
+        }
+    }
     let now = Timestamp::now();
     let mut tx = store.writer().begin().await?;
     let key = run.idempotency.clone();

@@ -58,7 +58,7 @@ impl SessionStore for Store {
             bodies,
             idempotency,
         };
-        self.appends().append(append).await
+        self.appends().submit(append).await
     }
 
     async fn list_items(

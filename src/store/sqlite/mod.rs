@@ -4,6 +4,7 @@
 //! shared with Postgres (`store::shared`); this module holds what only SQLite does.
 
 mod appends;
+mod run_batch;
 mod runs;
 
 /// The flows both backends share, compiled here with this backend's types: they
@@ -25,11 +26,11 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite};
 
-use super::combiner::Combiner;
+use super::combiner::{Append, Combiner, Creation};
 use super::held::HeldConnections;
 use super::payload::PayloadCodec;
 use super::timestamp::Timestamp;
-use super::Result;
+use super::{Appended, CreatedRun, Result};
 use crate::model::{ExpiresAfter, Item};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -79,7 +80,10 @@ pub struct SqliteStore {
     default_expiry: Option<ExpiresAfter>,
     /// Combines concurrent appends into one transaction; started by the first append,
     /// after the codec and retention are set.
-    appends: OnceLock<Combiner>,
+    appends: OnceLock<Combiner<Append, Appended>>,
+    /// Combines concurrent run creations into one transaction; started by the first
+    /// creation that can be combined.
+    creations: OnceLock<Combiner<Creation, Option<CreatedRun>>>,
     /// Connections kept between reads of pages of items.
     page_readers: HeldConnections<Sqlite>,
     /// None kept for the append queue's writer: the writer pool's one connection serves
@@ -134,6 +138,7 @@ impl SqliteStore {
             codec: PayloadCodec::default(),
             default_expiry: None,
             appends: OnceLock::new(),
+            creations: OnceLock::new(),
         })
     }
 

@@ -3,6 +3,7 @@
 mod approvals;
 mod chat;
 mod chat_tools;
+mod combined_creations;
 mod double_texting;
 mod draining;
 mod examples;
