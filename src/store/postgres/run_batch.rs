@@ -23,8 +23,10 @@ use crate::store::Result;
 /// creation whose session has expired or has an agent, or is busy when its run would not
 /// queue: that session is left as it was, for the creation to be made alone.
 ///
-/// The sessions are locked in the order of their ids. A busy session is told here from
-/// what was committed when the statement began; `insert_runs` looks again under the lock.
+/// The sessions that exist are locked first, in `pk` order as a combined append locks
+/// its sessions, so that the two batches never wait for each other in a circle. A busy
+/// session is told from what was committed when the upsert began; `insert_runs` looks
+/// again under the lock.
 pub(super) async fn upsert_run_sessions(
     conn: &mut PgConnection,
     creations: &[Creation],
@@ -40,16 +42,26 @@ pub(super) async fn upsert_run_sessions(
               where not (t.reject and exists (
                   select 1 from sessions s join runs r on r.session_pk = s.pk
                   where s.tenant_id = t.tenant and s.id = t.id and r.status in {UNFINISHED}))
-              order by t.tenant, t.id
               on conflict (tenant_id, id) do update set {} where {} and sessions.agent_id is null
               returning tenant_id, id, pk, item_count = 0",
             touch("$4"),
             live("sessions", NOW)
         )
     });
+    let tenants: Vec<&str> = creations.iter().map(|c| c.tenant.as_str()).collect();
+    let ids: Vec<&str> = creations.iter().map(|c| c.session_id.as_str()).collect();
+    sqlx::query(
+        r"select 1 from sessions s join unnest($1::text[], $2::text[]) as t (tenant, id)
+              on s.tenant_id = t.tenant and s.id = t.id
+          order by s.pk for no key update of s",
+    )
+    .bind(&tenants)
+    .bind(&ids)
+    .execute(&mut *conn)
+    .await?;
     let upserted: Vec<(String, String, i64, bool)> = sqlx::query_as(&UPSERT)
-        .bind(creations.iter().map(|c| c.tenant.as_str()).collect::<Vec<_>>())
-        .bind(creations.iter().map(|c| c.session_id.as_str()).collect::<Vec<_>>())
+        .bind(&tenants)
+        .bind(&ids)
         .bind(creations.iter().map(|c| c.if_busy != IfBusy::Enqueue).collect::<Vec<_>>())
         .bind(now)
         .bind(retention.anchor)
