@@ -22,6 +22,20 @@ async fn creations_queued_behind_a_commit_keep_their_answers(db: TestDb) {
     // Slow enough that no run ends before the last creation is answered.
     let delay = Duration::from_secs(1);
     t.llm.set_default(Reply::Text { deltas: vec!["done".into()], usage: None, delay });
+    // A session with an agent, and an expired one: a batch leaves both to be made alone.
+    let agent = t.app.post("/v1/agents", json!({"model": "agent-model"})).await;
+    let agent = agent.expect(StatusCode::CREATED);
+    let session = json!({"id": "with-agent", "agent_id": agent["id"]});
+    t.app.post("/v1/sessions", session).await.expect(StatusCode::CREATED);
+    let old = json!({"items": [{"role": "user", "content": "forgotten"}]});
+    t.app.post("/v1/sessions/expired/items", old).await.expect(StatusCode::CREATED);
+    handle
+        .execute_either(
+            "update sessions set expires_at = now() - interval '1 hour' where id = 'expired'",
+            "update sessions set expires_at = 1 where id = 'expired'",
+        )
+        .await;
+
     let held = handle.hold_inserts_into("runs").await;
     // Two runs for each of a dozen sessions, neither queueing behind the other, and
     // three that queue on one session.
@@ -36,7 +50,9 @@ async fn creations_queued_behind_a_commit_keep_their_answers(db: TestDb) {
         let body = json!({"input": input, "background": true, "if_busy": "enqueue"});
         t.app.post("/v1/sessions/queue/runs", body)
     });
-    let requests = join_all(pairs.chain(queued));
+    let alone = ["/v1/sessions/with-agent/runs", "/v1/sessions/expired/runs"]
+        .map(|path| t.app.post(path, json!({"input": "alone", "background": true})));
+    let requests = join_all(pairs.chain(queued).chain(alone));
     let release = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         held.release().await;
@@ -54,9 +70,15 @@ async fn creations_queued_behind_a_commit_keep_their_answers(db: TestDb) {
         assert!(detail.contains(&id), "the busy answer names the run: {detail}");
         created.push((format!("pair-{i}"), id));
     }
-    for answer in &answers[2 * PAIRS..] {
+    for answer in &answers[2 * PAIRS..2 * PAIRS + 3] {
         let run = answer.expect(StatusCode::ACCEPTED);
         created.push(("queue".to_owned(), run["id"].as_str().unwrap().to_owned()));
+    }
+    let with_agent = answers[2 * PAIRS + 3].expect(StatusCode::ACCEPTED);
+    assert_eq!(with_agent["model"], "agent-model", "the session's agent configures the run");
+    let expired = answers[2 * PAIRS + 4].expect(StatusCode::ACCEPTED);
+    for (session, run) in [("with-agent", with_agent), ("expired", expired)] {
+        created.push((session.to_owned(), run["id"].as_str().unwrap().to_owned()));
     }
 
     for (session, id) in &created {
@@ -68,6 +90,8 @@ async fn creations_queued_behind_a_commit_keep_their_answers(db: TestDb) {
         let texts = texts(&t.items(&format!("pair-{i}")).await);
         assert!(texts == ["first", "done"] || texts == ["second", "done"], "{texts:?}");
     }
+    let started_afresh = texts(&t.items("expired").await);
+    assert_eq!(started_afresh, ["alone", "done"], "an expired session's id starts a new one");
     let texts = texts(&t.items("queue").await);
     assert_eq!(texts.len(), 6, "{texts:?}");
     assert_eq!(texts.iter().skip(1).step_by(2).collect::<Vec<_>>(), ["done"; 3]);
