@@ -176,11 +176,13 @@ impl Runs {
     /// Executes claimable runs until none is left; returns how many. Lets tests drain
     /// the queue deterministically.
     pub async fn run_pending(&self) -> Result<usize, StoreError> {
-        let mut done = 0;
-        while worker::claim_and_execute(&self.engine, Uuid::now_v7()).await? {
-            done += 1;
+        let (mut done, never) = (0, CancellationToken::new());
+        loop {
+            match worker::claim_and_execute(&self.engine, Uuid::now_v7(), &never).await? {
+                0 => return Ok(done),
+                executed => done += executed,
+            }
         }
-        Ok(done)
     }
 
     /// Re-queues or fails runs whose lease lapsed; returns (re-queued, failed).

@@ -209,7 +209,7 @@ impl Runs {
             // Live before the request follows it, with the one event the store wrote.
             let execution = created.claim.map(|claim| {
                 let event = RunEvent::for_status(1, &created.run);
-                worker::execute_claimed(engine.clone(), claim, vec![event])
+                worker::execute_claimed(engine.clone(), claim, vec![event], None)
             });
             if execution.is_none() && !created.replayed {
                 engine.work.notify_one();

@@ -32,11 +32,11 @@ pub(super) async fn work(engine: Arc<Engine>, shutdown: CancellationToken) {
             };
             // Boxed, an idle worker's task holds a pointer rather than room for a run's
             // whole execution (5 KB a worker).
-            Box::pin(claim_and_execute(&engine, worker)).await
+            Box::pin(claim_and_execute(&engine, worker, &shutdown)).await
         };
         match claimed {
-            Ok(true) => continue,
-            Ok(false) => {}
+            Ok(0) => {}
+            Ok(_) => continue,
             Err(error) => tracing::warn!(%error, "cannot claim or finish a run"),
         }
         tokio::select! {
@@ -88,35 +88,47 @@ pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
     }
 }
 
-/// Claims one run and executes it; false when there was none.
+/// Claims a run and executes it, then each run its finish claimed (until `shutdown`);
+/// how many it executed.
 pub(super) async fn claim_and_execute(
     engine: &Arc<Engine>,
     worker: Uuid,
-) -> Result<bool, StoreError> {
+    shutdown: &CancellationToken,
+) -> Result<usize, StoreError> {
     let began = SystemTime::now();
     let Some(claim) = engine
         .store
         .claim_run(worker, engine.settings.lease, engine.settings.tenant_max_active_runs)
         .await?
     else {
-        return Ok(false);
+        return Ok(0);
     };
     spans::record_claim(&claim, began);
-    // More runs may wait: another idle worker looks too, so that a backlog drains with
-    // every worker at once while an empty queue costs one look.
-    engine.work.notify_one();
-    execute_claimed(engine.clone(), claim, Vec::new()).await.map(|()| true)
+    let (mut claim, mut executed) = (claim, 1);
+    loop {
+        // More runs may wait: another idle worker looks too, so that a backlog drains
+        // with every worker at once while an empty queue costs one look.
+        engine.work.notify_one();
+        // A run from the queue: the queue may hold more, so its finish claims the next.
+        match execute_claimed(engine.clone(), claim, Vec::new(), Some(shutdown.clone())).await? {
+            Some(next) => (claim, executed) = (next, executed + 1),
+            None => return Ok(executed),
+        }
+    }
 }
 
 /// Executes a run claimed for this process and commits its outcome. The run is live here
 /// from the call on, before the future first runs, so a follower that starts right after
 /// finds it in the hub rather than in the database; `stored` are events of the run already
-/// in the database that followers may take from the hub too.
+/// in the database that followers may take from the hub too. With `claim_next`, the
+/// commit also claims the worker's next run (see `RunStore::finish_run`) unless that
+/// shutdown has begun, and returns it.
 pub(super) fn execute_claimed(
     engine: Arc<Engine>,
     claim: Claim,
     stored: Vec<RunEvent>,
-) -> impl std::future::Future<Output = Result<(), StoreError>> {
+    claim_next: Option<CancellationToken>,
+) -> impl std::future::Future<Output = Result<Option<Claim>, StoreError>> {
     let run_id = claim.record.run.id;
     // Attempts count the claims since the run last waited for its client: a later one
     // follows a worker lost with events it may have shown and never stored.
@@ -142,7 +154,7 @@ pub(super) fn execute_claimed(
         let run = Box::new(exec.record.run.clone());
         exec.emit(RunEventKind::Status(run));
         let span = spans::invoke_agent(&claim);
-        let executed = execute(engine, &claim, &mut exec, &span);
+        let executed = execute(engine, &claim, &mut exec, &span, claim_next.as_ref());
         let result = tracing::Instrument::instrument(executed, span.clone()).await;
         if result.is_err() {
             telemetry::failed(&span, "store_error");
@@ -171,7 +183,8 @@ async fn execute(
     claim: &Claim,
     exec: &mut Execution,
     span: &tracing::Span,
-) -> Result<(), StoreError> {
+    claim_next: Option<&CancellationToken>,
+) -> Result<Option<Claim>, StoreError> {
     let live = exec.live.clone();
     let outcome = tokio::select! {
         outcome = drive(engine, claim, exec) => Some(outcome?),
@@ -179,7 +192,7 @@ async fn execute(
         () = keep_lease(engine, claim, &live) => {
             tracing::warn!("the run's lease was lost; its outcome is discarded");
             telemetry::failed(span, LEASE_LOST);
-            return Ok(());
+            return Ok(None);
         }
     };
     let (status, error, action) = match outcome {
@@ -206,7 +219,17 @@ async fn execute(
     // A save abandoned halfway may have stored some of these: they are skipped.
     let (mut events, _) = live.after(live.saved());
     events.push(last.clone());
-    if engine.store.finish_run(claim, &exec.record, &events).await? {
+    // Under a tenant limit, claims take turns (see `RunStore::claim_run`).
+    let settings = &engine.settings;
+    let claim_next = claim_next.is_some_and(|shutdown| !shutdown.is_cancelled());
+    let next_lease =
+        (claim_next && settings.tenant_max_active_runs.is_none()).then_some(settings.lease);
+    let began = SystemTime::now();
+    let finished = engine.store.finish_run(claim, &exec.record, &events, next_lease).await?;
+    if let Some(next) = &finished.next {
+        spans::record_claim(next, began);
+    }
+    if finished.written {
         exec.seq = last.seq;
         exec.live.mark_saved(last.seq);
         exec.live.publish(last);
@@ -221,7 +244,7 @@ async fn execute(
         tracing::warn!("the run's lease was lost before it finished; its outcome is discarded");
         telemetry::failed(span, LEASE_LOST);
     }
-    Ok(())
+    Ok(finished.next)
 }
 
 /// Renews the run's lease (its events are written by the flush task); returns only when

@@ -38,7 +38,7 @@ pub use encryption::{Keyring, KeyringError};
 pub use error::StoreError;
 pub use payload::{Column, PayloadCodec};
 pub use postgres::PgStore;
-pub use runs::{Claim, CreatedRun, RunLease, RunStore, StartNow};
+pub use runs::{Claim, CreatedRun, Finished, RunLease, RunStore, StartNow};
 pub use sqlite::SqliteStore;
 pub use timestamp::now;
 

@@ -127,13 +127,18 @@ pub trait RunStore: Send + Sync {
     /// Writes the run as `record` says, with its last events, in one transaction and
     /// releases the lease. A completed run appends its input and output to the session
     /// and a finished one adds its usage; a `requires_action` run waits for the client.
-    /// False when the lease was lost, and then nothing is written.
+    /// `written` is false when the lease was lost, and then nothing is written. With
+    /// `next_lease`, the same transaction (one statement on Postgres) also leases the
+    /// claim's worker its next run, as `claim_run` without a tenant limit would, so that
+    /// a worker draining the queue commits once per run. That claim may miss a run queued
+    /// behind the finished one on its session, which a claim of its own then finds.
     async fn finish_run(
         &self,
         claim: &Claim,
         record: &RunRecord,
         events: &[RunEvent],
-    ) -> Result<bool>;
+        next_lease: Option<Duration>,
+    ) -> Result<Finished>;
 
     /// The input steered into the claimed run after number `after` (see
     /// `RunRecord::steered_through`), each with its number.
@@ -159,6 +164,15 @@ pub struct CreatedRun {
     pub claim: Option<Claim>,
     /// The request repeated an earlier one's Idempotency-Key: `run` is that run.
     pub replayed: bool,
+}
+
+/// What `finish_run` did.
+#[derive(Debug)]
+pub struct Finished {
+    /// The run was written: its worker still held it.
+    pub written: bool,
+    /// The worker's next run, when the finish claimed one.
+    pub next: Option<Claim>,
 }
 
 /// A worker of this process that is free to execute a new run at once: claiming the run

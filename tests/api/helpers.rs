@@ -282,7 +282,7 @@ pub struct TestApp {
     pub draining: CancellationToken,
     /// What shutdown cancels when it stops listening: event streams end.
     pub closing: CancellationToken,
-    _workers: Workers,
+    workers: Workers,
     /// Keeps the database (and its temp dir) alive as long as the app.
     _db: TestDb,
 }
@@ -326,9 +326,15 @@ impl TestApp {
             store,
             draining,
             closing,
-            _workers: Workers { stop, _tasks: workers },
+            workers: Workers { stop, _tasks: workers },
             _db: db,
         }
+    }
+
+    /// Begins the workers' shutdown, as the application's does: they finish the runs in
+    /// hand and claim no more.
+    pub fn stop_workers(&self) {
+        self.workers.stop.cancel();
     }
 
     pub async fn get(&self, uri: &str) -> TestResponse {

@@ -3,6 +3,7 @@
 //! with SQLite (`store::shared`); this module holds what only Postgres does.
 
 mod appends;
+mod claims;
 mod run_batch;
 mod runs;
 #[cfg(test)]

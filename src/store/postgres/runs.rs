@@ -5,8 +5,9 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use sqlx::pool::PoolConnection;
-use sqlx::{Connection, PgConnection, PgPool, Postgres};
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
+use sqlx::{PgConnection, PgPool, Postgres};
 use uuid::Uuid;
 
 use super::touch;
@@ -14,12 +15,9 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::event_rows::stored_events;
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
-use crate::store::run_rows::{
-    self, claim_facts, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT, LOCKED_COLUMNS,
-    RUN_COLUMNS, UNFINISHED,
-};
+use crate::store::run_rows::{self, InsertedRun, NewRunRow, UNFINISHED};
 use crate::store::timestamp::Timestamp;
-use crate::store::{Claim, Result, RunLease};
+use crate::store::{Result, RunLease};
 
 /// Inserts a new run and its first event in one round trip, unless the session is busy
 /// and the run would not queue (see [`NewRunRow`]). Under the session's row lock, taken
@@ -86,176 +84,107 @@ pub(super) async fn write_run(
     lease: Option<Uuid>,
     now: Timestamp,
 ) -> Result<bool> {
-    static WRITE: LazyLock<String> = LazyLock::new(|| {
-        format!(
-            r"with r as (
-                  update runs set status = $2, finished_at = $3, body = $4,
-                      last_event_seq = greatest(last_event_seq, $5),
-                      lease_owner = null, lease_expires_at = null,
-                      attempts = case when $2 = 'requires_action' then 0 else attempts end
-                  where pk = $1 and ($6::uuid is null or (lease_owner = $6 and status = 'running'))
-                  returning session_pk),
-              e as (
-                  insert into run_events (run_pk, seq, event, data, created_at)
-                  select $1, t.seq, t.event, t.data, $10
-                  from r, unnest($7::bigint[], $8::text[], $9::text[]) as t (seq, event, data)
-                  on conflict do nothing),
-              s as (
-                  update sessions set last_seq = last_seq + $12, item_count = item_count + $12,
-                      input_tokens = input_tokens + $13, output_tokens = output_tokens + $14,
-                      total_tokens = total_tokens + $15, llm_calls = llm_calls + $16,
-                      updated_at = $10, {touch}
-                  from r where $11 and sessions.pk = r.session_pk
-                  returning sessions.pk, sessions.last_seq),
-              i as (
-                  insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
-                  select t.id, $17, s.pk, s.last_seq - $12 + t.n, $10, $18, t.body
-                  from s, unnest($19::uuid[], $20::text[]) with ordinality as t (id, body, n)),
-              w as (
-                  insert into webhook_deliveries
-                      (id, tenant_id, run_pk, payload, status, attempts, next_attempt_at, created_at)
-                  select $21, $17, $1, $22, 'pending', 0, $10, $10 from r where $22::text is not null)
-              select 1 from r",
-            touch = touch("$10")
-        )
-    });
-    let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
-    let stored = stored_events(codec, tenant, events)?;
-    let settles = record.run.status.is_final();
-    let usage = record.run.usage;
-    let items = run_rows::turn_items(record);
-    let bodies = items
-        .iter()
-        .map(|i| codec.seal(tenant, Column::ItemBody, i.get()))
-        .collect::<Result<Vec<_>>>()?;
-    let delivery = run_rows::webhook_delivery(codec, tenant, record, now.0)?;
-    let (delivery_id, delivery) = delivery.unzip();
-    let written: Option<i32> = sqlx::query_scalar(&WRITE)
-        .bind(run_pk)
-        .bind(record.run.status.as_str())
-        .bind(record.run.finished_at.map(Timestamp))
-        .bind(body)
-        .bind(events.last().map_or(0, |e| e.seq))
-        .bind(lease)
-        .bind(stored.iter().map(|e| e.seq).collect::<Vec<_>>())
-        .bind(stored.iter().map(|e| e.name).collect::<Vec<_>>())
-        .bind(stored.iter().map(|e| &*e.data).collect::<Vec<_>>())
-        .bind(now)
-        .bind(settles)
-        .bind(items.len() as i64)
-        .bind(usage.input_tokens)
-        .bind(usage.output_tokens)
-        .bind(usage.total_tokens)
-        .bind(usage.llm_calls)
-        .bind(tenant)
-        .bind(record.run.id)
-        .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
-        .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
-        .bind(delivery_id)
-        .bind(delivery)
-        .fetch_optional(conn)
-        .await?;
-    Ok(written.is_some())
+    static WRITE: LazyLock<String> = LazyLock::new(|| format!("{} select 1 from r", *WRITE_RUN));
+    let write = WriteRun { sql: &WRITE, codec, tenant, run_pk, record, events, lease, now };
+    Ok(write.fetch(conn, |query| query).await?.is_some())
 }
 
-/// Writes a run its worker finished (see `write_run`) in one statement.
-pub(super) async fn finish(
-    pool: &PgPool,
-    codec: &PayloadCodec,
-    claim: &Claim,
-    record: &RunRecord,
-    events: &[RunEvent],
-    now: Timestamp,
-) -> Result<bool> {
-    let lease = Some(claim.worker);
-    let write = |mut conn: PoolConnection<Postgres>| async move {
-        let tenant = &claim.tenant;
-        write_run(&mut conn, codec, tenant, claim.run_pk, record, events, lease, now).await
-    };
-    // A connection in steady use is not checked before use (see `PgStore::connect`), so
-    // one broken since its last use (a database restart) fails this statement, which
-    // would lose the run's outcome to a re-execution. It is written again once, on a
-    // connection checked first: the lease check lets only one of the two write, should
-    // the first have committed.
-    match write(pool.acquire().await?).await {
-        Err(error) if error.is_transient() => {
-            let mut conn = pool.acquire().await?;
-            conn.ping().await?;
-            write(conn).await
-        }
-        written => written,
+/// `write_run`'s statement up to its final select: its common table expressions, of which
+/// `r` holds the run's session when the run was written. It binds `$1` to `$22`.
+pub(super) static WRITE_RUN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        r"with r as (
+              update runs set status = $2, finished_at = $3, body = $4,
+                  last_event_seq = greatest(last_event_seq, $5),
+                  lease_owner = null, lease_expires_at = null,
+                  attempts = case when $2 = 'requires_action' then 0 else attempts end
+              where pk = $1 and ($6::uuid is null or (lease_owner = $6 and status = 'running'))
+              returning session_pk),
+          e as (
+              insert into run_events (run_pk, seq, event, data, created_at)
+              select $1, t.seq, t.event, t.data, $10
+              from r, unnest($7::bigint[], $8::text[], $9::text[]) as t (seq, event, data)
+              on conflict do nothing),
+          s as (
+              update sessions set last_seq = last_seq + $12, item_count = item_count + $12,
+                  input_tokens = input_tokens + $13, output_tokens = output_tokens + $14,
+                  total_tokens = total_tokens + $15, llm_calls = llm_calls + $16,
+                  updated_at = $10, {touch}
+              from r where $11 and sessions.pk = r.session_pk
+              returning sessions.pk, sessions.last_seq),
+          i as (
+              insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body)
+              select t.id, $17, s.pk, s.last_seq - $12 + t.n, $10, $18, t.body
+              from s, unnest($19::uuid[], $20::text[]) with ordinality as t (id, body, n)),
+          w as (
+              insert into webhook_deliveries
+                  (id, tenant_id, run_pk, payload, status, attempts, next_attempt_at, created_at)
+              select $21, $17, $1, $22, 'pending', 0, $10, $10 from r where $22::text is not null)",
+        touch = touch("$10")
+    )
+});
+
+/// A statement being bound.
+pub(super) type PgQuery<'q> = Query<'q, Postgres, PgArguments>;
+
+/// One run's write as a statement that begins with [`WRITE_RUN`].
+pub(super) struct WriteRun<'a> {
+    pub sql: &'a str,
+    pub codec: &'a PayloadCodec,
+    pub tenant: &'a str,
+    pub run_pk: i64,
+    pub record: &'a RunRecord,
+    pub events: &'a [RunEvent],
+    pub lease: Option<Uuid>,
+    pub now: Timestamp,
+}
+
+impl WriteRun<'_> {
+    /// Runs the statement with the write's parameters and those `more` binds after them;
+    /// its row, if it returned one.
+    pub(super) async fn fetch(
+        self,
+        conn: &mut PgConnection,
+        more: impl for<'q> FnOnce(PgQuery<'q>) -> PgQuery<'q>,
+    ) -> Result<Option<PgRow>> {
+        let Self { sql, codec, tenant, run_pk, record, events, lease, now } = self;
+        let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
+        let stored = stored_events(codec, tenant, events)?;
+        let settles = record.run.status.is_final();
+        let usage = record.run.usage;
+        let items = run_rows::turn_items(record);
+        let bodies = items
+            .iter()
+            .map(|i| codec.seal(tenant, Column::ItemBody, i.get()))
+            .collect::<Result<Vec<_>>>()?;
+        let delivery = run_rows::webhook_delivery(codec, tenant, record, now.0)?;
+        let (delivery_id, delivery) = delivery.unzip();
+        let query = sqlx::query(sql)
+            .bind(run_pk)
+            .bind(record.run.status.as_str())
+            .bind(record.run.finished_at.map(Timestamp))
+            .bind(body)
+            .bind(events.last().map_or(0, |e| e.seq))
+            .bind(lease)
+            .bind(stored.iter().map(|e| e.seq).collect::<Vec<_>>())
+            .bind(stored.iter().map(|e| e.name).collect::<Vec<_>>())
+            .bind(stored.iter().map(|e| &*e.data).collect::<Vec<_>>())
+            .bind(now)
+            .bind(settles)
+            .bind(items.len() as i64)
+            .bind(usage.input_tokens)
+            .bind(usage.output_tokens)
+            .bind(usage.total_tokens)
+            .bind(usage.llm_calls)
+            .bind(tenant)
+            .bind(record.run.id)
+            .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
+            .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
+            .bind(delivery_id)
+            .bind(delivery);
+        Ok(more(query).fetch_optional(conn).await?)
     }
 }
-
-/// Leases a claimable run (see `RunStore::claim_run`). With a tenant limit, claims take
-/// turns on an advisory lock: two replicas counting a tenant's executing runs at once
-/// could both see room for one more.
-///
-/// A run is claimable when it is the oldest unfinished run of its session (an executing
-/// or waiting run is always its session's oldest, and `runs_one_executing_per_session`
-/// refuses a second should that ever not hold). The heads of all sessions are found in
-/// one pass and looked up by key: checked per queued run with `not exists`, or joined,
-/// the planner, whose statistics expect few unfinished runs, scanned every unfinished
-/// run for each queued one (4–8 ms a claim with 40 queued, most of Postgres's time at
-/// 64 clients).
-pub(super) async fn claim_next(
-    pool: &PgPool,
-    worker: Uuid,
-    lease_expires_at: Timestamp,
-    now: Timestamp,
-    tenant_limit: Option<i64>,
-) -> Result<Option<ClaimedRunRow>> {
-    let sql = format!(
-        r"with executing as materialized ({EXECUTING_PER_TENANT}),
-          heads as materialized (
-              select distinct on (session_pk) pk, status, lease_owner from runs
-              where status in {UNFINISHED} order by session_pk, pk),
-          next as (
-              select q.pk from runs q
-              left join executing e on e.tenant_id = q.tenant_id
-              where q.pk = any (array (
-                      select pk from heads
-                      where status = 'queued' or (status = 'running' and lease_owner is null)))
-                and (q.status = 'queued' or (q.status = 'running' and q.lease_owner is null))
-                and ($4::bigint is null or coalesce(e.n, 0) < $4)
-              order by coalesce(e.n, 0), q.pk limit 1
-              for update of q skip locked
-          )
-          update runs r set status = 'running', lease_owner = $1, lease_expires_at = $2,
-              attempts = r.attempts + 1, started_at = coalesce(r.started_at, $3)
-          from next where r.pk = next.pk
-          returning {LOCKED_COLUMNS}, {RUN_COLUMNS}, {claim_facts}",
-        claim_facts = claim_facts("r"),
-    );
-    let claim =
-        || sqlx::query_as(&sql).bind(worker).bind(lease_expires_at).bind(now).bind(tenant_limit);
-    // Without a limit the claim is one statement: an idle worker's poll costs one round
-    // trip, not a transaction's three.
-    let claimed = match tenant_limit {
-        None => claim().fetch_optional(pool).await,
-        Some(_) => {
-            let mut tx = pool.begin().await?;
-            sqlx::query("select pg_advisory_xact_lock($1)")
-                .bind(CLAIM_LOCK)
-                .execute(&mut *tx)
-                .await?;
-            let claimed = claim().fetch_optional(&mut *tx).await;
-            if claimed.is_ok() {
-                tx.commit().await?;
-            }
-            claimed
-        }
-    };
-    match claimed {
-        Ok(row) => Ok(row),
-        // Two workers raced for runs of one session: the loser tries again later.
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(None),
-        Err(error) => Err(error.into()),
-    }
-}
-
-/// The advisory lock that claims under a tenant limit take turns on.
-const CLAIM_LOCK: i64 = 0x6167_656e_7473;
 
 /// Records events of runs in progress in one statement: the select checks each run's
 /// lease under a share lock, which a claim or a stop of the run waits for, and only the

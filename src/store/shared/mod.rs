@@ -19,9 +19,10 @@
 //!   combined batch of appends; `push_listed_sessions`, a listing's sessions and the
 //!   metadata filter over them;
 //! - `new_id` and `SNAPSHOT`, ids made in SQL and a fork's one snapshot;
-//! - `runs::{insert_run, write_run, finish, claim_next, save_events}`, the statements of
-//!   runs that differ, the queue's claim among them; `run_batch::{upsert_run_sessions,
-//!   insert_runs}`, how it writes a combined batch of run creations;
+//! - `runs::{insert_run, write_run, save_events}`, the statements of runs that differ;
+//!   `claims::{claim_next, finish}`, the queue's claim and a finish that may claim the
+//!   worker's next run with it; `run_batch::{upsert_run_sessions, insert_runs}`, how it
+//!   writes a combined batch of run creations;
 //! - `RowId`, `ROW_ID`, `ROW_READ`, `ROW_BIND`, `FIRST_ROW` and `key_id_of`, the physical
 //!   row order `reencrypt` walks and the key id of a stored value.
 

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use super::backend::runs::{claim_next, finish, save_events, write_run};
+use super::backend::claims::{claim_next, finish};
+use super::backend::runs::{save_events, write_run};
 use super::backend::{Db, Store, SKIP_LOCKED};
 use super::idempotency_keys::kept_response;
 use super::{run_creation, runs, steering};
@@ -18,9 +19,11 @@ use crate::model::{
     RunStatus, SessionId, Steer, StopAction,
 };
 use crate::store::idempotency::replayed_run_id;
-use crate::store::run_rows::{self, LockedRunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED};
+use crate::store::run_rows::{
+    self, ClaimedRunRow, LockedRunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
+};
 use crate::store::timestamp::Timestamp;
-use crate::store::{Claim, CreatedRun, Result, RunLease, RunStore, StartNow};
+use crate::store::{Claim, CreatedRun, Finished, Result, RunLease, RunStore, StartNow};
 
 #[async_trait]
 impl RunStore for Store {
@@ -113,18 +116,7 @@ impl RunStore for Store {
         let now = Timestamp::now();
         let limit = tenant_limit.map(|n| i64::from(n.get()));
         let row = claim_next(self.writer(), worker, Timestamp(now.0 + lease), now, limit).await?;
-        let Some(mut claim) = row.map(|row| row.into_claim(&self.codec, worker)).transpose()?
-        else {
-            return Ok(None);
-        };
-        // A run executed again: its lost execution's stored events are past its row's
-        // count, and the claim has committed, so no more of them can come.
-        if claim.attempts > 1 {
-            let mut conn = self.writer().acquire().await?;
-            let (pk, recorded) = (claim.run_pk, claim.last_event_seq);
-            claim.last_event_seq = runs::stored_through(&mut conn, pk, recorded).await?;
-        }
-        Ok(Some(claim))
+        self.claimed(row, worker).await
     }
 
     async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool> {
@@ -149,8 +141,19 @@ impl RunStore for Store {
         claim: &Claim,
         record: &RunRecord,
         events: &[RunEvent],
-    ) -> Result<bool> {
-        finish(self.writer(), &self.codec, claim, record, events, Timestamp::now()).await
+        next_lease: Option<Duration>,
+    ) -> Result<Finished> {
+        // The next run starts as this one finished.
+        let now = record.run.finished_at.map_or_else(Timestamp::now, Timestamp);
+        let expires = next_lease.map(|lease| Timestamp(now.0 + lease));
+        let (written, next) =
+            finish(self.writer(), &self.codec, claim, record, events, now, expires).await?;
+        // The finish has committed: a claim that cannot be read now is not its failure.
+        let next = self.claimed(next, claim.worker).await.unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot take up the run claimed with a finish; its lease lapses");
+            None
+        });
+        Ok(Finished { written, next })
     }
 
     async fn take_steering(&self, claim: &Claim, after: i64) -> Result<Vec<(i64, Steer)>> {
@@ -213,5 +216,23 @@ impl RunStore for Store {
         }
         tx.commit().await?;
         Ok((requeued, failed))
+    }
+}
+
+impl Store {
+    /// The claim of a claimed run, if there is one.
+    async fn claimed(&self, row: Option<ClaimedRunRow>, worker: Uuid) -> Result<Option<Claim>> {
+        let Some(mut claim) = row.map(|row| row.into_claim(&self.codec, worker)).transpose()?
+        else {
+            return Ok(None);
+        };
+        // A run executed again: its lost execution's stored events are past its row's
+        // count, and the claim has committed, so no more of them can come.
+        if claim.attempts > 1 {
+            let mut conn = self.writer().acquire().await?;
+            let (pk, recorded) = (claim.run_pk, claim.last_event_seq);
+            claim.last_event_seq = runs::stored_through(&mut conn, pk, recorded).await?;
+        }
+        Ok(Some(claim))
     }
 }

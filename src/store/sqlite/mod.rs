@@ -4,6 +4,7 @@
 //! shared with Postgres (`store::shared`); this module holds what only SQLite does.
 
 mod appends;
+mod claims;
 mod run_batch;
 mod runs;
 

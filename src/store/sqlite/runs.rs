@@ -11,11 +11,9 @@ use crate::model::{RunEvent, RunRecord};
 use crate::store::event_rows::stored_events;
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
-use crate::store::run_rows::{
-    self, claim_facts, ClaimedRunRow, InsertedRun, NewRunRow, EXECUTING_PER_TENANT, UNFINISHED,
-};
+use crate::store::run_rows::{self, InsertedRun, NewRunRow, UNFINISHED};
 use crate::store::timestamp::Timestamp;
-use crate::store::{Claim, Result, RunLease};
+use crate::store::{Result, RunLease};
 
 /// Adds events of a run; one stored before (a batch saved twice) is left as it is.
 async fn insert_events(
@@ -140,26 +138,6 @@ pub(super) async fn write_run(
     Ok(true)
 }
 
-/// Writes a run its worker finished (see `write_run`) in one transaction.
-pub(super) async fn finish(
-    pool: &SqlitePool,
-    codec: &PayloadCodec,
-    claim: &Claim,
-    record: &RunRecord,
-    events: &[RunEvent],
-    now: Timestamp,
-) -> Result<bool> {
-    let mut tx = pool.begin().await?;
-    let lease = Some(claim.worker);
-    let written =
-        write_run(&mut tx, codec, &claim.tenant, claim.run_pk, record, events, lease, now);
-    if !written.await? {
-        return Ok(false);
-    }
-    tx.commit().await?;
-    Ok(true)
-}
-
 /// Adds an ended run's usage to its session and appends its turn, if it completed.
 async fn settle_session(
     conn: &mut SqliteConnection,
@@ -209,42 +187,6 @@ async fn settle_session(
     });
     insert.build().execute(conn).await?;
     Ok(())
-}
-
-/// Leases the oldest claimable run whose session has no other run executing.
-pub(super) async fn claim_next(
-    pool: &SqlitePool,
-    worker: Uuid,
-    lease_expires_at: Timestamp,
-    now: Timestamp,
-    tenant_limit: Option<i64>,
-) -> Result<Option<ClaimedRunRow>> {
-    // One statement under SQLite's single writer: no other claim counts in between.
-    Ok(sqlx::query_as(&format!(
-        r"update runs set status = 'running', lease_owner = $1, lease_expires_at = $2,
-              attempts = attempts + 1, started_at = coalesce(started_at, $3)
-          where pk = (
-              select q.pk from runs q
-              left join ({EXECUTING_PER_TENANT}) e on e.tenant_id = q.tenant_id
-              -- Spelled as in runs_active_idx, which SQLite uses only then.
-              where q.status in ('queued', 'running', 'requires_action')
-                and (q.status = 'queued' or (q.status = 'running' and q.lease_owner is null))
-                and not exists (select 1 from runs a where a.session_pk = q.session_pk
-                                and a.pk <> q.pk and a.status in ('running', 'requires_action'))
-                and not exists (select 1 from runs o where o.session_pk = q.session_pk
-                                and o.pk < q.pk and o.status = 'queued')
-                and ($4 is null or coalesce(e.n, 0) < $4)
-              order by coalesce(e.n, 0), q.pk limit 1)
-          returning pk, tenant_id, last_event_seq, attempts,
-              status, started_at, finished_at, body, {claim_facts}",
-        claim_facts = claim_facts("runs"),
-    ))
-    .bind(worker)
-    .bind(lease_expires_at)
-    .bind(now)
-    .bind(tenant_limit)
-    .fetch_optional(pool)
-    .await?)
 }
 
 /// Records events of runs in progress in one transaction; for each batch, false when its

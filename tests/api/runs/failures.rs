@@ -248,7 +248,7 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
     let mut record = claim.record.clone();
     record.run.output.push(run_items::user_message("there"));
     let last = record.end(RunStatus::Completed, None, claim.last_event_seq, chrono::Utc::now());
-    assert!(store.finish_run(&claim, &record, &[last]).await.unwrap());
+    assert!(store.finish_run(&claim, &record, &[last], None).await.unwrap().written);
     let stored = store.get_run(DEFAULT_TENANT, &session, record.run.id).await.unwrap();
     assert_eq!(stored.status, RunStatus::Completed);
     let newest = PageRequest { limit: 10, order: Order::Asc, cursor: None };
