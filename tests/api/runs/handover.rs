@@ -15,36 +15,39 @@ on_both_backends!(
     a_worker_that_finishes_after_shutdown_began_claims_nothing_more,
 );
 
-async fn a_worker_draining_the_queue_starts_its_next_run_as_it_finishes_one(db: TestDb) {
+/// One worker, held by a run on `s0` that hangs, and `queued` more runs queued behind it
+/// on `s1`, `s2`, …; their ids, `s0`'s first. The model then gives `replies`, then "ok".
+async fn one_worker_held(db: TestDb, queued: usize, replies: Vec<Reply>) -> (RunsApp, Vec<String>) {
     let t = RunsApp::configured(db, |c| {
         c.run_workers = 1;
         c.llm_idle_timeout_secs = 30;
     })
     .await;
-    // The first run holds the only worker while the others queue.
     t.llm.push(Reply::HangMidStream);
-    t.llm.set_default(Reply::text("ok"));
-    let first = t.app.post("/v1/sessions/s0/runs", json!({"input": "hang", "background": true}));
-    let first = first.await.expect(StatusCode::ACCEPTED);
-    let mut runs = vec![("s0".to_owned(), first["id"].as_str().unwrap().to_owned())];
-    while t.llm.requests().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    for reply in replies {
+        t.llm.push(reply);
     }
-    for n in 1..=3 {
-        let session = format!("s{n}");
-        let run = json!({"input": "queued", "background": true});
-        let run = t.app.post(&format!("/v1/sessions/{session}/runs"), run).await;
+    t.llm.set_default(Reply::text("ok"));
+    let mut ids = Vec::new();
+    for n in 0..=queued {
+        let run = json!({"input": "go", "background": true});
+        let run = t.app.post(&format!("/v1/sessions/s{n}/runs"), run).await;
         let run = run.expect(StatusCode::ACCEPTED);
         assert_eq!(run["status"], "queued", "{run}");
-        runs.push((session, run["id"].as_str().unwrap().to_owned()));
+        ids.push(run["id"].as_str().unwrap().to_owned());
+        while t.llm.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
-    let (session, id) = &runs[0];
-    let cancel = format!("/v1/sessions/{session}/runs/{id}/cancel");
-    t.app.post(&cancel, json!({})).await.expect(StatusCode::OK);
+    (t, ids)
+}
 
+async fn a_worker_draining_the_queue_starts_its_next_run_as_it_finishes_one(db: TestDb) {
+    let (t, ids) = one_worker_held(db, 3, Vec::new()).await;
+    t.app.post(&format!("/v1/sessions/s0/runs/{}/cancel", ids[0]), json!({})).await;
     let mut finished: Vec<Value> = Vec::new();
-    for (session, id) in &runs {
-        let path = format!("/v1/sessions/{session}/runs/{id}");
+    for (n, id) in ids.iter().enumerate() {
+        let path = format!("/v1/sessions/s{n}/runs/{id}");
         t.app.get(&format!("{path}/events")).await;
         finished.push(t.app.get(&path).await.expect(StatusCode::OK));
     }
@@ -52,37 +55,20 @@ async fn a_worker_draining_the_queue_starts_its_next_run_as_it_finishes_one(db: 
     for run in &finished[1..] {
         assert_eq!(run["status"], "completed", "{run}");
     }
-    // The second run was claimed on its own once the first (started at its creation,
-    // not from the queue) ended; each later one by the commit of the one before.
-    for pair in finished[1..].windows(2) {
+    // Each run was claimed by the commit of the one before, the cancelled one's too.
+    for pair in finished.windows(2) {
         let (last, next) = (&pair[0], &pair[1]);
         assert_eq!(next["started_at"], last["finished_at"], "{last}\n{next}");
     }
 }
 
 async fn a_worker_that_finishes_after_shutdown_began_claims_nothing_more(db: TestDb) {
-    let t = RunsApp::configured(db, |c| {
-        c.run_workers = 1;
-        c.llm_idle_timeout_secs = 30;
-    })
-    .await;
-    t.llm.push(Reply::HangMidStream);
-    let slow = Duration::from_millis(400);
-    t.llm.push(Reply::Text { deltas: vec!["slow".into()], usage: None, delay: slow });
-    t.llm.set_default(Reply::text("ok"));
-    let mut ids = Vec::new();
-    for n in 0..3 {
-        let run = json!({"input": "go", "background": true});
-        let run = t.app.post(&format!("/v1/sessions/s{n}/runs"), run).await;
-        ids.push(run.expect(StatusCode::ACCEPTED)["id"].as_str().unwrap().to_owned());
-        while t.llm.requests().is_empty() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-    // The first run started at its creation; once it ends, the worker takes the second
-    // from the queue, and shutdown begins while that one executes.
-    let cancel = format!("/v1/sessions/s0/runs/{}/cancel", ids[0]);
-    t.app.post(&cancel, json!({})).await.expect(StatusCode::OK);
+    let slow =
+        Reply::Text { deltas: vec!["slow".into()], usage: None, delay: Duration::from_millis(400) };
+    let (t, ids) = one_worker_held(db, 2, vec![slow]).await;
+    // Once the first run ends, the worker goes on with the second, and shutdown begins
+    // while that one executes.
+    t.app.post(&format!("/v1/sessions/s0/runs/{}/cancel", ids[0]), json!({})).await;
     while t.llm.requests().len() < 2 {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
