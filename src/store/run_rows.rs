@@ -101,6 +101,15 @@ pub(super) fn claim_facts(runs: &str) -> String {
     )
 }
 
+/// What a finish that also claims found of its worker's next run.
+pub(super) enum NextRun {
+    Unclaimed,
+    Claimed(ClaimedRunRow),
+    /// The statement that claimed may have committed unseen: a run may be leased to the
+    /// worker.
+    Unknown,
+}
+
 /// A run a worker claimed from the queue.
 #[derive(sqlx::FromRow)]
 pub(super) struct ClaimedRunRow {

@@ -130,8 +130,11 @@ pub trait RunStore: Send + Sync {
     /// `written` is false when the lease was lost, and then nothing is written. With
     /// `next_lease`, the same transaction (one statement on Postgres) also leases the
     /// claim's worker its next run, as `claim_run` without a tenant limit would, so that
-    /// a worker draining the queue commits once per run. That claim may miss a run queued
-    /// behind the finished one on its session, which a claim of its own then finds.
+    /// a worker draining the queue commits once per run. On Postgres that claim reads the
+    /// queue as it was before the finish: it passes over a run queued behind the finished
+    /// one on its session (which a claim of its own then finds) and counts the finished
+    /// run as executing when it orders the tenants. A run it claimed that cannot be taken
+    /// up goes back to the queue as it was.
     async fn finish_run(
         &self,
         claim: &Claim,

@@ -12,7 +12,8 @@ use super::runs::{write_run, WriteRun, WRITE_RUN};
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::PayloadCodec;
 use crate::store::run_rows::{
-    claim_facts, ClaimedRunRow, EXECUTING_PER_TENANT, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
+    claim_facts, ClaimedRunRow, NextRun, EXECUTING_PER_TENANT, LOCKED_COLUMNS, RUN_COLUMNS,
+    UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result, StoreError};
@@ -96,12 +97,12 @@ pub(super) async fn claim_next(
 /// The advisory lock that claims under a tenant limit take turns on.
 const CLAIM_LOCK: i64 = 0x6167_656e_7473;
 
-/// Writes a run its worker finished (see `write_run`) in one statement. With
-/// `next_lease`, when the worker's next lease would lapse, the same statement claims the
-/// worker's next run as a claim without a tenant limit does, so that a worker draining
-/// the queue commits once per run. That claim reads the queue as it was before the
-/// finish: a run queued behind the finished one on its session is left to a claim of
-/// its own.
+/// Writes a run its worker finished (see `write_run`) in one statement. With `next`
+/// (when the worker's next lease would lapse, and when its run starts), the same
+/// statement claims the worker's next run as a claim without a tenant limit does, so
+/// that a worker draining the queue commits once per run. That claim reads the queue as
+/// it was before the finish: a run queued behind the finished one on its session is left
+/// to a claim of its own, and the finished run still counts as executing.
 pub(super) async fn finish(
     pool: &PgPool,
     codec: &PayloadCodec,
@@ -109,14 +110,15 @@ pub(super) async fn finish(
     record: &RunRecord,
     events: &[RunEvent],
     now: Timestamp,
-    next_lease: Option<Timestamp>,
-) -> Result<(bool, Option<ClaimedRunRow>)> {
+    next: Option<(Timestamp, Timestamp)>,
+) -> Result<(bool, NextRun)> {
     let lease = Some(claim.worker);
     let write = |mut conn: PoolConnection<Postgres>| async move {
         let tenant = &claim.tenant;
         write_run(&mut conn, codec, tenant, claim.run_pk, record, events, lease, now).await
     };
-    if let Some(expires) = next_lease {
+    let mut next_run = NextRun::Unclaimed;
+    if let Some((expires, starts)) = next {
         let mut conn = pool.acquire().await?;
         let finished = WriteRun {
             sql: &FINISH_AND_CLAIM,
@@ -129,15 +131,16 @@ pub(super) async fn finish(
             now,
         };
         let worker = claim.worker;
-        let claimed = finished.fetch(&mut conn, |q| q.bind(worker).bind(expires).bind(now));
+        let claimed = finished.fetch(&mut conn, |q| q.bind(worker).bind(expires).bind(starts));
         match claimed.await {
             Ok(Some(row)) => return finished_and_claimed(&row),
             Ok(None) => return Err(sqlx::Error::RowNotFound.into()),
-            // The claim raced another for a run of one session, or the connection broke
-            // (checked below): the run is written alone. Should a broken connection have
-            // hidden a commit, the write finds its lease gone, and the run claimed with it
-            // is taken over once that lease lapses, as a lost worker's run is.
-            Err(error) if error.is_transient() || is_unique_violation(&error) => {}
+            // The claim raced another for a run of one session: nothing was written.
+            Err(error) if is_unique_violation(&error) => {}
+            // The connection broke (checked below) and the run is written alone. Should
+            // it have hidden a commit, that write finds its lease gone, and a run may be
+            // leased to the worker unseen.
+            Err(error) if error.is_transient() => next_run = NextRun::Unknown,
             Err(error) => return Err(error),
         }
     }
@@ -154,7 +157,7 @@ pub(super) async fn finish(
         }
         written => written,
     };
-    Ok((written?, None))
+    Ok((written?, next_run))
 }
 
 /// `write_run`'s statement and a claim (`$23` to `$25`) in one: whether the run was
@@ -172,11 +175,12 @@ fn is_unique_violation(error: &StoreError) -> bool {
     matches!(error, StoreError::Database(sqlx::Error::Database(e)) if e.is_unique_violation())
 }
 
-fn finished_and_claimed(row: &PgRow) -> Result<(bool, Option<ClaimedRunRow>)> {
+fn finished_and_claimed(row: &PgRow) -> Result<(bool, NextRun)> {
     let finished = row.try_get("finished")?;
-    let claimed = match row.try_get::<Option<i64>, _>("pk")? {
-        Some(_) => Some(ClaimedRunRow::from_row(row)?),
-        None => None,
+    let next = match row.try_get::<Option<i64>, _>("pk") {
+        Ok(Some(_)) => ClaimedRunRow::from_row(row).map_or(NextRun::Unknown, NextRun::Claimed),
+        Ok(None) => NextRun::Unclaimed,
+        Err(_) => NextRun::Unknown,
     };
-    Ok((finished, claimed))
+    Ok((finished, next))
 }

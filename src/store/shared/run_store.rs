@@ -20,7 +20,7 @@ use crate::model::{
 };
 use crate::store::idempotency::replayed_run_id;
 use crate::store::run_rows::{
-    self, ClaimedRunRow, LockedRunRow, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
+    self, ClaimedRunRow, LockedRunRow, NextRun, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, CreatedRun, Finished, Result, RunLease, RunStore, StartNow};
@@ -143,16 +143,30 @@ impl RunStore for Store {
         events: &[RunEvent],
         next_lease: Option<Duration>,
     ) -> Result<Finished> {
+        let now = Timestamp::now();
         // The next run starts as this one finished.
-        let now = record.run.finished_at.map_or_else(Timestamp::now, Timestamp);
-        let expires = next_lease.map(|lease| Timestamp(now.0 + lease));
+        let starts = record.run.finished_at.map_or(now, Timestamp);
+        let next = next_lease.map(|lease| (Timestamp(now.0 + lease), starts));
         let (written, next) =
-            finish(self.writer(), &self.codec, claim, record, events, now, expires).await?;
-        // The finish has committed: a claim that cannot be read now is not its failure.
-        let next = self.claimed(next, claim.worker).await.unwrap_or_else(|error| {
-            tracing::warn!(%error, "cannot take up the run claimed with a finish; its lease lapses");
-            None
-        });
+            finish(self.writer(), &self.codec, claim, record, events, now, next).await?;
+        // The finish has committed: a claim that cannot be taken up goes back to the queue
+        // rather than wait for its lease to lapse.
+        let next = match next {
+            NextRun::Unclaimed => None,
+            NextRun::Claimed(row) => match self.claimed(Some(row), claim.worker).await {
+                Ok(next) => next,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot take up the run claimed with a finish");
+                    self.unclaim(claim.worker, claim.run_pk).await?;
+                    None
+                }
+            },
+            NextRun::Unknown => {
+                tracing::warn!("the answer of a finish that claims was lost");
+                self.unclaim(claim.worker, claim.run_pk).await?;
+                None
+            }
+        };
         Ok(Finished { written, next })
     }
 
@@ -220,6 +234,22 @@ impl RunStore for Store {
 }
 
 impl Store {
+    /// Puts back in the queue the run that a finish of `finished` claimed for `worker`,
+    /// if one was, as it was before: the worker holds no other lease.
+    async fn unclaim(&self, worker: Uuid, finished: i64) -> Result<()> {
+        sqlx::query(
+            r"update runs set status = 'queued', lease_owner = null, lease_expires_at = null,
+                  attempts = attempts - 1,
+                  started_at = case when attempts = 1 then null else started_at end
+              where lease_owner = $1 and status = 'running' and pk <> $2",
+        )
+        .bind(worker)
+        .bind(finished)
+        .execute(self.writer())
+        .await?;
+        Ok(())
+    }
+
     /// The claim of a claimed run, if there is one.
     async fn claimed(&self, row: Option<ClaimedRunRow>, worker: Uuid) -> Result<Option<Claim>> {
         let Some(mut claim) = row.map(|row| row.into_claim(&self.codec, worker)).transpose()?

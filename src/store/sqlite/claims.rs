@@ -7,13 +7,13 @@ use uuid::Uuid;
 use super::runs::write_run;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::PayloadCodec;
-use crate::store::run_rows::{claim_facts, ClaimedRunRow, EXECUTING_PER_TENANT};
+use crate::store::run_rows::{claim_facts, ClaimedRunRow, NextRun, EXECUTING_PER_TENANT};
 use crate::store::timestamp::Timestamp;
 use crate::store::{Claim, Result};
 
-/// Writes a run its worker finished (see `write_run`) in one transaction. With
-/// `next_lease`, when the worker's next lease would lapse, the same transaction then
-/// claims the worker's next run as a claim without a tenant limit does.
+/// Writes a run its worker finished (see `write_run`) in one transaction. With `next`
+/// (when the worker's next lease would lapse, and when its run starts), the same
+/// transaction then claims the worker's next run as a claim without a tenant limit does.
 pub(super) async fn finish(
     pool: &SqlitePool,
     codec: &PayloadCodec,
@@ -21,19 +21,21 @@ pub(super) async fn finish(
     record: &RunRecord,
     events: &[RunEvent],
     now: Timestamp,
-    next_lease: Option<Timestamp>,
-) -> Result<(bool, Option<ClaimedRunRow>)> {
+    next: Option<(Timestamp, Timestamp)>,
+) -> Result<(bool, NextRun)> {
     let mut tx = pool.begin().await?;
     let lease = Some(claim.worker);
     let written =
         write_run(&mut tx, codec, &claim.tenant, claim.run_pk, record, events, lease, now).await?;
-    let next = match next_lease {
-        Some(expires) => claim_next(&mut *tx, claim.worker, expires, now, None).await?,
+    let next = match next {
+        Some((expires, starts)) => {
+            claim_next(&mut *tx, claim.worker, expires, starts, None).await?
+        }
         None => None,
     };
     // A write that found its lease lost wrote nothing; a claim may still commit.
     tx.commit().await?;
-    Ok((written, next))
+    Ok((written, next.map_or(NextRun::Unclaimed, NextRun::Claimed)))
 }
 
 /// Leases the oldest claimable run whose session has no other run executing.

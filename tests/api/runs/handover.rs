@@ -9,10 +9,13 @@ use serde_json::{json, Value};
 use super::RunsApp;
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
+use agent_sessions::model::RunStatus;
+use uuid::Uuid;
 
 on_both_backends!(
     a_worker_draining_the_queue_starts_its_next_run_as_it_finishes_one,
     a_worker_that_finishes_after_shutdown_began_claims_nothing_more,
+    a_run_claimed_with_a_finish_that_cannot_be_taken_up_is_queued_again,
 );
 
 /// One worker, held by a run on `s0` that hangs, and `queued` more runs queued behind it
@@ -80,4 +83,37 @@ async fn a_worker_that_finishes_after_shutdown_began_claims_nothing_more(db: Tes
     let third = t.app.get(&format!("/v1/sessions/s2/runs/{}", ids[2])).await;
     assert_eq!(third.expect(StatusCode::OK)["status"], "queued");
     assert_eq!(t.llm.requests().len(), 2);
+}
+
+async fn a_run_claimed_with_a_finish_that_cannot_be_taken_up_is_queued_again(db: TestDb) {
+    let (store, handle) = (db.store.clone(), db.clone_handle());
+    let t = RunsApp::configured(db, |c| c.run_workers = 0).await;
+    for n in 0..2 {
+        let run = json!({"input": "go", "background": true});
+        t.app.post(&format!("/v1/sessions/s{n}/runs"), run).await.expect(StatusCode::ACCEPTED);
+    }
+    let lease = Duration::from_secs(30);
+    let claim = store.claim_run(Uuid::now_v7(), lease, None).await.unwrap().expect("a claim");
+    assert_eq!(claim.record.run.session_id, "s0");
+    // The queued run's record cannot be read back, so its claim cannot be taken up.
+    let body = handle.strings("select body from runs where status = 'queued'").await;
+    let broken = "update runs set body = 'not json' where status = 'queued'";
+    handle.execute_either(broken, broken).await;
+    let mut record = claim.record.clone();
+    let last = record.end(RunStatus::Completed, None, claim.last_event_seq, chrono::Utc::now());
+    let finished = store.finish_run(&claim, &record, &[last], Some(lease)).await.unwrap();
+    assert!(finished.written);
+    assert!(finished.next.is_none());
+    let row = "select status || ' ' || attempts || ' ' \
+               || case when lease_owner is null then 'free' else 'leased' end || ' ' \
+               || case when started_at is null then 'unstarted' else 'started' end \
+               from runs where body = 'not json'";
+    assert_eq!(handle.strings(row).await, ["queued 0 free unstarted"]);
+    // Mended, it is claimed and executed as if the finish had never claimed it.
+    let mend = format!("update runs set body = '{}' where body = 'not json'", body[0]);
+    handle.execute_either(&mend, &mend).await;
+    t.llm.set_default(Reply::text("ok"));
+    assert_eq!(t.app.runs.run_pending().await.unwrap(), 1);
+    let runs = t.app.get("/v1/sessions/s1/runs").await.expect(StatusCode::OK);
+    assert_eq!(runs["data"][0]["status"], "completed", "{runs}");
 }
