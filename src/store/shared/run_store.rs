@@ -115,8 +115,10 @@ impl RunStore for Store {
     ) -> Result<Option<Claim>> {
         let now = Timestamp::now();
         let limit = tenant_limit.map(|n| i64::from(n.get()));
-        let row = claim_next(self.writer(), worker, Timestamp(now.0 + lease), now, limit).await?;
-        self.claimed(row, worker).await
+        match claim_next(self.writer(), worker, Timestamp(now.0 + lease), now, limit).await? {
+            Some(row) => self.claimed(row, worker).await.map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool> {
@@ -153,8 +155,8 @@ impl RunStore for Store {
         // rather than wait for its lease to lapse.
         let next = match next {
             NextRun::Unclaimed => None,
-            NextRun::Claimed(row) => match self.claimed(Some(row), claim.worker).await {
-                Ok(next) => next,
+            NextRun::Claimed(row) => match self.claimed(row, claim.worker).await {
+                Ok(next) => Some(next),
                 Err(error) => {
                     tracing::warn!(%error, "cannot take up the run claimed with a finish");
                     self.unclaim(claim.worker, claim.run_pk).await?;
@@ -250,12 +252,9 @@ impl Store {
         Ok(())
     }
 
-    /// The claim of a claimed run, if there is one.
-    async fn claimed(&self, row: Option<ClaimedRunRow>, worker: Uuid) -> Result<Option<Claim>> {
-        let Some(mut claim) = row.map(|row| row.into_claim(&self.codec, worker)).transpose()?
-        else {
-            return Ok(None);
-        };
+    /// The claim of a run claimed for `worker`.
+    async fn claimed(&self, row: ClaimedRunRow, worker: Uuid) -> Result<Claim> {
+        let mut claim = row.into_claim(&self.codec, worker)?;
         // A run executed again: its lost execution's stored events are past its row's
         // count, and the claim has committed, so no more of them can come.
         if claim.attempts > 1 {
@@ -263,6 +262,6 @@ impl Store {
             let (pk, recorded) = (claim.run_pk, claim.last_event_seq);
             claim.last_event_seq = runs::stored_through(&mut conn, pk, recorded).await?;
         }
-        Ok(Some(claim))
+        Ok(claim)
     }
 }
