@@ -50,15 +50,18 @@ pub(super) async fn upsert_run_sessions(
     });
     let tenants: Vec<&str> = creations.iter().map(|c| c.tenant.as_str()).collect();
     let ids: Vec<&str> = creations.iter().map(|c| c.session_id.as_str()).collect();
-    sqlx::query(
-        r"select 1 from sessions s join unnest($1::text[], $2::text[]) as t (tenant, id)
-              on s.tenant_id = t.tenant and s.id = t.id
-          order by s.pk for no key update of s",
-    )
-    .bind(&tenants)
-    .bind(&ids)
-    .execute(&mut *conn)
-    .await?;
+    // One session's upsert takes its lock itself.
+    if creations.len() > 1 {
+        sqlx::query(
+            r"select 1 from sessions s join unnest($1::text[], $2::text[]) as t (tenant, id)
+                  on s.tenant_id = t.tenant and s.id = t.id
+              order by s.pk for no key update of s",
+        )
+        .bind(&tenants)
+        .bind(&ids)
+        .execute(&mut *conn)
+        .await?;
+    }
     let upserted: Vec<(String, String, i64, bool)> = sqlx::query_as(&UPSERT)
         .bind(&tenants)
         .bind(&ids)

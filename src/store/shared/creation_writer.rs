@@ -28,10 +28,16 @@ impl Writer for Creations {
     /// None: the caller makes the creation alone.
     type Done = Option<CreatedRun>;
 
-    /// A creation with none to share its transaction commits on its caller's connection,
-    /// as one that cannot be combined does, rather than one at a time here.
-    async fn one(&self, _: &Creation) -> Result<Option<CreatedRun>> {
-        Ok(None)
+    /// A creation with none to share its transaction is a batch of one, made here and not
+    /// by its caller: the creations that arrive while it commits queue behind it and
+    /// commit together next. One that fails before its commit is made again by its
+    /// caller, so that it fails alone, with the answer its own path gives.
+    async fn one(&self, creation: &Creation) -> Result<Option<CreatedRun>> {
+        match self.many(std::slice::from_ref(creation)).await {
+            Ok(mut made) => Ok(made.pop().flatten().flatten()),
+            Err(BatchFailed::BeforeCommit(_)) => Ok(None),
+            Err(BatchFailed::AtCommit(error)) => Err(error),
+        }
     }
 
     async fn many(
