@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::error::Result;
@@ -29,7 +29,9 @@ pub(crate) struct Created {
 }
 
 /// The stream of a run's events from `from`, ending after the event that ends the
-/// stream: a final status, or `run.requires_action` while the run still waits.
+/// stream: a final status, or `run.requires_action` while the run still waits. It runs in
+/// the task that reads it (the follower's connection), not in one of its own: a token
+/// then wakes one task on its way out, not two, and an open stream holds no channel.
 pub(crate) fn follow(
     engine: Arc<Engine>,
     tenant: String,
@@ -37,126 +39,112 @@ pub(crate) fn follow(
     run_id: Uuid,
     from: From,
 ) -> impl Stream<Item = Result<RunEvent, StoreError>> {
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(async move {
-        let result = pump(&engine, &tenant, &session_id, run_id, from, &tx).await;
-        if let Err(error) = result {
-            let _ = tx.send(Err(error)).await;
-        }
-    });
-    receiver_stream(rx)
-}
-
-fn receiver_stream<T>(mut rx: mpsc::Receiver<T>) -> impl Stream<Item = T> {
-    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
-}
-
-/// Why the pump stops early: the follower went away.
-struct Gone;
-
-async fn pump(
-    engine: &Engine,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
-    from: From,
-    tx: &mpsc::Sender<Result<RunEvent, StoreError>>,
-) -> Result<(), StoreError> {
     let (mut cursor, mut created) = match from {
         From::After(after) => (after, None),
         From::Created(created) => (0, Some(created)),
     };
-    let send = |event: RunEvent| async move { tx.send(Ok(event)).await.map_err(|_| Gone) };
-    // Whether the last event sent ends a stream: it is not sent again at the end.
-    let mut sent_ending = false;
-    loop {
-        let mut starts = engine.hub.starts();
-        let seen = *starts.borrow_and_update();
-        if let Some(live) = engine.hub.get(run_id) {
-            // Events before those kept here are stored: an earlier execution's, or this
-            // one's that a follower this far behind missed.
-            let kept_from = live.kept_from();
-            if cursor < kept_from - 1 {
-                let (events, _) =
-                    engine.store.run_events(tenant, session_id, run_id, cursor).await?;
-                for event in events.into_iter().filter(|e| e.seq < kept_from) {
-                    cursor = event.seq;
-                    if send(event).await.is_err() {
-                        return Ok(());
+    async_stream::stream! {
+        // Whether the last event sent ends a stream: it is not sent again at the end.
+        let mut sent_ending = false;
+        loop {
+            let mut starts = engine.hub.starts();
+            let seen = *starts.borrow_and_update();
+            if let Some(live) = engine.hub.get(run_id) {
+                // Events before those kept here are stored: an earlier execution's, or
+                // this one's that a follower this far behind missed.
+                let kept_from = live.kept_from();
+                if cursor < kept_from - 1 {
+                    match engine.store.run_events(&tenant, &session_id, run_id, cursor).await {
+                        Ok((events, _)) => {
+                            for event in events.into_iter().filter(|e| e.seq < kept_from) {
+                                cursor = event.seq;
+                                yield Ok(event);
+                            }
+                        }
+                        Err(error) => {
+                            yield Err(error);
+                            return;
+                        }
                     }
                 }
-            }
-            let mut changes = live.changes();
-            loop {
-                changes.borrow_and_update();
-                // Fallen behind the kept events since: the database has them.
-                let Some((events, closed)) = live.shown_after(cursor) else {
-                    break;
-                };
-                for event in events {
-                    cursor = event.seq;
-                    let ends = event.ends_stream();
-                    sent_ending = ends;
-                    if send(event).await.is_err() || ends {
-                        return Ok(());
+                let mut changes = live.changes();
+                loop {
+                    changes.borrow_and_update();
+                    // Fallen behind the kept events since: the database has them.
+                    let Some((events, closed)) = live.shown_after(cursor) else {
+                        break;
+                    };
+                    for event in events {
+                        cursor = event.seq;
+                        let ends = event.ends_stream();
+                        sent_ending = ends;
+                        yield Ok(event);
+                        if ends {
+                            return;
+                        }
+                    }
+                    if closed || changes.changed().await.is_err() {
+                        break;
                     }
                 }
-                if closed {
-                    break;
-                }
-                if changes.changed().await.is_err() {
-                    break;
-                }
-            }
-            // The execution ended without a final event here (its lease was lost, say),
-            // or the follower fell behind: the database knows how the run went on.
-            continue;
-        }
-        // A run created queued by the request that follows it has nothing else to tell
-        // until it starts: with many runs queued, reading it now would be a read per run
-        // for nothing. Should it start elsewhere or be stopped there, the poll finds out.
-        if let Some(created) = created.take() {
-            if !engine.hub.may_have_started(run_id, created.seen) {
-                cursor = created.event.seq;
-                if send(created.event).await.is_err() {
-                    return Ok(());
-                }
-                if wait_for_start(engine, &mut starts, seen, run_id, tx).await.is_err() {
-                    return Ok(());
-                }
+                // The execution ended without a final event here (its lease was lost,
+                // say), or the follower fell behind: the database knows how the run went on.
                 continue;
             }
-        }
-        let (events, status) = engine.store.run_events(tenant, session_id, run_id, cursor).await?;
-        for event in events {
-            cursor = event.seq;
-            // A stored `run.requires_action` may be one the run has gone on from: only a
-            // final status certainly ends the stream mid-way.
-            let is_final =
-                matches!(&event.kind, RunEventKind::Status(run) if run.status.is_final());
-            sent_ending = event.ends_stream();
-            if send(event).await.is_err() || is_final {
-                return Ok(());
-            }
-        }
-        // A final or waiting status was committed with the event announcing it, and the
-        // status was read first: that event has been sent, this round or an earlier one
-        // (whose status said the run went on), unless the follower had passed its seq
-        // already. That happens when another replica cancelled the run (the store
-        // numbers `run.cancelled` after the events the worker had stored, while followers
-        // of the worker had more from its memory), or when a client that saw the end
-        // reconnects. Every stream ends with the event that ends it all the same.
-        if status.is_final() || status == RunStatus::RequiresAction {
-            if !sent_ending {
-                let (all, _) = engine.store.run_events(tenant, session_id, run_id, 0).await?;
-                if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
-                    let _ = send(last).await;
+            // A run created queued by the request that follows it has nothing else to tell
+            // until it starts: with many runs queued, reading it now would be a read per
+            // run for nothing. Should it start elsewhere or be stopped there, the poll
+            // finds out.
+            if let Some(created) = created.take() {
+                if !engine.hub.may_have_started(run_id, created.seen) {
+                    cursor = created.event.seq;
+                    yield Ok(created.event);
+                    wait_for_start(&engine, &mut starts, seen, run_id).await;
+                    continue;
                 }
             }
-            return Ok(());
-        }
-        if wait_for_start(engine, &mut starts, seen, run_id, tx).await.is_err() {
-            return Ok(());
+            let (events, status) =
+                match engine.store.run_events(&tenant, &session_id, run_id, cursor).await {
+                    Ok(found) => found,
+                    Err(error) => {
+                        yield Err(error);
+                        return;
+                    }
+                };
+            for event in events {
+                cursor = event.seq;
+                // A stored `run.requires_action` may be one the run has gone on from: only
+                // a final status certainly ends the stream mid-way.
+                let is_final =
+                    matches!(&event.kind, RunEventKind::Status(run) if run.status.is_final());
+                sent_ending = event.ends_stream();
+                yield Ok(event);
+                if is_final {
+                    return;
+                }
+            }
+            // A final or waiting status was committed with the event announcing it, and
+            // the status was read first: that event has been sent, this round or an
+            // earlier one (whose status said the run went on), unless the follower had
+            // passed its seq already. That happens when another replica cancelled the run
+            // (the store numbers `run.cancelled` after the events the worker had stored,
+            // while followers of the worker had more from its memory), or when a client
+            // that saw the end reconnects. Every stream ends with the event that ends it
+            // all the same.
+            if status.is_final() || status == RunStatus::RequiresAction {
+                if !sent_ending {
+                    match engine.store.run_events(&tenant, &session_id, run_id, 0).await {
+                        Ok((all, _)) => {
+                            if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
+                                yield Ok(last);
+                            }
+                        }
+                        Err(error) => yield Err(error),
+                    }
+                }
+                return;
+            }
+            wait_for_start(&engine, &mut starts, seen, run_id).await;
         }
     }
 }
@@ -164,15 +152,14 @@ async fn pump(
 /// Waits until `run_id` may have started here since the `seen` starts, or until the poll
 /// is due (to learn how a run that another replica executes goes on); the starts of other
 /// runs are no reason to read the database again: with many runs queued, each start
-/// would make every waiting follower read. Gone when the follower went away, which stops
-/// the polling now, not at the next event.
+/// would make every waiting follower read. A follower that goes away drops the wait with
+/// its stream, which stops the polling at once.
 async fn wait_for_start(
     engine: &Engine,
     starts: &mut watch::Receiver<u64>,
     mut seen: u64,
     run_id: Uuid,
-    tx: &mpsc::Sender<Result<RunEvent, StoreError>>,
-) -> Result<(), Gone> {
+) {
     let poll = tokio::time::sleep(engine.settings.poll_interval);
     tokio::pin!(poll);
     loop {
@@ -181,12 +168,11 @@ async fn wait_for_start(
                 // Read before the check, so that a start between the two is checked.
                 let now = *starts.borrow_and_update();
                 if changed.is_err() || engine.hub.may_have_started(run_id, seen) {
-                    return Ok(());
+                    return;
                 }
                 seen = now;
             }
-            () = &mut poll => return Ok(()),
-            () = tx.closed() => return Err(Gone),
+            () = &mut poll => return,
         }
     }
 }
