@@ -95,6 +95,13 @@ pub(super) trait Writer: Send + Sync + 'static {
     /// Writes one in a transaction of its own.
     async fn one(&self, job: &Self::Job) -> Result<Self::Done>;
 
+    /// Writes one that a combined transaction left out or rolled back, as `one` unless
+    /// the backend would rather its caller made it: these are made one after another
+    /// while the queue waits.
+    async fn again(&self, job: &Self::Job) -> Result<Self::Done> {
+        self.one(job).await
+    }
+
     /// Writes them in one transaction. `None` for a write is one its backend would
     /// rather make alone after the commit (a retry of an idempotency key that an
     /// earlier request claimed, say).
@@ -206,7 +213,7 @@ async fn combine<W: Writer>(
             for (job, result) in jobs.iter().zip(results) {
                 answers.push(match result {
                     Some(done) => Ok(done),
-                    None => writer.one(job).await,
+                    None => writer.again(job).await,
                 });
             }
             answers
@@ -216,7 +223,7 @@ async fn combine<W: Writer>(
             tracing::warn!(%error, writes = jobs.len(), "a combined write failed; making its writes one by one");
             let mut answers = Vec::with_capacity(jobs.len());
             for job in jobs {
-                answers.push(writer.one(job).await);
+                answers.push(writer.again(job).await);
             }
             answers
         }

@@ -40,6 +40,12 @@ impl Writer for Creations {
         }
     }
 
+    /// Left out of a batch or rolled back with it: made by its caller, in parallel with
+    /// the others' and not in turn while the queue waits.
+    async fn again(&self, _: &Creation) -> Result<Option<CreatedRun>> {
+        Ok(None)
+    }
+
     async fn many(
         &self,
         creations: &[Creation],
