@@ -43,7 +43,7 @@ pub(crate) fn follow(
         From::After(after) => (after, None),
         From::Created(created) => (0, Some(created)),
     };
-    async_stream::stream! {
+    async_stream::try_stream! {
         // Whether the last event sent ends a stream: it is not sent again at the end.
         let mut sent_ending = false;
         loop {
@@ -54,17 +54,11 @@ pub(crate) fn follow(
                 // this one's that a follower this far behind missed.
                 let kept_from = live.kept_from();
                 if cursor < kept_from - 1 {
-                    match engine.store.run_events(&tenant, &session_id, run_id, cursor).await {
-                        Ok((events, _)) => {
-                            for event in events.into_iter().filter(|e| e.seq < kept_from) {
-                                cursor = event.seq;
-                                yield Ok(event);
-                            }
-                        }
-                        Err(error) => {
-                            yield Err(error);
-                            return;
-                        }
+                    let (events, _) =
+                        engine.store.run_events(&tenant, &session_id, run_id, cursor).await?;
+                    for event in events.into_iter().filter(|e| e.seq < kept_from) {
+                        cursor = event.seq;
+                        yield event;
                     }
                 }
                 let mut changes = live.changes();
@@ -78,7 +72,7 @@ pub(crate) fn follow(
                         cursor = event.seq;
                         let ends = event.ends_stream();
                         sent_ending = ends;
-                        yield Ok(event);
+                        yield event;
                         if ends {
                             return;
                         }
@@ -98,19 +92,13 @@ pub(crate) fn follow(
             if let Some(created) = created.take() {
                 if !engine.hub.may_have_started(run_id, created.seen) {
                     cursor = created.event.seq;
-                    yield Ok(created.event);
+                    yield created.event;
                     wait_for_start(&engine, &mut starts, seen, run_id).await;
                     continue;
                 }
             }
             let (events, status) =
-                match engine.store.run_events(&tenant, &session_id, run_id, cursor).await {
-                    Ok(found) => found,
-                    Err(error) => {
-                        yield Err(error);
-                        return;
-                    }
-                };
+                engine.store.run_events(&tenant, &session_id, run_id, cursor).await?;
             for event in events {
                 cursor = event.seq;
                 // A stored `run.requires_action` may be one the run has gone on from: only
@@ -118,7 +106,7 @@ pub(crate) fn follow(
                 let is_final =
                     matches!(&event.kind, RunEventKind::Status(run) if run.status.is_final());
                 sent_ending = event.ends_stream();
-                yield Ok(event);
+                yield event;
                 if is_final {
                     return;
                 }
@@ -133,13 +121,9 @@ pub(crate) fn follow(
             // all the same.
             if status.is_final() || status == RunStatus::RequiresAction {
                 if !sent_ending {
-                    match engine.store.run_events(&tenant, &session_id, run_id, 0).await {
-                        Ok((all, _)) => {
-                            if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
-                                yield Ok(last);
-                            }
-                        }
-                        Err(error) => yield Err(error),
+                    let (all, _) = engine.store.run_events(&tenant, &session_id, run_id, 0).await?;
+                    if let Some(last) = all.into_iter().last().filter(RunEvent::ends_stream) {
+                        yield last;
                     }
                 }
                 return;
