@@ -35,9 +35,7 @@ async fn main() {
     let mut bases = Vec::new();
     for keys in ["", K1] {
         let store =
-            store::connect_with(&database.url, config.database_max_connections, codec(keys), None)
-                .await
-                .unwrap();
+            store::connect_with(&database.url, config.store_options(codec(keys))).await.unwrap();
         let app = Application::with_store(&config, store).await.unwrap();
         bases.push(format!("http://{}", app.local_addr().unwrap()));
         servers.push(tokio::spawn(app.run(shutdown.clone())));
@@ -56,8 +54,8 @@ async fn main() {
     }
 
     // Everything written above, plain or under k1, rewritten under k2.
-    let store =
-        store::connect_with(&database.url, 4, codec(&format!("{K2},{K1}")), None).await.unwrap();
+    let options = store::Options { codec: codec(&format!("{K2},{K1}")), ..store::Options::new(4) };
+    let store = store::connect_with(&database.url, options).await.unwrap();
     let started = Instant::now();
     let rewritten = store.reencrypt(1000, &|_| {}).await.unwrap();
     let elapsed = started.elapsed().as_secs_f64();

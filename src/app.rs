@@ -90,14 +90,9 @@ impl Application {
     pub async fn build(config: &Config) -> anyhow::Result<Self> {
         let url = config.database_url();
         let codec = config.payload_codec()?;
-        let store = store::connect_with(
-            url,
-            config.database_max_connections,
-            codec,
-            config.default_expiry(),
-        )
-        .await
-        .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
+        let store = store::connect_with(url, config.store_options(codec))
+            .await
+            .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
         Self::with_store(config, store).await
     }
 

@@ -15,7 +15,8 @@ pub async fn run(config: &Config, batch: u64) -> anyhow::Result<()> {
         anyhow::bail!("ENCRYPTION_KEYS is not set: there is no key to encrypt under");
     };
     let url = config.database_url();
-    let store = store::connect_with(url, 2, codec, None)
+    let options = store::Options { codec, ..store::Options::new(2) };
+    let store = store::connect_with(url, options)
         .await
         .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
     let bar = std::io::stderr().is_terminal().then(|| {

@@ -80,6 +80,11 @@ pub struct Config {
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", global = true, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub database_max_connections: u32,
 
+    /// How many seconds one database operation may take before it fails with 503
+    /// `database_unavailable`: a database out of reach fails requests this fast.
+    #[arg(long, env = "DATABASE_TIMEOUT_SECS", global = true, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub database_timeout_secs: u64,
+
     /// Log lines for people (`pretty`) or for machines (`json`).
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty, global = true)]
     pub log_format: LogFormat,

@@ -57,6 +57,16 @@ impl Config {
         Ok(crate::store::PayloadCodec::new(self.keyring()?))
     }
 
+    /// How the store opens and uses the database, with payloads kept by `codec`.
+    pub fn store_options(&self, codec: crate::store::PayloadCodec) -> crate::store::Options {
+        crate::store::Options {
+            timeout: Duration::from_secs(self.database_timeout_secs),
+            codec,
+            default_expiry: self.default_expiry(),
+            ..crate::store::Options::new(self.database_max_connections)
+        }
+    }
+
     /// The keys of `ENCRYPTION_KEYS`, if any.
     pub fn keyring(&self) -> Result<Option<crate::store::Keyring>, StartupError> {
         let keys = self.encryption_keys.as_ref().map_or("", Secret::expose);

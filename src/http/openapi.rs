@@ -16,7 +16,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use super::error::{
     BadRequest, Conflict, Forbidden, Internal, KeyReused, LlmFailed, NotFound, PayloadTooLarge,
-    Problem, RateLimited, Unauthorized, Unavailable, UnsupportedMediaType,
+    Problem, RateLimited, StorageFull, Unauthorized, Unavailable, UnsupportedMediaType,
 };
 use super::examples::Examples;
 use super::openai::{self, ErrorBody, OpenAiErrors, Schemas as OpenAiSchemas};
@@ -105,6 +105,7 @@ use crate::model::IDENTIFIER_PATTERN;
         PayloadTooLarge,
         UnsupportedMediaType,
         Unavailable,
+        StorageFull,
         Internal,
         OpenAiErrors
     ),
@@ -136,8 +137,14 @@ impl Modify for ContractDetails {
                 .build()
         };
         for (path, item) in openapi.paths.paths.iter_mut() {
-            let operations = [&mut item.get, &mut item.post, &mut item.patch, &mut item.delete];
-            for operation in operations.into_iter().flatten() {
+            let operations = [
+                (&mut item.get, false),
+                (&mut item.post, true),
+                (&mut item.patch, true),
+                (&mut item.delete, true),
+            ];
+            for (operation, operation_writes) in operations {
+                let Some(operation) = operation else { continue };
                 if path.starts_with("/v1/") {
                     // Any request can run into the time limit, a lost database or a
                     // fault, and, with authentication on, the key check and the rate limit.
@@ -153,6 +160,13 @@ impl Modify for ContractDetails {
                             .responses
                             .entry(status.into())
                             .or_insert_with(|| Ref::from_response_name(name).into());
+                    }
+                    if operation_writes {
+                        operation
+                            .responses
+                            .responses
+                            .entry("507".into())
+                            .or_insert_with(|| Ref::from_response_name("StorageFull").into());
                     }
                     // A key is needed only with `ADMIN_API_KEY` set: the empty
                     // requirement says that the service may run without one.

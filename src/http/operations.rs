@@ -44,7 +44,8 @@ async fn livez() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// The database answers, every stored value is under a configured key (as last
+/// The database answers, and commits writes again if the last one failed for a full
+/// disk or a missed deadline; every stored value is under a configured key (as last
 /// counted; 503 `encryption_key_missing` names the missing key ids), and the process is
 /// not shutting down (503 `shutting_down` from SIGTERM on); a load balancer sends traffic
 /// only while this is 200.
@@ -57,7 +58,8 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Health>> {
     if state.draining.is_cancelled() {
         return Err(ApiError::ShuttingDown);
     }
-    match tokio::time::timeout(Duration::from_secs(2), state.store.ping()).await {
+    let limit = Duration::from_secs(2);
+    match tokio::time::timeout(limit, state.store.ping()).await {
         Ok(Ok(())) => {
             let missing = state.key_census.missing();
             if !missing.is_empty() {
@@ -66,8 +68,6 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<Health>> {
             Ok(Json(Health { status: "ok" }))
         }
         Ok(Err(error)) => Err(ApiError::DatabaseUnavailable(error)),
-        Err(_) => Err(ApiError::DatabaseUnavailable(StoreError::Corrupt(
-            "no answer within 2 seconds".into(),
-        ))),
+        Err(_) => Err(ApiError::DatabaseUnavailable(StoreError::TimedOut(limit))),
     }
 }

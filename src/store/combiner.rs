@@ -7,15 +7,21 @@
 //! session's appends commit in the order they reached the queue, their seqs contiguous.
 //! A combined transaction that fails before its commit is rolled back and its writes are
 //! made again one by one, so a request the database rejects fails alone.
+//!
+//! Each transaction has the store's deadline: a connection that stops answering (a
+//! peer gone silent behind an open socket) fails the writes it holds and is dropped,
+//! so that the writes queued behind it go on with a new one. A write whose client
+//! stopped waiting before its transaction began is not made.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Result, StartNow, StoreError};
+use super::{outage, Result, StartNow, StoreError};
 use crate::model::{IdempotencyKey, IfBusy, ItemBody, NewRun, SessionId};
 
 /// The most writes one transaction combines, and the most item text: a batch is
@@ -142,11 +148,12 @@ pub(super) struct Combiner<J, D> {
 
 impl<J: Job, D: Send + 'static> Combiner<J, D> {
     /// Starts the writer task on the current runtime; it ends when the combiner is
-    /// dropped and the queue is empty.
-    pub fn start(writer: impl Writer<Job = J, Done = D>) -> Self {
+    /// dropped and the queue is empty. A transaction that takes longer than `deadline`
+    /// fails.
+    pub fn start(writer: impl Writer<Job = J, Done = D>, deadline: Duration) -> Self {
         let (queue, waiting) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(write(writer, waiting, counters.clone()));
+        tokio::spawn(write(writer, waiting, counters.clone(), deadline));
         Self { queue, counters }
     }
 
@@ -175,6 +182,7 @@ async fn write<W: Writer>(
     writer: W,
     mut queue: mpsc::Receiver<Waiting<W::Job, W::Done>>,
     counters: Arc<Counters>,
+    deadline: Duration,
 ) {
     let mut held_back = VecDeque::new();
     loop {
@@ -185,14 +193,36 @@ async fn write<W: Writer>(
                 None => return,
             },
         };
-        let (jobs, replies): (Vec<W::Job>, Vec<_>) =
-            gather(first, &mut held_back, &mut queue).into_iter().map(|w| (w.job, w.reply)).unzip();
+        let (jobs, replies): (Vec<W::Job>, Vec<_>) = gather(first, &mut held_back, &mut queue)
+            .into_iter()
+            .filter(|w| !w.reply.is_closed())
+            .map(|w| (w.job, w.reply))
+            .unzip();
+        if jobs.is_empty() {
+            continue;
+        }
         counters.transactions.fetch_add(1, Ordering::Relaxed);
         counters.appends.fetch_add(jobs.len() as u64, Ordering::Relaxed);
-        let answers = if jobs.len() == 1 {
-            vec![writer.one(&jobs[0]).await]
-        } else {
-            combine(&writer, &jobs, &counters).await
+        let answers = async {
+            if jobs.len() == 1 {
+                vec![writer.one(&jobs[0]).await]
+            } else {
+                combine(&writer, &jobs, &counters).await
+            }
+        };
+        // Dropped at the deadline, the transaction's connection goes back to the pool
+        // mid-statement, which closes it (`outage`).
+        let answers = match tokio::time::timeout(deadline, answers).await {
+            Ok(answers) => answers,
+            Err(_) => {
+                tracing::error!(
+                    writes = jobs.len(),
+                    ?deadline,
+                    "a write transaction missed its deadline; its connection is dropped"
+                );
+                outage::missed_deadline();
+                jobs.iter().map(|_| Err(StoreError::TimedOut(deadline))).collect()
+            }
         };
         for (reply, answer) in replies.into_iter().zip(answers) {
             // A client that went away meanwhile misses only the answer.
@@ -229,14 +259,7 @@ async fn combine<W: Writer>(
         }
         Err(BatchFailed::AtCommit(error)) => {
             tracing::error!(%error, writes = jobs.len(), "the commit of a combined write failed");
-            let message = error.to_string();
-            jobs.iter()
-                .map(|_| {
-                    Err(StoreError::Database(sqlx::Error::Io(std::io::Error::other(
-                        message.clone(),
-                    ))))
-                })
-                .collect()
+            jobs.iter().map(|_| Err(error.for_each_write())).collect()
         }
     }
 }

@@ -44,6 +44,13 @@ pub enum StoreError {
     Invalid(#[from] InvalidField),
     #[error("DATABASE_URL must start with sqlite:, postgres: or postgresql:")]
     UnsupportedUrl,
+    /// The database's disk (or its size cap) is full: nothing of the write was kept.
+    #[error("the database's storage is full")]
+    StorageFull,
+    /// The database did not answer within `DATABASE_TIMEOUT_SECS`; whether a write that
+    /// was under way took effect is unknown.
+    #[error("the database did not answer within {} s", .0.as_secs_f64())]
+    TimedOut(std::time::Duration),
     #[error("database error: {0}")]
     Database(sqlx::Error),
     #[error("migration failed: {0}")]
@@ -59,16 +66,39 @@ pub enum StoreError {
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
         super::outage::note(&error);
-        Self::Database(error)
+        let full = match &error {
+            // SQLite: SQLITE_FULL (the disk, or `max_page_count`). Postgres: disk_full.
+            sqlx::Error::Database(error) => {
+                error.code().is_some_and(|code| code == "13" || code == "53100")
+            }
+            _ => false,
+        };
+        if full {
+            Self::StorageFull
+        } else {
+            Self::Database(error)
+        }
     }
 }
 
 impl StoreError {
+    /// The same failure, for each of the writes of a transaction it failed: its kind
+    /// (and so its answer) is kept; a database error's source becomes its text.
+    pub(super) fn for_each_write(&self) -> Self {
+        match self {
+            Self::StorageFull => Self::StorageFull,
+            Self::TimedOut(deadline) => Self::TimedOut(*deadline),
+            other => Self::Database(sqlx::Error::Io(std::io::Error::other(other.to_string()))),
+        }
+    }
+
     /// A failure that a retry of the same request may not meet: the database was out of
     /// reach, restarting, overloaded, or chose this transaction to break a conflict.
     pub fn is_transient(&self) -> bool {
-        let Self::Database(error) = self else {
-            return false;
+        let error = match self {
+            Self::Database(error) => error,
+            Self::TimedOut(_) => return true,
+            _ => return false,
         };
         match error {
             sqlx::Error::PoolTimedOut

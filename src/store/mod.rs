@@ -6,6 +6,7 @@ mod api_keys;
 mod at_rest;
 mod combiner;
 mod compactions;
+mod deadline;
 mod deliveries;
 mod encryption;
 mod error;
@@ -23,6 +24,7 @@ mod sqlite;
 mod timestamp;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -128,6 +130,10 @@ pub trait SessionStore:
     /// Answers when the database does.
     async fn ping(&self) -> Result<()>;
 
+    /// Commits a write that changes nothing (a stored row rewritten as it was):
+    /// answers when writes can commit.
+    async fn check_writes(&self) -> Result<()>;
+
     /// The random secret the database made for `name` when it was migrated, the same for
     /// every replica.
     async fn server_secret(&self, name: &str) -> Result<String>;
@@ -160,34 +166,61 @@ pub struct PoolStats {
     pub idle: u32,
 }
 
+/// How long one database operation may take unless configured otherwise
+/// (`DATABASE_TIMEOUT_SECS`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a store opens and uses its database.
+#[derive(Clone)]
+pub struct Options {
+    /// The most connections to Postgres.
+    pub max_connections: u32,
+    /// How long one database operation may take before it fails.
+    pub timeout: Duration,
+    /// How payloads are kept: encrypted, when it has keys.
+    pub codec: PayloadCodec,
+    /// The retention of sessions created without one of their own.
+    pub default_expiry: Option<ExpiresAfter>,
+}
+
+impl Options {
+    pub fn new(max_connections: u32) -> Self {
+        Self {
+            max_connections,
+            timeout: DEFAULT_TIMEOUT,
+            codec: PayloadCodec::default(),
+            default_expiry: None,
+        }
+    }
+}
+
 /// Opens the database named by `url` (SQLite when it starts with `sqlite:`, Postgres for
 /// `postgres:`/`postgresql:`) and brings its schema up to date.
 pub async fn connect(url: &str, max_connections: u32) -> Result<Arc<dyn SessionStore>> {
-    connect_with(url, max_connections, PayloadCodec::default(), None).await
+    connect_with(url, Options::new(max_connections)).await
 }
 
-/// Opens the database with payloads kept by `codec` (encrypted, when it has keys) and
-/// `default_expiry` for sessions created without a retention of their own.
-pub async fn connect_with(
-    url: &str,
-    max_connections: u32,
-    codec: PayloadCodec,
-    default_expiry: Option<ExpiresAfter>,
-) -> Result<Arc<dyn SessionStore>> {
-    if url.starts_with("sqlite:") {
-        Ok(Arc::new(
-            SqliteStore::connect(url).await?.with_codec(codec).with_default_expiry(default_expiry),
-        ))
-    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Ok(Arc::new(
-            PgStore::connect(url, max_connections)
+/// Opens the database as `options` say; each operation of the store has their timeout.
+pub async fn connect_with(url: &str, options: Options) -> Result<Arc<dyn SessionStore>> {
+    let Options { max_connections, timeout, codec, default_expiry } = options;
+    let store: Arc<dyn SessionStore> = if url.starts_with("sqlite:") {
+        Arc::new(
+            SqliteStore::connect_tuned(url, timeout, |options| options)
                 .await?
                 .with_codec(codec)
                 .with_default_expiry(default_expiry),
-        ))
+        )
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Arc::new(
+            PgStore::connect_within(url, max_connections, timeout)
+                .await?
+                .with_codec(codec)
+                .with_default_expiry(default_expiry),
+        )
     } else {
-        Err(StoreError::UnsupportedUrl)
-    }
+        return Err(StoreError::UnsupportedUrl);
+    };
+    Ok(Arc::new(deadline::Deadline::new(store, timeout)))
 }
 
 /// The newest migration of the backend `url` names: the schema version `connect` leaves.

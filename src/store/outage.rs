@@ -2,6 +2,11 @@
 //! restart) has dropped every connection opened before, so a connection idle since
 //! then is checked before its next use, however short its idle time: an outage costs
 //! about one failed statement, not one per connection that was in steady use.
+//!
+//! And when an operation last missed its deadline: the connection it abandoned
+//! mid-statement goes back to its pool, whose own check of it would wait for an answer
+//! without end if the peer went silent; given back soon after such a miss, a
+//! connection is checked under a deadline first (see the backends' `after_release`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
@@ -28,6 +33,22 @@ pub(super) fn note(error: &sqlx::Error) {
     }
 }
 
+/// Microseconds after `START` of the last missed deadline; 0 for none.
+static MISSED_AT: AtomicU64 = AtomicU64::new(0);
+
+/// Notes that an operation missed its deadline and abandoned its connection.
+pub(super) fn missed_deadline() {
+    MISSED_AT.fetch_max(START.elapsed().as_micros().max(1) as u64, Ordering::Relaxed);
+}
+
+/// Whether a connection given back now may be one abandoned at a missed deadline: its
+/// pool gets it back at once, so a miss within the last second covers it.
+pub(super) fn deadline_missed_lately() -> bool {
+    let missed_at = MISSED_AT.load(Ordering::Relaxed);
+    let window = Duration::from_secs(1).as_micros() as u64;
+    missed_at != 0 && (START.elapsed().as_micros() as u64).saturating_sub(missed_at) <= window
+}
+
 /// Whether a connection idle for `idle_for` must be checked before use: idle for
 /// `window` or longer, or since before a connection was lost.
 pub(super) fn needs_check(idle_for: Duration, window: Duration) -> bool {
@@ -50,5 +71,11 @@ mod tests {
         note(&sqlx::Error::Io(std::io::Error::other("connection reset")));
         // Idle since 100 ms ago: before the loss just noted.
         assert!(needs_check(Duration::from_millis(100), window));
+    }
+
+    #[test]
+    fn a_missed_deadline_has_connections_given_back_soon_after_checked() {
+        missed_deadline();
+        assert!(deadline_missed_lately());
     }
 }

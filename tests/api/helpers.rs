@@ -69,6 +69,21 @@ impl TestDb {
         Self { store: Arc::new(store), raw: RawDb::Sqlite(raw), _dir: Some(dir) }
     }
 
+    /// A SQLite store whose file may not grow past `pages` pages of 4 KiB: full on
+    /// demand.
+    pub async fn sqlite_capped(pages: u32) -> Self {
+        let dir = TempDir::new().expect("a temp dir");
+        let url = format!("sqlite://{}", dir.path().join("test.db").display());
+        let cap = move |options: sqlx::sqlite::SqliteConnectOptions| {
+            options.pragma("max_page_count", pages.to_string())
+        };
+        let store = SqliteStore::connect_tuned(&url, agent_sessions::store::DEFAULT_TIMEOUT, cap)
+            .await
+            .expect("SQLite opens");
+        let raw = SqlitePool::connect(&url).await.expect("SQLite opens twice");
+        Self { store: Arc::new(store), raw: RawDb::Sqlite(raw), _dir: Some(dir) }
+    }
+
     /// The same database through a store that keeps payloads with `codec`.
     pub async fn reopen(&self, codec: agent_sessions::store::PayloadCodec) -> Self {
         self.reopen_with(codec, None).await

@@ -110,6 +110,7 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Invalid(field) => field.into(),
             StoreError::EncryptionKeyMissing(_) => Self::EncryptionKeyMissing(error.to_string()),
+            StoreError::StorageFull => Self::StorageFull,
             error if error.is_transient() => Self::DatabaseUnavailable(error),
             other => Self::Internal(other.to_string()),
         }

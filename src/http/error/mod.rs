@@ -12,7 +12,7 @@ use crate::llm::LlmErrorCode;
 use crate::store::StoreError;
 pub use responses::{
     BadRequest, Conflict, Forbidden, Internal, JsonBody, KeyReused, LlmFailed, Lookup, NotFound,
-    PayloadTooLarge, RateLimited, Unauthorized, Unavailable, UnsupportedMediaType,
+    PayloadTooLarge, RateLimited, StorageFull, Unauthorized, Unavailable, UnsupportedMediaType,
 };
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -71,6 +71,9 @@ pub enum ApiError {
     Timeout(u64),
     #[error("the database is not reachable")]
     DatabaseUnavailable(#[source] StoreError),
+    /// Nothing of the write was stored: the database's disk is full.
+    #[error("the database's storage is full: nothing of this request was stored; retry once space is freed")]
+    StorageFull,
     #[error("an internal error occurred")]
     Internal(String),
     /// A stored value is under a key the service was not given: never garbage instead.
@@ -133,6 +136,7 @@ impl ApiError {
             | Self::DatabaseUnavailable(_)
             | Self::KeysMissing(_)
             | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            Self::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             Self::Internal(_) | Self::EncryptionKeyMissing(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -164,6 +168,7 @@ impl ApiError {
             Self::MethodNotAllowed => "method_not_allowed",
             Self::Timeout(_) => "request_timeout",
             Self::DatabaseUnavailable(_) => "database_unavailable",
+            Self::StorageFull => "storage_full",
             Self::Internal(_) => "internal_error",
             Self::EncryptionKeyMissing(_) | Self::KeysMissing(_) => "encryption_key_missing",
             Self::ShuttingDown => "shutting_down",
@@ -234,6 +239,10 @@ impl IntoResponse for ApiError {
                 // Retrying is the right move; with its Idempotency-Key nothing doubles.
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
                 response.extensions_mut().insert(InternalCause(cause.to_string()));
+            }
+            Self::StorageFull => {
+                // Space comes back when an operator frees it, or retention deletes.
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
             }
             _ => {}
         }

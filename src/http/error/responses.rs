@@ -33,6 +33,7 @@ problem_responses! {
     PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
     UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",
     Unavailable => "`database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`",
+    StorageFull => "`storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored",
     Internal => "`internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold",
 }
 

@@ -34,7 +34,7 @@ use super::held::HeldConnections;
 use super::outage;
 use super::payload::PayloadCodec;
 use super::timestamp::Timestamp;
-use super::{Appended, CreatedRun, Result};
+use super::{Appended, CreatedRun, Result, DEFAULT_TIMEOUT};
 use crate::model::{ExpiresAfter, Item};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
@@ -97,21 +97,41 @@ pub struct PgStore {
     page_readers: HeldConnections<Postgres>,
     /// The connection the append queue's writer keeps between its transactions.
     append_writer: Arc<HeldConnections<Postgres>>,
+    /// How long one transaction of the write queues may take: `DATABASE_TIMEOUT_SECS`.
+    deadline: Duration,
 }
 
 impl PgStore {
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
-        // No statement or idle transaction may hold a connection (and its locks) forever.
+        Self::connect_within(url, max_connections, DEFAULT_TIMEOUT).await
+    }
+
+    /// Connects as `connect` does, with `deadline` for each database operation.
+    pub async fn connect_within(
+        url: &str,
+        max_connections: u32,
+        deadline: Duration,
+    ) -> Result<Self> {
+        let millis = |d: Duration| format!("{}ms", d.as_millis());
         let options = PgConnectOptions::from_str(url)?.options([
-            ("statement_timeout", "30s"),
-            ("idle_in_transaction_session_timeout", "60s"),
+            // No statement or idle transaction may hold a connection (and its locks)
+            // longer than its client waits for it.
+            ("statement_timeout", millis(deadline)),
+            ("idle_in_transaction_session_timeout", millis(deadline * 2)),
+            // The server notices a client whose network went away (its locks are
+            // released); the driver sets no keepalive of its own, so on this side only
+            // the deadline catches a dead peer.
+            ("tcp_keepalives_idle", "10".into()),
+            ("tcp_keepalives_interval", "5".into()),
+            ("tcp_keepalives_count", "3".into()),
+            ("tcp_user_timeout", millis(deadline * 2)),
         ]);
         // One connection first: a pool that cannot connect only says it timed out, this
         // says why ("connection refused", a wrong password, no such database).
         options.connect().await?.close().await?;
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(5))
+            .acquire_timeout(deadline)
             // sqlx pings every connection it hands out, a round trip as long as most
             // statements; only one idle for a while is worth it (see PING_AFTER_IDLE).
             // A connection that broke while in use fails its statement (503) and is
@@ -125,10 +145,11 @@ impl PgStore {
                     Ok(true)
                 })
             })
+            .after_release(move |conn, _| Box::pin(checked_after_a_miss(conn, deadline)))
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self::from_pool(pool))
+        Ok(Self { deadline, ..Self::from_pool(pool) })
     }
 
     /// Wraps a pool whose database is migrated already (as `#[sqlx::test]` gives). The
@@ -155,6 +176,7 @@ impl PgStore {
             default_expiry: None,
             appends: OnceLock::new(),
             creations: OnceLock::new(),
+            deadline: DEFAULT_TIMEOUT,
         }
     }
 
@@ -169,6 +191,17 @@ impl PgStore {
     fn pools(&self) -> [&PgPool; 1] {
         [&self.pool]
     }
+}
+
+/// Whether a connection given back may be used again. Right after a missed deadline it
+/// may be one abandoned mid-statement on a peer gone silent, which the pool's own check
+/// would wait on without end, holding its place: such a one is checked under the
+/// deadline and closed when it does not answer.
+async fn checked_after_a_miss(conn: &mut PgConnection, deadline: Duration) -> sqlx::Result<bool> {
+    if !outage::deadline_missed_lately() {
+        return Ok(true);
+    }
+    Ok(matches!(tokio::time::timeout(deadline, conn.ping()).await, Ok(Ok(()))))
 }
 
 /// Page reads plan their statements once per connection. Left to choose, Postgres plans

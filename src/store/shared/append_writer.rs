@@ -59,11 +59,14 @@ impl Store {
     /// The queue that combines appends, started by the first one.
     pub(super) fn appends(&self) -> &Combiner<Append, Appended> {
         self.appends.get_or_init(|| {
-            Combiner::start(Writes {
-                connection: self.append_writer.clone(),
-                codec: self.codec.clone(),
-                default_expiry: self.default_expiry,
-            })
+            Combiner::start(
+                Writes {
+                    connection: self.append_writer.clone(),
+                    codec: self.codec.clone(),
+                    default_expiry: self.default_expiry,
+                },
+                self.deadline,
+            )
         })
     }
 }

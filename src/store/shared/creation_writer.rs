@@ -113,11 +113,14 @@ impl Store {
     /// The queue that combines run creations, started by the first one.
     pub(super) fn creations(&self) -> &Combiner<Creation, Option<CreatedRun>> {
         self.creations.get_or_init(|| {
-            Combiner::start(Creations {
-                pool: self.writer().clone(),
-                codec: self.codec.clone(),
-                default_expiry: self.default_expiry,
-            })
+            Combiner::start(
+                Creations {
+                    pool: self.writer().clone(),
+                    codec: self.codec.clone(),
+                    default_expiry: self.default_expiry,
+                },
+                self.deadline,
+            )
         })
     }
 }

@@ -31,7 +31,7 @@ use super::combiner::{Append, Combiner, Creation};
 use super::held::HeldConnections;
 use super::payload::PayloadCodec;
 use super::timestamp::Timestamp;
-use super::{Appended, CreatedRun, Result};
+use super::{Appended, CreatedRun, Result, DEFAULT_TIMEOUT};
 use crate::model::{ExpiresAfter, Item};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -90,11 +90,24 @@ pub struct SqliteStore {
     /// None kept for the append queue's writer: the writer pool's one connection serves
     /// every write.
     append_writer: Arc<HeldConnections<Sqlite>>,
+    /// How long one transaction of the write queues may take: `DATABASE_TIMEOUT_SECS`.
+    deadline: Duration,
 }
 
 impl SqliteStore {
     /// Opens (creating if needed) the database file of a `sqlite:` URL and migrates it.
     pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_tuned(url, DEFAULT_TIMEOUT, |options| options).await
+    }
+
+    /// Opens the database as `connect` does, with `deadline` for each database
+    /// operation and every connection's options passed through `tune` last: a pragma of
+    /// the caller's, such as a cap on the file's size.
+    pub async fn connect_tuned(
+        url: &str,
+        deadline: Duration,
+        tune: impl Fn(SqliteConnectOptions) -> SqliteConnectOptions,
+    ) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -104,12 +117,14 @@ impl SqliteStore {
             // Deleted content is overwritten with zeros, not left in free pages.
             .pragma("secure_delete", "on")
             .busy_timeout(Duration::from_secs(5));
+        let options = tune(options);
         // A connection to a file cannot be dropped from the other end: sqlx's ping of
         // every connection it hands out would only add a hop to its worker thread.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
-            .acquire_timeout(Duration::from_secs(30))
+            .acquire_timeout(deadline)
             .test_before_acquire(false)
+            .after_release(|conn, _| Box::pin(settled(conn)))
             // The one writer gets a larger page cache (16 MiB, from 2): a large fork or
             // append then keeps the indexes it extends in memory. 32 MiB forked no
             // faster and held the process over 64 MB under combined appends.
@@ -123,7 +138,7 @@ impl SqliteStore {
         } else {
             SqlitePoolOptions::new()
                 .max_connections(READ_CONNECTIONS)
-                .acquire_timeout(Duration::from_secs(5))
+                .acquire_timeout(deadline)
                 .test_before_acquire(false)
                 .connect_with(options)
                 .await?
@@ -140,6 +155,7 @@ impl SqliteStore {
             default_expiry: None,
             appends: OnceLock::new(),
             creations: OnceLock::new(),
+            deadline,
         })
     }
 
@@ -154,6 +170,19 @@ impl SqliteStore {
     fn pools(&self) -> [&SqlitePool; 2] {
         [&self.writer, &self.reader]
     }
+}
+
+/// Whether the writer's connection may be used again: its last transaction ended. A
+/// commit that fails for a full disk or an I/O error can leave SQLite's transaction and
+/// the driver's count of it apart (the driver's rollback then fails and the count stays
+/// at one), after which every `begin` would open a savepoint and every commit only
+/// release it: writes answered as committed and never stored. Such a connection is
+/// closed, which ends whatever transaction it holds, and the pool opens a new one.
+async fn settled(conn: &mut SqliteConnection) -> sqlx::Result<bool> {
+    // The driver's rollback of a dropped transaction is queued on the connection's
+    // worker; the ping runs after it.
+    sqlx::Connection::ping(conn).await?;
+    Ok(!sqlx::Connection::is_in_transaction(conn))
 }
 
 /// Inserts an append's items in one statement.

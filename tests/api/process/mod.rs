@@ -17,6 +17,7 @@ mod approvals;
 mod auth;
 mod crashed_streams;
 mod draining;
+mod full_disk;
 mod restart;
 mod runs;
 mod startup;
@@ -36,7 +37,12 @@ impl Server {
     }
 
     async fn start_with(database_url: &str, env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-sessions"))
+        Self::start_as(Command::new(env!("CARGO_BIN_EXE_agent-sessions")), database_url, env).await
+    }
+
+    /// Starts `command`, which runs the binary, with the service's environment.
+    async fn start_as(mut command: Command, database_url: &str, env: &[(&str, &str)]) -> Server {
+        let mut child = command
             .env("SHUTDOWN_DELAY_SECS", "0")
             .envs(env.iter().copied())
             .env("DATABASE_URL", database_url)

@@ -8,6 +8,7 @@ mod double_texting;
 mod draining;
 mod examples;
 mod failures;
+mod full_disk;
 mod handover;
 mod lost_workers;
 mod metrics;

@@ -7,6 +7,7 @@ mod items;
 mod listing;
 mod reads;
 mod sessions;
+mod storage_full;
 
 use std::collections::BTreeMap;
 

@@ -1548,6 +1548,10 @@ export type CreateAgentErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CreateAgentError = CreateAgentErrors[keyof CreateAgentErrors];
@@ -1598,6 +1602,10 @@ export type DeleteAgentErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type DeleteAgentError = DeleteAgentErrors[keyof DeleteAgentErrors];
@@ -1710,6 +1718,10 @@ export type UpdateAgentErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type UpdateAgentError = UpdateAgentErrors[keyof UpdateAgentErrors];
@@ -1829,6 +1841,10 @@ export type CreateApiKeyErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CreateApiKeyError = CreateApiKeyErrors[keyof CreateApiKeyErrors];
@@ -1879,6 +1895,10 @@ export type DeleteApiKeyErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type DeleteApiKeyError = DeleteApiKeyErrors[keyof DeleteApiKeyErrors];
@@ -1940,6 +1960,10 @@ export type SendChatMessageErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type SendChatMessageError = SendChatMessageErrors[keyof SendChatMessageErrors];
@@ -2126,6 +2150,10 @@ export type CreateConversationErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CreateConversationError = CreateConversationErrors[keyof CreateConversationErrors];
@@ -2204,6 +2232,10 @@ export type DeleteConversationErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type DeleteConversationError = DeleteConversationErrors[keyof DeleteConversationErrors];
@@ -2360,6 +2392,10 @@ export type UpdateConversationErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type UpdateConversationError = UpdateConversationErrors[keyof UpdateConversationErrors];
@@ -2535,6 +2571,10 @@ export type CreateConversationItemsErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CreateConversationItemsError = CreateConversationItemsErrors[keyof CreateConversationItemsErrors];
@@ -2619,6 +2659,10 @@ export type DeleteConversationItemErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type DeleteConversationItemError = DeleteConversationItemErrors[keyof DeleteConversationItemErrors];
@@ -2854,6 +2898,10 @@ export type CreateResponseErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CreateResponseError = CreateResponseErrors[keyof CreateResponseErrors];
@@ -2929,6 +2977,10 @@ export type CompactResponseErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CompactResponseError = CompactResponseErrors[keyof CompactResponseErrors];
@@ -3009,6 +3061,10 @@ export type DeleteResponseErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type DeleteResponseError = DeleteResponseErrors[keyof DeleteResponseErrors];
@@ -3180,6 +3236,10 @@ export type CancelResponseErrors = {
      * An error in OpenAI's shape
      */
     504: OpenAiErrorBody;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CancelResponseError = CancelResponseErrors[keyof CancelResponseErrors];
@@ -3406,6 +3466,10 @@ export type CreateSessionErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CreateSessionError = CreateSessionErrors[keyof CreateSessionErrors];
@@ -3460,6 +3524,10 @@ export type DeleteSessionErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type DeleteSessionError = DeleteSessionErrors[keyof DeleteSessionErrors];
@@ -3576,6 +3644,10 @@ export type UpdateSessionErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type UpdateSessionError = UpdateSessionErrors[keyof UpdateSessionErrors];
@@ -3650,6 +3722,10 @@ export type CompactErrors = {
      * `llm_rate_limited` (429), `llm_timeout` (504), `llm_unavailable`, `llm_bad_response` or `llm_auth_failed` (502), `llm_bad_request` or `context_too_long` (400): the summarising LLM call failed and nothing was stored
      */
     504: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CompactError = CompactErrors[keyof CompactErrors];
@@ -3851,6 +3927,10 @@ export type ForkSessionErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type ForkSessionError = ForkSessionErrors[keyof ForkSessionErrors];
@@ -3905,6 +3985,10 @@ export type ClearItemsErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type ClearItemsError = ClearItemsErrors[keyof ClearItemsErrors];
@@ -4044,6 +4128,10 @@ export type AppendItemsErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type AppendItemsError = AppendItemsErrors[keyof AppendItemsErrors];
@@ -4098,6 +4186,10 @@ export type PopLastItemErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type PopLastItemError = PopLastItemErrors[keyof PopLastItemErrors];
@@ -4156,6 +4248,10 @@ export type DeleteItemErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type DeleteItemError = DeleteItemErrors[keyof DeleteItemErrors];
@@ -4361,6 +4457,10 @@ export type CreateRunErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CreateRunError = CreateRunErrors[keyof CreateRunErrors];
@@ -4493,6 +4593,10 @@ export type SubmitApprovalsErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type SubmitApprovalsError = SubmitApprovalsErrors[keyof SubmitApprovalsErrors];
@@ -4564,6 +4668,10 @@ export type CancelRunErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type CancelRunError = CancelRunErrors[keyof CancelRunErrors];
@@ -4698,6 +4806,10 @@ export type SubmitToolOutputsErrors = {
      * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
      */
     503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
 };
 
 export type SubmitToolOutputsError = SubmitToolOutputsErrors[keyof SubmitToolOutputsErrors];

@@ -1,0 +1,221 @@
+//! A deadline on every database operation. A database that is out of reach, or a
+//! connection whose peer went silent behind an open socket (which TCP keepalive cannot
+//! tell from a quiet one), would otherwise hold a request until its own time limit, and
+//! a background worker for good: each operation of the store fails after
+//! `DATABASE_TIMEOUT_SECS` with [`StoreError::TimedOut`], a 503 `database_unavailable`.
+//! The connection it abandoned is checked before reuse (`outage`).
+//!
+//! It also keeps whether the last write failed for want of storage or time, so that
+//! readiness can tell a database that answers reads but cannot commit.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{
+    outage, AgentStore, ApiKeyStore, AppendStats, Appended, AtRestStore, Attempt, Claim,
+    CompactionStore, Context, CreatedRun, Delivery, DeliveryStore, Finished, Forked, PoolStats,
+    Progress, Result, RunLease, RunStore, SessionStore, StartNow, StoreError, Swept,
+};
+use crate::model::{
+    Agent, AgentPatch, ApiKey, Compaction, IdempotencyKey, IfBusy, Item, ItemBody, KeyHash,
+    NewFork, NewRun, NewSession, Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord, RunStatus,
+    Session, SessionId, SessionPatch, Steer, StopAction,
+};
+
+/// A store whose operations each fail after `limit`.
+pub struct Deadline {
+    inner: Arc<dyn SessionStore>,
+    limit: Duration,
+    /// The last write failed for a full disk or a missed deadline, and none has
+    /// committed since.
+    writes_failing: AtomicBool,
+}
+
+impl Deadline {
+    pub fn new(inner: Arc<dyn SessionStore>, limit: Duration) -> Self {
+        Self { inner, limit, writes_failing: AtomicBool::new(false) }
+    }
+
+    async fn read<T>(&self, operation: impl Future<Output = Result<T>>) -> Result<T> {
+        match tokio::time::timeout(self.limit, operation).await {
+            Ok(result) => result,
+            Err(_) => {
+                outage::missed_deadline();
+                Err(StoreError::TimedOut(self.limit))
+            }
+        }
+    }
+
+    async fn write<T>(&self, operation: impl Future<Output = Result<T>>) -> Result<T> {
+        let result = self.read(operation).await;
+        match &result {
+            Ok(_) => self.writes_failing.store(false, Ordering::Relaxed),
+            Err(StoreError::StorageFull | StoreError::TimedOut(_)) => {
+                self.writes_failing.store(true, Ordering::Relaxed)
+            }
+            Err(_) => {}
+        }
+        result
+    }
+}
+
+/// Implements a store trait for [`Deadline`]: each method calls the inner store's
+/// within the deadline, as a read or as a write.
+macro_rules! within_deadline {
+    ($trait:ident {
+        $($kind:ident fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*
+    } $($rest:tt)*) => {
+        #[async_trait]
+        impl $trait for Deadline {
+            $(async fn $name(&self $(, $arg: $ty)*) -> Result<$out> {
+                self.$kind(self.inner.$name($($arg),*)).await
+            })*
+            $($rest)*
+        }
+    };
+}
+
+within_deadline!(SessionStore {
+    write fn create_session(&self, tenant: &str, session: NewSession) -> Session;
+    read fn get_session(&self, tenant: &str, id: &SessionId) -> Session;
+    read fn list_sessions(
+        &self, tenant: &str, metadata: &[(String, String)], page: &PageRequest
+    ) -> Page<Session>;
+    write fn update_session(&self, tenant: &str, id: &SessionId, patch: SessionPatch) -> Session;
+    write fn delete_session(&self, tenant: &str, id: &SessionId) -> ();
+    write fn append_items(
+        &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>,
+        idempotency: Option<IdempotencyKey>
+    ) -> Appended;
+    read fn list_items(&self, tenant: &str, session_id: &SessionId, page: &PageRequest) -> Page<Item>;
+    read fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Item;
+    write fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> ();
+    write fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Item;
+    write fn clear_items(&self, tenant: &str, session_id: &SessionId) -> ();
+    write fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> u64;
+    write fn sweep_expired(&self, batch: i64) -> Swept;
+    read fn server_secret(&self, name: &str) -> String;
+}
+
+    /// Answers when the database does; while writes are failing, only once one
+    /// commits again.
+    async fn ping(&self) -> Result<()> {
+        self.read(self.inner.ping()).await?;
+        if self.writes_failing.load(Ordering::Relaxed) {
+            self.write(self.inner.check_writes()).await?;
+        }
+        Ok(())
+    }
+
+    async fn check_writes(&self) -> Result<()> {
+        self.write(self.inner.check_writes()).await
+    }
+
+    fn pool_stats(&self) -> PoolStats {
+        self.inner.pool_stats()
+    }
+
+    fn append_stats(&self) -> AppendStats {
+        self.inner.append_stats()
+    }
+);
+
+within_deadline!(AgentStore {
+    write fn create_agent(&self, tenant: &str, agent: &Agent) -> ();
+    read fn get_agent(&self, tenant: &str, id: &str) -> Agent;
+    read fn list_agents(&self, tenant: &str, page: &PageRequest) -> Page<Agent>;
+    write fn update_agent(&self, tenant: &str, id: &str, patch: AgentPatch) -> Agent;
+    write fn delete_agent(&self, tenant: &str, id: &str) -> ();
+});
+
+within_deadline!(ApiKeyStore {
+    write fn create_api_key(&self, key: &ApiKey, hash: &KeyHash) -> ();
+    read fn list_api_keys(&self, tenant: Option<&str>, page: &PageRequest) -> Page<ApiKey>;
+    write fn delete_api_key(&self, id: Uuid) -> ();
+    read fn find_api_key(&self, hash: &KeyHash) -> Option<ApiKey>;
+    write fn touch_api_key(&self, id: Uuid, at: DateTime<Utc>) -> ();
+});
+
+// Scans of every stored value, in batches of their own: no one deadline fits them.
+#[async_trait]
+impl AtRestStore for Deadline {
+    async fn count_values_by_key(&self) -> Result<BTreeMap<Option<String>, u64>> {
+        self.inner.count_values_by_key().await
+    }
+
+    fn key_ids(&self) -> Vec<String> {
+        self.inner.key_ids()
+    }
+
+    async fn reencrypt(
+        &self,
+        batch: usize,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<u64> {
+        self.inner.reencrypt(batch, progress).await
+    }
+}
+
+within_deadline!(RunStore {
+    write fn create_run(
+        &self, tenant: &str, session_id: &SessionId, run: NewRun, if_busy: IfBusy,
+        start: Option<StartNow>, agentless: bool
+    ) -> CreatedRun;
+    read fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Run;
+    read fn locate_run(&self, tenant: &str, run_id: Uuid) -> RunRecord;
+    write fn delete_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> ();
+    read fn replayed_run_id(&self, tenant: &str, key: &IdempotencyKey) -> Option<Uuid>;
+    read fn list_runs(&self, tenant: &str, session_id: &SessionId, page: &PageRequest) -> Page<Run>;
+    read fn run_events(
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, after: i64
+    ) -> (Vec<RunEvent>, RunStatus);
+    write fn stop_run(
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, action: StopAction
+    ) -> Run;
+    write fn forget_cancelled_run(
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid
+    ) -> Run;
+    write fn answer_run(
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, answer: &RunAnswer,
+        trace_parent: Option<String>
+    ) -> (Run, i64);
+    write fn claim_run(
+        &self, worker: Uuid, lease: Duration, tenant_limit: Option<NonZeroU32>
+    ) -> Option<Claim>;
+    write fn renew_lease(&self, claim: &Claim, lease: Duration) -> bool;
+    write fn save_run_events(&self, batches: &[(RunLease, Vec<RunEvent>)]) -> Vec<bool>;
+    write fn finish_run(
+        &self, claim: &Claim, record: &RunRecord, events: &[RunEvent],
+        next_lease: Option<Duration>
+    ) -> Finished;
+    write fn take_steering(&self, claim: &Claim, after: i64) -> Vec<(i64, Steer)>;
+    read fn steered_runs(&self, run_pks: &[i64]) -> Vec<i64>;
+    write fn release_steering(&self, run_pk: Option<i64>) -> u64;
+    write fn recover_expired_runs(&self, max_attempts: u32) -> (u64, u64);
+});
+
+within_deadline!(CompactionStore {
+    read fn latest_compaction(&self, tenant: &str, session_id: &SessionId) -> Option<Compaction>;
+    read fn context(&self, tenant: &str, session_id: &SessionId, idle: bool) -> Context;
+    write fn add_compaction(
+        &self, tenant: &str, session_id: &SessionId, base: Option<&Compaction>,
+        summarised: i64, compaction: &Compaction
+    ) -> ();
+    read fn list_compactions(
+        &self, tenant: &str, session_id: &SessionId, page: &PageRequest
+    ) -> Page<Compaction>;
+    write fn fork_session(&self, tenant: &str, source: &SessionId, fork: NewFork) -> Forked;
+});
+
+within_deadline!(DeliveryStore {
+    write fn claim_deliveries(&self, limit: i64, hold: Duration) -> Vec<Delivery>;
+    write fn record_delivery(&self, delivery: &Delivery, attempt: &Attempt) -> ();
+});
