@@ -69,6 +69,12 @@ impl TestDb {
         Self { store: Arc::new(store), raw: RawDb::Sqlite(raw), _dir: Some(dir) }
     }
 
+    /// A Postgres store opened apart from the test's pool (through a proxy, say), with
+    /// the test's pool as the side door.
+    pub fn postgres_with(store: Arc<dyn SessionStore>, pool: PgPool) -> Self {
+        Self { store, raw: RawDb::Postgres(pool), _dir: None }
+    }
+
     /// A SQLite store whose file may not grow past `pages` pages of 4 KiB: full on
     /// demand.
     pub async fn sqlite_capped(pages: u32) -> Self {

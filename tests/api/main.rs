@@ -2,6 +2,7 @@
 
 mod auth;
 mod fake_llm;
+mod faults;
 mod helpers;
 mod history;
 mod http;
