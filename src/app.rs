@@ -1,4 +1,7 @@
+mod lingering;
+
 use std::io;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use anyhow::Context as _;
 
+use self::lingering::Lingering;
 use crate::auth::Auth;
 use crate::config::{describe_database, Config, StartupError, DEFAULT_LLM_URL};
 use crate::http::{self, AppState};
@@ -190,8 +194,9 @@ impl Application {
             };
             let _ = stream.set_nodelay(true);
             let service = TowerToHyperService::new(self.router.clone());
-            let connection =
-                server.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+            let connection = server
+                .serve_connection_with_upgrades(TokioIo::new(Lingering::new(stream)), service);
+            let connection = connection.into_owned();
             let connection = connections.watch(connection);
             tokio::spawn(async move {
                 if let Err(error) = connection.await {

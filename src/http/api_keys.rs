@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::answer::Created;
 use super::error::{ApiError, JsonBody, Result};
 use super::error::{BadRequest, NotFound};
-use super::extract::AppJson;
+use super::extract::{AppJson, Segments};
 use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{check_scopes, check_tenant, ApiKey, NewKey, Order, Page, Scope};
@@ -152,7 +152,7 @@ async fn list_api_keys(
     responses((status = 204, description = "Revoked"), (status = 404, response = NotFound)))]
 async fn delete_api_key(
     State(state): State<AppState>,
-    axum::extract::Path(raw): axum::extract::Path<String>,
+    Segments(raw): Segments<String>,
 ) -> Result<NoContent> {
     let not_found = || ApiError::ApiKeyNotFound(format!("no API key with id `{raw}`"));
     let id = Uuid::parse_str(&raw).map_err(|_| not_found())?;

@@ -61,3 +61,41 @@ async fn concurrent_http_appends_stay_whole_on_postgres(pool: sqlx::PgPool) {
 async fn concurrent_http_appends_stay_whole_on_sqlite() {
     concurrent_http_appends_stay_whole(TestDb::sqlite().await).await;
 }
+
+/// Sends a request with a body of `size` bytes whole, as a client that does not wait for
+/// an early answer, and returns the status line of the answer.
+async fn status_after_sending(base: &str, path: &str, content_type: &str, size: usize) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream =
+        tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: test\r\ncontent-type: {content_type}\r\ncontent-length: {size}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let body = vec![b'a'; size];
+    stream.write_all(&body).await.unwrap_or_else(|e| panic!("{path}: the body was cut off: {e}"));
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap_or_else(|e| panic!("{path}: {e}"));
+    String::from_utf8_lossy(&answer).lines().next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn bodies_refused_before_they_are_read_still_get_their_answer() {
+    let app = Application::with_store(&test_config(), TestDb::sqlite().await.store).await.unwrap();
+    let base = format!("http://{}", app.local_addr().unwrap());
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(app.run(shutdown.clone()));
+    let cases = [
+        ("/v1/sessions/s/items", "application/json", 17 << 20, "413"),
+        ("/v1/no-such-route", "application/json", 11 << 20, "404"),
+        ("/v1/sessions/s/items", "text/plain", 11 << 20, "415"),
+    ];
+    for (path, content_type, size, status) in cases {
+        for _ in 0..3 {
+            let line = status_after_sending(&base, path, content_type, size).await;
+            assert!(line.starts_with(&format!("HTTP/1.1 {status}")), "{path}: {line}");
+        }
+    }
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}

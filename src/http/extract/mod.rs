@@ -25,6 +25,19 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJson<T> {
     }
 }
 
+/// Path parameters, as axum's `Path` reads them; a path it cannot read (an escape that
+/// is not UTF-8, say) is 400 `invalid_request` naming the path, not axum's plain text.
+pub struct Segments<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Segments<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let params = axum::extract::Path::<T>::from_request_parts(parts, state).await;
+        params.map(|params| Self(params.0)).map_err(|r| ApiError::invalid("path", r.body_text()))
+    }
+}
+
 /// The request's `Idempotency-Key` header. It is checked when the handler takes the
 /// fingerprint of the request with it, after the body's own checks.
 pub struct IdempotencyHeader(Option<HeaderValue>);

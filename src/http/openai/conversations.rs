@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,7 @@ use super::errors::{OpenAiError, Result};
 use super::items::{input, view};
 use super::list::{IncludeQuery, List, ListQuery};
 use super::OpenAiErrors;
-use crate::http::extract::{AppJson, Tenant};
+use crate::http::extract::{AppJson, Segments, Tenant};
 use crate::http::{ApiError, AppState};
 use crate::model::{
     Item, ItemBody, Metadata, MetadataPatch, NewSession, Session, SessionId, SessionPatch,
@@ -161,7 +161,7 @@ async fn create(
 async fn read(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
 ) -> Result<Json<Conversation>> {
     Ok(Json(existing(&state, &tenant, &id).await?.1.into()))
 }
@@ -174,7 +174,7 @@ async fn read(
 async fn update(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     AppJson(request): AppJson<UpdateConversation>,
 ) -> Result<Json<Conversation>> {
     let (id, session) = existing(&state, &tenant, &id).await?;
@@ -196,7 +196,7 @@ async fn update(
 async fn remove(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
 ) -> Result<Json<ConversationDeleted>> {
     let (id, _) = existing(&state, &tenant, &id).await?;
     match state.store.delete_session(&tenant, &id).await {
@@ -214,7 +214,7 @@ async fn remove(
 async fn list_items(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     query: ListQuery,
 ) -> Result<Json<List<Value>>> {
     let (id, _) = existing(&state, &tenant, &id).await?;
@@ -245,7 +245,7 @@ fn item_view(item: &Item) -> Value {
 async fn add_items(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     AppJson(request): AppJson<AddItems>,
 ) -> Result<Json<List<Value>>> {
     let items = taken(&state, &tenant, &request.items).await?;
@@ -281,7 +281,7 @@ async fn item_of(
 async fn read_item(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path((id, item_id)): Path<(String, String)>,
+    Segments((id, item_id)): Segments<(String, String)>,
 ) -> Result<Json<Value>> {
     Ok(Json(item_view(&item_of(&state, &tenant, &id, &item_id).await?.1)))
 }
@@ -296,7 +296,7 @@ async fn read_item(
 async fn delete_item(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path((id, item_id)): Path<(String, String)>,
+    Segments((id, item_id)): Segments<(String, String)>,
 ) -> Result<Json<Conversation>> {
     let (id, item) = item_of(&state, &tenant, &id, &item_id).await?;
     let deleted = state.store.delete_item(&tenant, &id, item.id).await;

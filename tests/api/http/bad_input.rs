@@ -200,6 +200,18 @@ async fn bad_queries_and_paths_name_the_parameter(db: TestDb) {
     assert!(detail.starts_with("metadata:"), "{detail}");
     let filters: Vec<String> = (0..64).map(|i| format!("metadata[k{i}]=v")).collect();
     app.get(&format!("/v1/sessions?{}", filters.join("&"))).await.expect(StatusCode::OK);
+
+    // A path that is not UTF-8 once decoded is a 400 in each route's own error shape.
+    let detail = app.get("/v1/sessions/%ff%fe/items").await;
+    let detail = detail.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("session_id:"), "{detail}");
+    for uri in ["/v1/responses/resp_%ff%fe", "/v1/conversations/conv_%ff/items"] {
+        let answer = app.get(uri).await;
+        assert_eq!(answer.header("content-type"), Some("application/json"), "{uri}");
+        let error = answer.expect(StatusCode::BAD_REQUEST);
+        assert_eq!(error["error"]["code"], "invalid_request", "{uri}: {error}");
+        assert_eq!(error["error"]["param"], "path", "{uri}: {error}");
+    }
 }
 
 async fn items_json_libraries_cannot_read_are_refused(db: TestDb) {

@@ -1,13 +1,13 @@
 //! Deleting and cancelling a response.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{session_of, stored, view};
-use crate::http::extract::Tenant;
+use crate::http::extract::{Segments, Tenant};
 use crate::http::openai::errors::Result;
 use crate::http::openai::{ids, OpenAiErrors};
 use crate::http::{ApiError, AppState};
@@ -33,7 +33,7 @@ pub struct ResponseDeleted {
 pub(super) async fn remove(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
 ) -> Result<Json<ResponseDeleted>> {
     let (record, _) = stored(&state, &tenant, &id).await?;
     let session = session_of(&record.run)?;
@@ -62,7 +62,7 @@ pub(super) async fn remove(
 pub(super) async fn cancel(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
 ) -> Result<Json<Value>> {
     let (record, echo) = stored(&state, &tenant, &id).await?;
     let session = session_of(&record.run)?;

@@ -1,6 +1,6 @@
 //! Reading a response: as it stands, or as its events, and its input items.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::Value;
@@ -9,7 +9,7 @@ use super::super::schemas::StreamEvent;
 use super::stream::ResponseStream;
 use super::{session_of, stored, view};
 use crate::http::event_stream::{sse, Handover};
-use crate::http::extract::Tenant;
+use crate::http::extract::{Segments, Tenant};
 use crate::http::openai::errors::{OpenAiError, Result};
 use crate::http::openai::ids;
 use crate::http::openai::items::view as item_view;
@@ -71,7 +71,7 @@ impl ReadQuery {
 pub(super) async fn read(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     uri: axum::http::Uri,
 ) -> Result<Response> {
     let query = ReadQuery::parse(uri.query())?;
@@ -92,7 +92,7 @@ pub(super) async fn read(
 pub(super) async fn input_items(
     State(state): State<AppState>,
     Tenant(tenant): Tenant,
-    Path(id): Path<String>,
+    Segments(id): Segments<String>,
     query: ListQuery,
 ) -> Result<Json<List<Value>>> {
     let (record, _) = stored(&state, &tenant, &id).await?;
