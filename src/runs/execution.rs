@@ -31,7 +31,10 @@ impl Execution {
     /// off by a cancel counts too) and publishes text as it streams.
     pub(super) fn progress(&mut self, progress: Progress) {
         match progress {
-            Progress::Request => self.record.run.usage.llm_calls += 1,
+            Progress::Request => {
+                self.record.run.usage.llm_calls += 1;
+                self.live.count_llm_call();
+            }
             Progress::Delta(delta) => {
                 self.partial.push_str(&delta);
                 self.emit(RunEventKind::TextDelta(delta));

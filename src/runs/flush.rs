@@ -13,8 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::hub::LiveRun;
 use super::Engine;
-use crate::model::RunEvent;
-use crate::store::RunLease;
+use crate::store::RunFlush;
 
 /// The most runs one write takes, so that one statement's row locks and size stay
 /// bounded; more runs take more writes.
@@ -29,16 +28,17 @@ pub(super) async fn flush(engine: Arc<Engine>, shutdown: CancellationToken) {
         interval.tick().await;
         let executing = engine.hub.executing();
         let done = executing.is_empty() && shutdown.is_cancelled();
-        let mut pending: Vec<(Arc<LiveRun>, Batch)> = executing
+        let mut pending: Vec<(Arc<LiveRun>, RunFlush)> = executing
             .into_iter()
             .filter_map(|live| {
                 let (events, _) = live.after(live.saved());
-                let batch = (live.lease.clone(), events);
-                (!batch.1.is_empty()).then_some((live, batch))
+                let llm_calls = live.take_llm_calls();
+                let batch = RunFlush { lease: live.lease.clone(), events, llm_calls };
+                (!batch.is_empty()).then_some((live, batch))
             })
             .collect();
         // Row locks taken in one order by every replica's writes.
-        pending.sort_by_key(|(_, (lease, _))| lease.run_pk);
+        pending.sort_by_key(|(_, batch)| batch.lease.run_pk);
         let (runs, batches): (Vec<_>, Vec<_>) = pending.into_iter().unzip();
         for (runs, batches) in runs.chunks(RUNS_PER_WRITE).zip(batches.chunks(RUNS_PER_WRITE)) {
             write(&engine, runs, batches).await;
@@ -73,20 +73,23 @@ async fn release_steering(engine: &Engine) {
     }
 }
 
-/// A run's events to store, under its lease.
-type Batch = (RunLease, Vec<RunEvent>);
-
-async fn write(engine: &Engine, runs: &[Arc<LiveRun>], batches: &[Batch]) {
+async fn write(engine: &Engine, runs: &[Arc<LiveRun>], batches: &[RunFlush]) {
     match engine.store.save_run_events(batches).await {
         Ok(held) => {
-            for ((live, (_, events)), held) in runs.iter().zip(batches).zip(held) {
-                match events.last() {
-                    Some(last) if held => live.mark_saved(last.seq),
-                    _ => live.lease_lost.cancel(),
+            for ((live, batch), held) in runs.iter().zip(batches).zip(held) {
+                if !held {
+                    live.lease_lost.cancel();
+                } else if let Some(last) = batch.events.last() {
+                    live.mark_saved(last.seq);
                 }
             }
         }
-        // The events stay unsaved and go with the next write.
-        Err(error) => tracing::warn!(%error, runs = runs.len(), "cannot store run events"),
+        // The events stay unsaved and go with the next write, and so do the requests.
+        Err(error) => {
+            for (live, batch) in runs.iter().zip(batches) {
+                live.give_back_llm_calls(batch.llm_calls);
+            }
+            tracing::warn!(%error, runs = runs.len(), "cannot store run events");
+        }
     }
 }

@@ -22,7 +22,7 @@ use uuid::Uuid;
 use super::{
     outage, AgentStore, ApiKeyStore, AppendStats, Appended, AtRestStore, Attempt, Claim,
     CompactionStore, Context, CreatedRun, Delivery, DeliveryStore, Finished, Forked, PoolStats,
-    Progress, Result, RunLease, RunStore, SessionStore, StartNow, StoreError, Swept,
+    Progress, Result, RunFlush, RunStore, SessionStore, StartNow, StoreError, Swept,
 };
 use crate::model::{
     Agent, AgentPatch, ApiKey, Compaction, IdempotencyKey, IfBusy, Item, ItemBody, KeyHash,
@@ -191,7 +191,7 @@ within_deadline!(RunStore {
         &self, worker: Uuid, lease: Duration, tenant_limit: Option<NonZeroU32>
     ) -> Option<Claim>;
     write fn renew_lease(&self, claim: &Claim, lease: Duration) -> bool;
-    write fn save_run_events(&self, batches: &[(RunLease, Vec<RunEvent>)]) -> Vec<bool>;
+    write fn save_run_events(&self, batches: &[RunFlush]) -> Vec<bool>;
     write fn finish_run(
         &self, claim: &Claim, record: &RunRecord, events: &[RunEvent],
         next_lease: Option<Duration>

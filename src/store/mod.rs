@@ -40,7 +40,7 @@ pub use encryption::{Keyring, KeyringError};
 pub use error::StoreError;
 pub use payload::{Column, PayloadCodec};
 pub use postgres::PgStore;
-pub use runs::{Claim, CreatedRun, Finished, RunLease, RunStore, StartNow};
+pub use runs::{Claim, CreatedRun, Finished, RunFlush, RunLease, RunStore, StartNow};
 pub use sqlite::SqliteStore;
 pub use timestamp::now;
 

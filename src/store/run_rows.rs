@@ -14,10 +14,12 @@ use crate::model::{
     SessionId, Usage, WebhookDelivery,
 };
 
-pub(super) const RUN_COLUMNS: &str = "r.status, r.started_at, r.finished_at, r.body";
+pub(super) const RUN_COLUMNS: &str =
+    "r.status, r.started_at, r.finished_at, r.body, r.unsettled_llm_calls";
 
 /// [`RUN_COLUMNS`] and the run's latest webhook delivery, as clients read a run.
 pub(super) const RUN_VIEW_COLUMNS: &str = "r.status, r.started_at, r.finished_at, r.body, \
+     r.unsettled_llm_calls, \
      (select d.status || ' ' || d.attempts || ' ' || coalesce(d.last_status_code, 0) \
       from webhook_deliveries d where d.run_pk = r.pk order by d.pk desc limit 1) as webhook";
 
@@ -51,6 +53,9 @@ pub(super) struct RunRow {
     started_at: Option<Timestamp>,
     finished_at: Option<Timestamp>,
     body: String,
+    /// LLM requests stored since the document was last written, which it does not count.
+    #[sqlx(default)]
+    unsettled_llm_calls: i64,
     /// `status attempts last_status_code` (0 for none) of the latest webhook delivery,
     /// where the query reads it ([`RUN_VIEW_COLUMNS`]).
     #[sqlx(default)]
@@ -72,6 +77,7 @@ impl RunRow {
             .ok_or_else(|| StoreError::Corrupt(format!("run status `{}`", self.status)))?;
         record.run.started_at = self.started_at.map(Timestamp::into_inner);
         record.run.finished_at = self.finished_at.map(Timestamp::into_inner);
+        record.run.usage.llm_calls += self.unsettled_llm_calls;
         if let Some(webhook) = self.webhook {
             record.run.webhook = Some(delivery_view(&webhook)?);
         }

@@ -118,11 +118,12 @@ pub trait RunStore: Send + Sync {
     /// Extends the lease; false when it was lost.
     async fn renew_lease(&self, claim: &Claim, lease: Duration) -> Result<bool>;
 
-    /// Records events of runs in progress, all in one transaction (one statement on
-    /// Postgres); for each batch, false when its run's lease was lost, and then none of
-    /// its events are stored. Events stored before (a batch saved twice) are left as
-    /// they are.
-    async fn save_run_events(&self, batches: &[(RunLease, Vec<RunEvent>)]) -> Result<Vec<bool>>;
+    /// Records events of runs in progress, and the LLM requests they made, all in one
+    /// transaction (one statement on Postgres); for each batch, false when its run's
+    /// lease was lost, and then nothing of it is stored. Events stored before (a batch
+    /// saved twice) are left as they are; requests are counted in the run's usage from
+    /// then on, whatever becomes of the execution that made them.
+    async fn save_run_events(&self, batches: &[RunFlush]) -> Result<Vec<bool>>;
 
     /// Writes the run as `record` says, with its last events, in one transaction and
     /// releases the lease. A completed run appends its input and output to the session
@@ -193,6 +194,23 @@ pub struct RunLease {
     pub tenant: String,
     pub run_pk: i64,
     pub worker: Uuid,
+}
+
+/// What a flush stores of one executing run.
+#[derive(Debug, Clone)]
+pub struct RunFlush {
+    pub lease: RunLease,
+    /// Its events not stored yet.
+    pub events: Vec<RunEvent>,
+    /// The requests to the LLM it made since the last flush.
+    pub llm_calls: i64,
+}
+
+impl RunFlush {
+    /// Nothing to store: no event, no request.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.llm_calls == 0
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{self, InsertedRun, NewRunRow, UNFINISHED};
 use crate::store::timestamp::Timestamp;
-use crate::store::{Result, RunLease};
+use crate::store::{Result, RunFlush};
 
 /// Inserts a new run and its first event in one round trip, unless the session is busy
 /// and the run would not queue (see [`NewRunRow`]). Under the session's row lock, taken
@@ -95,7 +95,7 @@ pub(super) static WRITE_RUN: LazyLock<String> = LazyLock::new(|| {
     format!(
         r"with r as (
               update runs set status = $2, finished_at = $3, body = $4,
-                  last_event_seq = greatest(last_event_seq, $5),
+                  last_event_seq = greatest(last_event_seq, $5), unsettled_llm_calls = 0,
                   lease_owner = null, lease_expires_at = null,
                   attempts = case when $2 = 'requires_action' then 0 else attempts end
               where pk = $1 and ($6::uuid is null or (lease_owner = $6 and status = 'running'))
@@ -188,24 +188,24 @@ impl WriteRun<'_> {
 
 /// Records events of runs in progress in one statement: the select checks each run's
 /// lease under a share lock, which a claim or a stop of the run waits for, and only the
-/// events of runs whose lease held are inserted. The runs' rows are not updated (a new
-/// version of each executing run's row per flush cost more than its events' insert):
-/// `last_event_seq` catches up when the run is written, and whoever takes an executing
-/// run over reads the stored events' newest seq (`shared::runs::stored_through`).
+/// events of runs whose lease held are inserted. The runs' rows are not updated for
+/// their events (a new version of each executing run's row per flush cost more than its
+/// events' insert): `last_event_seq` catches up when the run is written, and whoever
+/// takes an executing run over reads the stored events' newest seq
+/// (`shared::runs::stored_through`). Only a run that made LLM requests since the last
+/// flush, about one flush in each model call, has its row updated, to count them.
 pub(super) async fn save_events(
     pool: &PgPool,
     codec: &PayloadCodec,
-    batches: &[(RunLease, Vec<RunEvent>)],
+    batches: &[RunFlush],
 ) -> Result<Vec<bool>> {
-    let (mut pks, mut workers) = (Vec::new(), Vec::new());
+    let (mut pks, mut workers, mut calls) = (Vec::new(), Vec::new(), Vec::new());
     let (mut owners, mut seqs, mut names, mut sealed) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (lease, events) in batches {
-        if events.is_empty() {
-            continue;
-        }
+    for RunFlush { lease, events, llm_calls } in batches.iter().filter(|b| !b.is_empty()) {
         pks.push(lease.run_pk);
         workers.push(lease.worker);
+        calls.push(*llm_calls);
         let stored = stored_events(codec, &lease.tenant, events)?;
         owners.extend(std::iter::repeat_n(lease.run_pk, stored.len()));
         for event in stored {
@@ -216,11 +216,15 @@ pub(super) async fn save_events(
     }
     let held: HashSet<i64> = sqlx::query_scalar(
         r"with r as (
-              select r.pk from runs r
-              join unnest($1::bigint[], $2::uuid[]) as k (pk, worker) on r.pk = k.pk
+              select r.pk, k.calls from runs r
+              join unnest($1::bigint[], $2::uuid[], $8::bigint[]) as k (pk, worker, calls)
+                  on r.pk = k.pk
               where r.lease_owner = k.worker and r.status = 'running'
               order by r.pk
               for share of r),
+          c as (
+              update runs set unsettled_llm_calls = unsettled_llm_calls + r.calls
+              from r where runs.pk = r.pk and r.calls > 0),
           e as (
               insert into run_events (run_pk, seq, event, data, created_at)
               select t.pk, t.seq, t.event, t.data, $7
@@ -237,12 +241,10 @@ pub(super) async fn save_events(
     .bind(&names)
     .bind(sealed.iter().map(|d| &**d).collect::<Vec<_>>())
     .bind(Timestamp::now())
+    .bind(&calls)
     .fetch_all(pool)
     .await?
     .into_iter()
     .collect();
-    Ok(batches
-        .iter()
-        .map(|(lease, events)| events.is_empty() || held.contains(&lease.run_pk))
-        .collect())
+    Ok(batches.iter().map(|b| b.is_empty() || held.contains(&b.lease.run_pk)).collect())
 }

@@ -23,7 +23,7 @@ use crate::store::run_rows::{
     self, ClaimedRunRow, LockedRunRow, NextRun, LOCKED_COLUMNS, RUN_COLUMNS, UNFINISHED,
 };
 use crate::store::timestamp::Timestamp;
-use crate::store::{Claim, CreatedRun, Finished, Result, RunLease, RunStore, StartNow};
+use crate::store::{Claim, CreatedRun, Finished, Result, RunFlush, RunStore, StartNow};
 
 #[async_trait]
 impl RunStore for Store {
@@ -134,7 +134,7 @@ impl RunStore for Store {
         Ok(renewed.rows_affected() == 1)
     }
 
-    async fn save_run_events(&self, batches: &[(RunLease, Vec<RunEvent>)]) -> Result<Vec<bool>> {
+    async fn save_run_events(&self, batches: &[RunFlush]) -> Result<Vec<bool>> {
         save_events(self.writer(), &self.codec, batches).await
     }
 

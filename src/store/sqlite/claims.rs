@@ -63,7 +63,7 @@ pub(super) async fn claim_next(
                 and ($4 is null or coalesce(e.n, 0) < $4)
               order by coalesce(e.n, 0), q.pk limit 1)
           returning pk, tenant_id, last_event_seq, attempts,
-              status, started_at, finished_at, body, {claim_facts}",
+              status, started_at, finished_at, body, unsettled_llm_calls, {claim_facts}",
         claim_facts = claim_facts("runs"),
     ))
     .bind(worker)

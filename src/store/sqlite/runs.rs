@@ -13,7 +13,7 @@ use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::to_json;
 use crate::store::run_rows::{self, InsertedRun, NewRunRow, UNFINISHED};
 use crate::store::timestamp::Timestamp;
-use crate::store::{Result, RunLease};
+use crate::store::{Result, RunFlush};
 
 /// Adds events of a run; one stored before (a batch saved twice) is left as it is.
 async fn insert_events(
@@ -100,7 +100,7 @@ pub(super) async fn write_run(
     let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
     let session_pk: Option<i64> = sqlx::query_scalar(
         r"update runs set status = $2, finished_at = $3, body = $4,
-              last_event_seq = max(last_event_seq, $5),
+              last_event_seq = max(last_event_seq, $5), unsettled_llm_calls = 0,
               lease_owner = null, lease_expires_at = null,
               attempts = case when $2 = 'requires_action' then 0 else attempts end
           where pk = $1 and ($6 is null or (lease_owner = $6 and status = 'running'))
@@ -189,28 +189,31 @@ async fn settle_session(
     Ok(())
 }
 
-/// Records events of runs in progress in one transaction; for each batch, false when its
-/// run's lease was lost.
+/// Records events of runs in progress, and their LLM requests, in one transaction; for
+/// each batch, false when its run's lease was lost.
 pub(super) async fn save_events(
     pool: &SqlitePool,
     codec: &PayloadCodec,
-    batches: &[(RunLease, Vec<RunEvent>)],
+    batches: &[RunFlush],
 ) -> Result<Vec<bool>> {
     let mut tx = pool.begin().await?;
     let mut held = Vec::with_capacity(batches.len());
-    for (lease, events) in batches {
-        let Some(last) = events.last() else {
+    for batch in batches {
+        let RunFlush { lease, events, llm_calls } = batch;
+        if batch.is_empty() {
             held.push(true);
             continue;
-        };
+        }
         // The update checks the lease.
         let holds = sqlx::query(
-            r"update runs set last_event_seq = max(last_event_seq, $3)
+            r"update runs set last_event_seq = max(last_event_seq, $3),
+                  unsettled_llm_calls = unsettled_llm_calls + $4
               where pk = $1 and lease_owner = $2 and status = 'running'",
         )
         .bind(lease.run_pk)
         .bind(lease.worker)
-        .bind(last.seq)
+        .bind(events.last().map_or(0, |e| e.seq))
+        .bind(llm_calls)
         .execute(&mut *tx)
         .await?
         .rows_affected()

@@ -40,7 +40,12 @@ async fn kill_9_mid_run(
     let run: Value = response.json().await.unwrap();
     assert_eq!(status, 202, "{run}");
     let run_path = format!("/v1/sessions/crash/runs/{}", run["id"].as_str().unwrap());
-    wait_for(|| async { (!llm.requests().is_empty()).then_some(()) }).await;
+    // Killed once the flush that stores the request has committed.
+    let stored = || async {
+        let calls = stored_llm_calls(database_url).await;
+        (calls > 0).then_some(())
+    };
+    wait_for(stored).await;
     first.signal("-KILL");
     first.child.wait().await.unwrap();
 
@@ -52,6 +57,22 @@ async fn kill_9_mid_run(
     let items: Value = get_json(&http, second.url("/v1/sessions/crash/items")).await;
     let metrics = http.get(second.url("/metrics")).send().await.unwrap().text().await.unwrap();
     (run, items["data"].as_array().unwrap().clone(), llm.requests().len(), metrics)
+}
+
+/// The LLM requests the database holds for runs that no run document counts yet.
+async fn stored_llm_calls(database_url: &str) -> i64 {
+    let sql = "select cast(coalesce(sum(unsettled_llm_calls), 0) as bigint) from runs";
+    if database_url.starts_with("sqlite:") {
+        let pool = sqlx::SqlitePool::connect(database_url).await.unwrap();
+        let calls = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
+        pool.close().await;
+        calls
+    } else {
+        let pool = sqlx::PgPool::connect(database_url).await.unwrap();
+        let calls = sqlx::query_scalar(sql).fetch_one(&pool).await.unwrap();
+        pool.close().await;
+        calls
+    }
 }
 
 /// Polls `check` until it gives a value, for at most 30 s.
@@ -68,6 +89,7 @@ async fn wait_for<T, F: std::future::Future<Output = Option<T>>>(check: impl Fn(
 fn assert_ran_again(run: &Value, items: &[Value], llm_calls: usize) {
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(llm_calls, 2, "the second process calls the LLM again");
+    assert_eq!(run["usage"]["llm_calls"], 2, "both processes' requests count: {run}");
     let texts: Vec<&Value> = items.iter().map(|i| &i["item"]).collect();
     assert_eq!(texts.len(), 2, "the turn is in the history once: {texts:?}");
     assert_eq!(texts[0], &json!({"role": "user", "content": "hello"}));
@@ -103,5 +125,6 @@ async fn a_run_out_of_attempts_fails_as_worker_lost() {
     assert!(metrics.lines().any(|line| line == lost), "{metrics}");
     assert!(run["finished_at"].is_string());
     assert_eq!(llm_calls, 1);
+    assert_eq!(run["usage"]["llm_calls"], 1, "the killed process's request counts: {run}");
     assert!(items.is_empty(), "{items:?}");
 }

@@ -1,6 +1,7 @@
 //! A worker lost mid-run may have stored events past its run row's count: whoever takes
 //! the run over numbers its own events after them, so each stored event stays and the
-//! stream reads in order.
+//! stream reads in order. The LLM request the lost execution stored counts in the run's
+//! usage, whoever ends the run.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use super::RunsApp;
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 use agent_sessions::model::{RunEvent, RunEventKind, SessionId};
-use agent_sessions::store::{RunStore, SessionStore};
+use agent_sessions::store::{RunFlush, RunStore, SessionStore};
 
 on_both_backends!(
     a_lost_run_that_fails_is_numbered_after_its_stored_events,
@@ -27,8 +28,8 @@ const LEASE: Duration = Duration::from_millis(50);
 const UNSTORED_SHOWN: i64 = 10_000;
 
 /// An app with no workers of its own that gives a run `max_attempts`, and the id of a
-/// background run on `session` whose worker stored five deltas and died: its lease has
-/// lapsed.
+/// background run on `session` whose worker stored one LLM request and five deltas and
+/// died: its lease has lapsed.
 async fn lose_a_worker_mid_stream(
     db: TestDb,
     max_attempts: u32,
@@ -47,7 +48,8 @@ async fn lose_a_worker_mid_stream(
     let deltas = (2..=6)
         .map(|seq| RunEvent { seq, kind: RunEventKind::TextDelta(format!("d{seq} ")) })
         .collect();
-    let held = store.save_run_events(&[(claim.lease(), deltas)]).await.unwrap();
+    let flush = RunFlush { lease: claim.lease(), events: deltas, llm_calls: 1 };
+    let held = store.save_run_events(&[flush]).await.unwrap();
     assert_eq!(held, [true]);
     tokio::time::sleep(LEASE * 2).await;
     (t, store, Uuid::parse_str(run["id"].as_str().unwrap()).unwrap())
@@ -71,6 +73,7 @@ async fn a_lost_run_that_fails_is_numbered_after_its_stored_events(db: TestDb) {
     assert_eq!(seqs.last(), Some(&7));
     let run = t.app.get(&format!("/v1/sessions/fails/runs/{id}")).await.expect(StatusCode::OK);
     assert_eq!(run["error"]["code"], "worker_lost");
+    assert_eq!(run["usage"]["llm_calls"], 1, "the lost execution's request: {run}");
 }
 
 async fn a_lost_run_executed_again_is_numbered_after_its_stored_events(db: TestDb) {
@@ -87,4 +90,8 @@ async fn a_lost_run_executed_again_is_numbered_after_its_stored_events(db: TestD
     );
     let items = t.items("again").await;
     assert_eq!(items[1]["content"][0]["text"], "second try");
+    let run = t.app.get(&format!("/v1/sessions/again/runs/{id}")).await.expect(StatusCode::OK);
+    assert_eq!(run["usage"]["llm_calls"], 2, "each execution's request: {run}");
+    let session = t.app.get("/v1/sessions/again").await.expect(StatusCode::OK);
+    assert_eq!(session["usage"]["llm_calls"], 2, "{session}");
 }
