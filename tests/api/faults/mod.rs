@@ -3,6 +3,7 @@
 //! `database_unavailable` that arrives within the database deadline, and writes succeed
 //! again by themselves once the database can be reached.
 
+mod failover;
 mod proxy;
 
 use std::collections::HashMap;
@@ -84,6 +85,28 @@ async fn keyed_appends(
     (answers, acknowledged)
 }
 
+/// Checks that the session holds each acknowledged key once, and no other.
+async fn assert_stored_once(app: &TestApp, session: &str, acknowledged: &[String]) {
+    let mut stored: HashMap<String, usize> = HashMap::new();
+    let mut after = String::new();
+    loop {
+        let path = format!("/v1/sessions/{session}/items?limit=1000{after}");
+        let page = app.get(&path).await.expect(StatusCode::OK);
+        for item in page["data"].as_array().unwrap() {
+            *stored.entry(item["item"]["key"].as_str().unwrap().to_owned()).or_default() += 1;
+        }
+        if page["has_more"] != true {
+            break;
+        }
+        after = format!("&after={}", page["last_id"].as_str().unwrap());
+    }
+    for key in acknowledged {
+        assert_eq!(stored.get(key), Some(&1), "acknowledged {key} is stored once");
+    }
+    assert!(stored.values().all(|&n| n == 1), "a key stored twice: {stored:?}");
+    assert_eq!(stored.len(), acknowledged.len(), "stored but never acknowledged");
+}
+
 /// Runs four clients' keyed appends for `load_for` while `fault` runs; checks that each
 /// acknowledged key is stored once and no key twice, and that every failure took at most
 /// TIME_TO_FAIL. Returns the answers, in the order sent.
@@ -96,24 +119,7 @@ async fn under_load<F: std::future::Future<Output = ()>>(
     let (results, ()) = tokio::join!(clients, fault);
     let mut all = Vec::new();
     for (client, (answers, acknowledged)) in results.into_iter().enumerate() {
-        let mut stored: HashMap<String, usize> = HashMap::new();
-        let mut after = String::new();
-        loop {
-            let path = format!("/v1/sessions/client-{client}/items?limit=1000{after}");
-            let page = app.get(&path).await.expect(StatusCode::OK);
-            for item in page["data"].as_array().unwrap() {
-                *stored.entry(item["item"]["key"].as_str().unwrap().to_owned()).or_default() += 1;
-            }
-            if page["has_more"] != true {
-                break;
-            }
-            after = format!("&after={}", page["last_id"].as_str().unwrap());
-        }
-        for key in &acknowledged {
-            assert_eq!(stored.get(key), Some(&1), "acknowledged {key} is stored once");
-        }
-        assert!(stored.values().all(|&n| n == 1), "a key stored twice: {stored:?}");
-        assert_eq!(stored.len(), acknowledged.len(), "stored but never acknowledged");
+        assert_stored_once(app, &format!("client-{client}"), &acknowledged).await;
         all.extend(answers);
     }
     for answer in all.iter().filter(|a| a.status != StatusCode::CREATED) {

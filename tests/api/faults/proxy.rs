@@ -1,9 +1,10 @@
 //! A TCP proxy between the service and its database that injects the faults of a
 //! network: a peer that goes silent behind an open socket, and a blackhole that holds
-//! every byte (of open and new connections) until it heals.
+//! every byte (of open and new connections) until it heals. It is also the one address
+//! in front of a failover pair, moved to the promoted standby.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -26,6 +27,7 @@ impl Faults {
 
 pub struct FaultProxy {
     pub port: u16,
+    target: Arc<Mutex<String>>,
     faults: Arc<watch::Sender<Faults>>,
     opened: Arc<AtomicU64>,
     _accepting: AbortOnDropHandle<()>,
@@ -38,8 +40,15 @@ impl FaultProxy {
         let port = listener.local_addr().unwrap().port();
         let faults = Arc::new(watch::Sender::new(Faults::default()));
         let opened = Arc::new(AtomicU64::new(0));
-        let accepting = tokio::spawn(accept(listener, target, faults.clone(), opened.clone()));
-        Self { port, faults, opened, _accepting: AbortOnDropHandle::new(accepting) }
+        let target = Arc::new(Mutex::new(target));
+        let accepting =
+            tokio::spawn(accept(listener, target.clone(), faults.clone(), opened.clone()));
+        Self { port, target, faults, opened, _accepting: AbortOnDropHandle::new(accepting) }
+    }
+
+    /// New connections go to `target` from now on.
+    pub fn move_to(&self, target: String) {
+        *self.target.lock().unwrap() = target;
     }
 
     /// Every connection open now stops answering, and never answers again; its socket
@@ -62,12 +71,13 @@ impl FaultProxy {
 
 async fn accept(
     listener: TcpListener,
-    target: String,
+    target: Arc<Mutex<String>>,
     faults: Arc<watch::Sender<Faults>>,
     opened: Arc<AtomicU64>,
 ) {
     while let Ok((client, _)) = listener.accept().await {
         let number = opened.fetch_add(1, Ordering::SeqCst) + 1;
+        let target = target.lock().unwrap().clone();
         let Ok(server) = TcpStream::connect(&target).await else {
             continue;
         };
