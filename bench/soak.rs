@@ -15,6 +15,7 @@
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod post;
 mod process;
 
 use std::collections::HashMap;
@@ -28,6 +29,7 @@ use serde_json::{json, Value};
 use tokio::process::Command;
 
 use database::BenchDatabase;
+use post::post_json;
 use process::{answers, free_port};
 
 const SESSIONS: usize = 200;
@@ -149,8 +151,7 @@ impl Load {
                 assert!(events.contains("run.requires_action"), "{events}");
                 let outputs = json!({"outputs": [{"call_id": "call_1", "output": "42"}]});
                 let url = self.url(&format!("/v1/sessions/{session}/runs/{run_id}/tool_outputs"));
-                let run: Value =
-                    self.http.post(url).json(&outputs).send().await.unwrap().json().await.unwrap();
+                let run = post_json(&self.http, url, &outputs).await;
                 assert_eq!(run["status"], "completed", "{run}");
             } else {
                 assert!(events.contains("run.completed"), "{events}");
@@ -158,6 +159,10 @@ impl Load {
             self.runs_completed.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+async fn get_json(http: &reqwest::Client, url: String) -> Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
 }
 
 /// The service's resident memory (MB) and open descriptors.
@@ -219,15 +224,8 @@ async fn main() {
     let http = reqwest::Client::new();
     let tool = json!({"type": "function", "name": "lookup", "description": "Looks up",
                       "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}});
-    let agent: Value = http
-        .post(format!("{base}/v1/agents"))
-        .json(&json!({"name": "soak", "model": "soak", "tools": [tool]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let agent = json!({"name": "soak", "model": "soak", "tools": [tool]});
+    let agent = post_json(&http, format!("{base}/v1/agents"), &agent).await;
     let agent = agent["id"].as_str().unwrap().to_owned();
 
     let load = Arc::new(Load {
@@ -283,14 +281,7 @@ async fn main() {
     let appended = load.appended.lock().unwrap().clone();
     let mut missing = 0;
     for (session, items) in &appended {
-        let info: Value = http
-            .get(format!("{base}/v1/sessions/{session}"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let info = get_json(&http, format!("{base}/v1/sessions/{session}")).await;
         missing += items.abs_diff(info["item_count"].as_u64().unwrap());
     }
     let mut completed = 0;
@@ -298,7 +289,7 @@ async fn main() {
         let mut after = String::new();
         loop {
             let url = format!("{base}/v1/sessions/runs-{session}/runs?limit=1000{after}");
-            let page: Value = http.get(url).send().await.unwrap().json().await.unwrap();
+            let page = get_json(&http, url).await;
             let data = page["data"].as_array().unwrap();
             completed += data.iter().filter(|r| r["status"] == "completed").count() as u64;
             if page["has_more"] != true {
