@@ -42,6 +42,8 @@ struct Load {
     /// Items acknowledged per session.
     appended: Mutex<HashMap<String, u64>>,
     runs_completed: AtomicU64,
+    /// `<session>/runs/<id>` of each run told completed.
+    run_ids: Mutex<Vec<String>>,
     requests: AtomicU64,
 }
 
@@ -124,13 +126,14 @@ impl Load {
     }
 
     /// Streamed runs, one at a time (the fake LLM answers in the order it was told),
-    /// every second one pausing for a client tool that this client then answers.
+    /// every second one pausing for a client tool that this client then answers. Each
+    /// on a session of its own: the fake keeps every request it gets, history and all.
     async fn runs(&self, llm: &FakeLlm, agent: &str) {
         for n in 0u64.. {
             if !self.going() {
                 return;
             }
-            let session = format!("runs-{}", n % 20);
+            let session = format!("runs-{n}");
             let tool = n % 2 == 0;
             if tool {
                 llm.push(Reply::tool_call("call_1", "lookup", r#"{"q":"soak"}"#));
@@ -138,9 +141,14 @@ impl Load {
             }
             let body = json!({"agent_id": agent, "input": format!("run {n}"), "stream": true});
             let url = self.url(&format!("/v1/sessions/{session}/runs"));
-            let events =
-                self.http.post(url).json(&body).send().await.unwrap().text().await.unwrap();
+            let answer = self.http.post(url).json(&body).send().await.unwrap();
             self.requests.fetch_add(1, Ordering::Relaxed);
+            if answer.status() == 503 {
+                // Not created: the fake's replies for it wait for the next run.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            let events = answer.text().await.unwrap();
             let run_id = events
                 .lines()
                 .filter_map(|line| line.strip_prefix("data: "))
@@ -151,12 +159,22 @@ impl Load {
                 assert!(events.contains("run.requires_action"), "{events}");
                 let outputs = json!({"outputs": [{"call_id": "call_1", "output": "42"}]});
                 let url = self.url(&format!("/v1/sessions/{session}/runs/{run_id}/tool_outputs"));
-                let run = post_json(&self.http, url, &outputs).await;
+                // A 503 may have been taken: then the answer is refused as given already.
+                let mut run = post_json(&self.http, url.clone(), &outputs).await;
+                while run["status"] == 503 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    run = post_json(&self.http, url.clone(), &outputs).await;
+                }
+                if run["code"] == "run_not_requires_action" {
+                    let path = format!("/v1/sessions/{session}/runs/{run_id}");
+                    run = get_json(&self.http, self.url(&path)).await;
+                }
                 assert_eq!(run["status"], "completed", "{run}");
             } else {
                 assert!(events.contains("run.completed"), "{events}");
             }
             self.runs_completed.fetch_add(1, Ordering::Relaxed);
+            self.run_ids.lock().unwrap().push(format!("{session}/runs/{run_id}"));
         }
     }
 }
@@ -234,6 +252,7 @@ async fn main() {
         stop: AtomicBool::new(false),
         appended: Mutex::default(),
         runs_completed: AtomicU64::new(0),
+        run_ids: Mutex::default(),
         requests: AtomicU64::new(0),
     });
     let mut tasks = Vec::new();
@@ -285,18 +304,10 @@ async fn main() {
         missing += items.abs_diff(info["item_count"].as_u64().unwrap());
     }
     let mut completed = 0;
-    for session in 0..20 {
-        let mut after = String::new();
-        loop {
-            let url = format!("{base}/v1/sessions/runs-{session}/runs?limit=1000{after}");
-            let page = get_json(&http, url).await;
-            let data = page["data"].as_array().unwrap();
-            completed += data.iter().filter(|r| r["status"] == "completed").count() as u64;
-            if page["has_more"] != true {
-                break;
-            }
-            after = format!("&after={}", page["last_id"].as_str().unwrap());
-        }
+    let run_ids = load.run_ids.lock().unwrap().clone();
+    for run in run_ids {
+        let run = get_json(&http, format!("{base}/v1/sessions/{run}")).await;
+        completed += u64::from(run["status"] == "completed");
     }
     let warm = rss.len() / 5;
     println!("\n{backend}, {minutes} min, after {warm} warm-up samples of {}:", rss.len());
