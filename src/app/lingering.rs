@@ -8,6 +8,7 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -17,6 +18,11 @@ use tokio::net::TcpStream;
 /// The most a closing connection reads and discards, and for how long.
 const DISCARD_BYTES: usize = 64 * 1024 * 1024;
 const DISCARD_FOR: Duration = Duration::from_secs(5);
+
+/// The most connections that linger at once: past it, one closes at once, so that
+/// clients closing many connections cannot hold descriptors for long.
+const MOST_LINGERING: usize = 1024;
+static LINGERING: AtomicUsize = AtomicUsize::new(0);
 
 /// A client's connection that lingers when it is dropped.
 pub(super) struct Lingering(Option<TcpStream>);
@@ -77,9 +83,17 @@ impl Drop for Lingering {
             return;
         };
         // A runtime that is shutting down drops the connection as it is.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(discard_then_close(stream));
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if LINGERING.fetch_add(1, Ordering::Relaxed) >= MOST_LINGERING {
+            LINGERING.fetch_sub(1, Ordering::Relaxed);
+            return;
         }
+        runtime.spawn(async move {
+            discard_then_close(stream).await;
+            LINGERING.fetch_sub(1, Ordering::Relaxed);
+        });
     }
 }
 

@@ -84,10 +84,14 @@ async fn write(engine: &Engine, runs: &[Arc<LiveRun>], batches: &[RunFlush]) {
                 }
             }
         }
-        // The events stay unsaved and go with the next write, and so do the requests.
+        // The events stay unsaved and go with the next write (stored twice, an event is
+        // kept once). The requests go with it only if this write certainly stored
+        // nothing: counted twice they would stay so.
         Err(error) => {
-            for (live, batch) in runs.iter().zip(batches) {
-                live.give_back_llm_calls(batch.llm_calls);
+            if error.committed_nothing() {
+                for (live, batch) in runs.iter().zip(batches) {
+                    live.give_back_llm_calls(batch.llm_calls);
+                }
             }
             tracing::warn!(%error, runs = runs.len(), "cannot store run events");
         }

@@ -21,7 +21,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{outage, Result, StartNow, StoreError};
+use super::deadline::within;
+use super::{Result, StartNow, StoreError};
 use crate::model::{IdempotencyKey, IfBusy, ItemBody, NewRun, SessionId};
 
 /// The most writes one transaction combines, and the most item text: a batch is
@@ -204,24 +205,23 @@ async fn write<W: Writer>(
         counters.transactions.fetch_add(1, Ordering::Relaxed);
         counters.appends.fetch_add(jobs.len() as u64, Ordering::Relaxed);
         let answers = async {
-            if jobs.len() == 1 {
+            Ok(if jobs.len() == 1 {
                 vec![writer.one(&jobs[0]).await]
             } else {
                 combine(&writer, &jobs, &counters).await
-            }
+            })
         };
         // Dropped at the deadline, the transaction's connection goes back to the pool
-        // mid-statement, which closes it (`outage`).
-        let answers = match tokio::time::timeout(deadline, answers).await {
+        // mid-statement, which checks it under the deadline (`outage`).
+        let answers = match within(deadline, answers).await {
             Ok(answers) => answers,
-            Err(_) => {
+            Err(error) => {
                 tracing::error!(
                     writes = jobs.len(),
                     ?deadline,
                     "a write transaction missed its deadline; its connection is dropped"
                 );
-                outage::missed_deadline();
-                jobs.iter().map(|_| Err(StoreError::TimedOut(deadline))).collect()
+                jobs.iter().map(|_| Err(error.for_each_write())).collect()
             }
         };
         for (reply, answer) in replies.into_iter().zip(answers) {

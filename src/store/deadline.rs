@@ -45,25 +45,54 @@ impl Deadline {
     }
 
     async fn read<T>(&self, operation: impl Future<Output = Result<T>>) -> Result<T> {
-        match tokio::time::timeout(self.limit, operation).await {
-            Ok(result) => result,
-            Err(_) => {
-                outage::missed_deadline();
-                Err(StoreError::TimedOut(self.limit))
-            }
-        }
+        within(self.limit, operation).await
     }
 
     async fn write<T>(&self, operation: impl Future<Output = Result<T>>) -> Result<T> {
         let result = self.read(operation).await;
-        match &result {
+        self.note_write(&result);
+        result
+    }
+
+    /// A write whose size grows with what it touches (a whole session, a sweep): a
+    /// longer deadline, so that a large session can still be forked or deleted.
+    async fn bulk<T>(&self, operation: impl Future<Output = Result<T>>) -> Result<T> {
+        let result = within(self.limit * BULK, operation).await;
+        self.note_write(&result);
+        result
+    }
+
+    fn note_write<T>(&self, result: &Result<T>) {
+        match result {
             Ok(_) => self.writes_failing.store(false, Ordering::Relaxed),
             Err(StoreError::StorageFull | StoreError::TimedOut(_)) => {
                 self.writes_failing.store(true, Ordering::Relaxed)
             }
             Err(_) => {}
         }
-        result
+    }
+}
+
+/// How many deadlines a bulk write may take.
+const BULK: u32 = 6;
+
+/// A ping's deadline, shorter than the others where they are longer: a balancer asking
+/// `/readyz` wants to know soon.
+const PING_LIMIT: Duration = Duration::from_secs(2);
+
+/// Runs `operation` for at most `limit`. The miss is noted before the operation (and
+/// the connection it holds) is dropped, so that the pool checks that connection.
+pub(super) async fn within<T>(
+    limit: Duration,
+    operation: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    let mut operation = std::pin::pin!(operation);
+    match tokio::time::timeout(limit, &mut operation).await {
+        Ok(result) => result,
+        Err(_) => {
+            outage::missed_deadline();
+            Err(StoreError::TimedOut(limit))
+        }
     }
 }
 
@@ -90,7 +119,7 @@ within_deadline!(SessionStore {
         &self, tenant: &str, metadata: &[(String, String)], page: &PageRequest
     ) -> Page<Session>;
     write fn update_session(&self, tenant: &str, id: &SessionId, patch: SessionPatch) -> Session;
-    write fn delete_session(&self, tenant: &str, id: &SessionId) -> ();
+    bulk fn delete_session(&self, tenant: &str, id: &SessionId) -> ();
     write fn append_items(
         &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>,
         idempotency: Option<IdempotencyKey>
@@ -99,16 +128,16 @@ within_deadline!(SessionStore {
     read fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Item;
     write fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> ();
     write fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Item;
-    write fn clear_items(&self, tenant: &str, session_id: &SessionId) -> ();
-    write fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> u64;
-    write fn sweep_expired(&self, batch: i64) -> Swept;
+    bulk fn clear_items(&self, tenant: &str, session_id: &SessionId) -> ();
+    bulk fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> u64;
+    bulk fn sweep_expired(&self, batch: i64) -> Swept;
     read fn server_secret(&self, name: &str) -> String;
 }
 
     /// Answers when the database does; while writes are failing, only once one
     /// commits again.
     async fn ping(&self) -> Result<()> {
-        self.read(self.inner.ping()).await?;
+        within(self.limit.min(PING_LIMIT), self.inner.ping()).await?;
         if self.writes_failing.load(Ordering::Relaxed) {
             self.write(self.inner.check_writes()).await?;
         }
@@ -199,7 +228,7 @@ within_deadline!(RunStore {
     write fn take_steering(&self, claim: &Claim, after: i64) -> Vec<(i64, Steer)>;
     read fn steered_runs(&self, run_pks: &[i64]) -> Vec<i64>;
     write fn release_steering(&self, run_pk: Option<i64>) -> u64;
-    write fn recover_expired_runs(&self, max_attempts: u32) -> (u64, u64);
+    bulk fn recover_expired_runs(&self, max_attempts: u32) -> (u64, u64);
 });
 
 within_deadline!(CompactionStore {
@@ -212,7 +241,7 @@ within_deadline!(CompactionStore {
     read fn list_compactions(
         &self, tenant: &str, session_id: &SessionId, page: &PageRequest
     ) -> Page<Compaction>;
-    write fn fork_session(&self, tenant: &str, source: &SessionId, fork: NewFork) -> Forked;
+    bulk fn fork_session(&self, tenant: &str, source: &SessionId, fork: NewFork) -> Forked;
 });
 
 within_deadline!(DeliveryStore {

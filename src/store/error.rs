@@ -92,6 +92,19 @@ impl StoreError {
         }
     }
 
+    /// A failure after which the write certainly committed nothing: the database refused
+    /// a statement (or the commit), or no connection was had. A lost connection or a
+    /// missed deadline may have come after the commit.
+    pub fn committed_nothing(&self) -> bool {
+        matches!(
+            self,
+            Self::StorageFull
+                | Self::Database(
+                    sqlx::Error::Database(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed
+                )
+        )
+    }
+
     /// A failure that a retry of the same request may not meet: the database was out of
     /// reach, restarting, overloaded, or chose this transaction to break a conflict.
     pub fn is_transient(&self) -> bool {

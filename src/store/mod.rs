@@ -130,7 +130,7 @@ pub trait SessionStore:
     /// Answers when the database does.
     async fn ping(&self) -> Result<()>;
 
-    /// Commits a write that changes nothing (a stored row rewritten as it was):
+    /// Commits a write that leaves nothing behind (a row of 64 KiB inserted and deleted):
     /// answers when writes can commit.
     async fn check_writes(&self) -> Result<()>;
 

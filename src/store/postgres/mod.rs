@@ -115,9 +115,14 @@ impl PgStore {
         let millis = |d: Duration| format!("{}ms", d.as_millis());
         let options = PgConnectOptions::from_str(url)?.options([
             // No statement or idle transaction may hold a connection (and its locks)
-            // longer than its client waits for it.
-            ("statement_timeout", millis(deadline)),
-            ("idle_in_transaction_session_timeout", millis(deadline * 2)),
+            // for long after its client gave up on it. The statements of migrations, the
+            // count of values per key and `reencrypt` run longer than the deadline of a
+            // request: statements get 30 s at least, as they always had.
+            ("statement_timeout", millis(deadline.max(Duration::from_secs(30)))),
+            (
+                "idle_in_transaction_session_timeout",
+                millis((deadline * 2).max(Duration::from_secs(10))),
+            ),
             // The server notices a client whose network went away (its locks are
             // released); the driver sets no keepalive of its own, so on this side only
             // the deadline catches a dead peer.
@@ -201,7 +206,12 @@ async fn checked_after_a_miss(conn: &mut PgConnection, deadline: Duration) -> sq
     if !outage::deadline_missed_lately() {
         return Ok(true);
     }
-    Ok(matches!(tokio::time::timeout(deadline, conn.ping()).await, Ok(Ok(()))))
+    // An error has the pool close the connection at once, without the goodbye that a
+    // silent peer may never take.
+    match tokio::time::timeout(deadline, conn.ping()).await {
+        Ok(answer) => answer.map(|()| true),
+        Err(_) => Err(sqlx::Error::Io(std::io::ErrorKind::TimedOut.into())),
+    }
 }
 
 /// Page reads plan their statements once per connection. Left to choose, Postgres plans
