@@ -119,11 +119,15 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(5));
         let options = tune(options);
         // A connection to a file cannot be dropped from the other end: sqlx's ping of
-        // every connection it hands out would only add a hop to its worker thread.
+        // every connection it hands out would only add a hop to its worker thread, and
+        // replacing connections by age or idleness only empties their page caches, for
+        // the new ones to fill again (the process' memory swung by a quarter in a soak).
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .acquire_timeout(deadline)
             .test_before_acquire(false)
+            .idle_timeout(None)
+            .max_lifetime(None)
             .after_release(|conn, _| Box::pin(settled(conn)))
             // The one writer gets a larger page cache (16 MiB, from 2): a large fork or
             // append then keeps the indexes it extends in memory. 32 MiB forked no
@@ -140,6 +144,8 @@ impl SqliteStore {
                 .max_connections(READ_CONNECTIONS)
                 .acquire_timeout(deadline)
                 .test_before_acquire(false)
+                .idle_timeout(None)
+                .max_lifetime(None)
                 .connect_with(options)
                 .await?
         };
