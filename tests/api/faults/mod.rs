@@ -1,5 +1,5 @@
-//! Network faults between the service and Postgres, injected by a proxy: whatever the
-//! network does, every acknowledged write is stored once, every failure is a 503
+//! Network faults between the service and Postgres, injected by a proxy (silence, a
+//! blackhole, resets, latency): whatever the network does, every acknowledged write is stored once, every failure is a 503
 //! `database_unavailable` that arrives within the database deadline, and writes succeed
 //! again by themselves once the database can be reached.
 
@@ -26,6 +26,11 @@ const TIME_TO_FAIL: Duration = Duration::from_secs(5);
 
 /// The app, its store reaching the test's database through a fault proxy.
 async fn app_behind_proxy(pool: PgPool) -> (FaultProxy, TestApp) {
+    app_behind_proxy_within(pool, DEADLINE).await
+}
+
+/// The same, with `deadline` for each database operation.
+async fn app_behind_proxy_within(pool: PgPool, deadline: Duration) -> (FaultProxy, TestApp) {
     let options = pool.connect_options();
     let proxy = FaultProxy::start(format!("{}:{}", options.get_host(), options.get_port())).await;
     let url = format!(
@@ -34,7 +39,7 @@ async fn app_behind_proxy(pool: PgPool) -> (FaultProxy, TestApp) {
         proxy.port,
         options.get_database().expect("a database")
     );
-    let store = store::connect_with(&url, Options { timeout: DEADLINE, ..Options::new(10) })
+    let store = store::connect_with(&url, Options { timeout: deadline, ..Options::new(10) })
         .await
         .expect("Postgres answers through the proxy");
     (proxy, TestApp::new(TestDb::postgres_with(store, pool), &test_config()))
@@ -184,5 +189,41 @@ async fn an_outage_fails_requests_fast_and_heals_by_itself(pool: PgPool) {
     let recovered = answers.iter().find(|a| a.status == StatusCode::CREATED && a.sent >= healed);
     let recovered = recovered.expect("appends succeed after the outage");
     assert!(recovered.sent + recovered.took <= healed + Duration::from_secs(10));
+    app.get("/readyz").await.expect(StatusCode::OK);
+}
+
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn connections_reset_every_two_seconds_fail_fast_and_lose_nothing(pool: PgPool) {
+    let (proxy, app) = app_behind_proxy(pool).await;
+    let resets = async {
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            proxy.reset_open_connections();
+        }
+    };
+    let answers = under_load(&app, Duration::from_secs(8), resets).await;
+    let last_failure = answers.iter().filter(|a| a.status != StatusCode::CREATED).last();
+    if let Some(last_failure) = last_failure {
+        assert!(
+            answers.iter().any(|a| a.status == StatusCode::CREATED && a.sent > last_failure.sent),
+            "no append succeeded after the last failure"
+        );
+    }
+    app.get("/readyz").await.expect(StatusCode::OK);
+}
+
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn latency_slows_writes_and_loses_nothing(pool: PgPool) {
+    // An append on a new connection takes about a dozen round trips (connecting,
+    // preparing each statement once): at 400 ms each, with appends queued behind one
+    // another, more than the default 5 s deadline. DATABASE_TIMEOUT_SECS must be set
+    // for a database this far away (docs/operations.md).
+    let (proxy, app) = app_behind_proxy_within(pool, Duration::from_secs(15)).await;
+    proxy.delay(Duration::from_millis(200));
+    let answers = under_load(&app, Duration::from_secs(6), async {}).await;
+    assert!(
+        answers.iter().filter(|a| a.status == StatusCode::CREATED).count() >= 4,
+        "appends go through 200 ms each way"
+    );
     app.get("/readyz").await.expect(StatusCode::OK);
 }

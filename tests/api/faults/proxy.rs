@@ -1,6 +1,7 @@
 //! A TCP proxy between the service and its database that injects the faults of a
-//! network: a peer that goes silent behind an open socket, and a blackhole that holds
-//! every byte (of open and new connections) until it heals. It is also the one address
+//! network: a peer that goes silent behind an open socket, a blackhole that holds every
+//! byte (of open and new connections) until it heals, every open connection closed at
+//! once, and latency. It is also the one address
 //! in front of a failover pair, moved to the promoted standby.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 #[derive(Clone, Copy, Default)]
@@ -17,6 +19,10 @@ struct Faults {
     /// Connections numbered up to this one are silent for good.
     silent_through: u64,
     blackhole: bool,
+    /// Connections numbered up to this one are reset.
+    reset_through: u64,
+    /// How long each chunk waits before it is passed on.
+    delay: std::time::Duration,
 }
 
 impl Faults {
@@ -63,6 +69,17 @@ impl FaultProxy {
         self.faults.send_modify(|f| f.blackhole = true);
     }
 
+    /// Every connection open now is closed under its client; new ones pass.
+    pub fn reset_open_connections(&self) {
+        let last = self.opened.load(Ordering::SeqCst);
+        self.faults.send_modify(|f| f.reset_through = last);
+    }
+
+    /// Each chunk, either way, waits `delay` before it is passed on.
+    pub fn delay(&self, delay: std::time::Duration) {
+        self.faults.send_modify(|f| f.delay = delay);
+    }
+
     /// What the blackhole held passes, and everything after it.
     pub fn heal(&self) {
         self.faults.send_modify(|f| f.blackhole = false);
@@ -88,25 +105,41 @@ async fn accept(
     }
 }
 
-/// Forwards what `from` sends while the faults let the connection pass; ends with
-/// either side, or when the proxy is dropped.
+/// Forwards what `from` sends, each chunk after the delay and while the faults let the
+/// connection pass; ends with either side, at a reset, or when the proxy is dropped.
 async fn pump(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     connection: u64,
-    mut faults: watch::Receiver<Faults>,
+    faults: watch::Receiver<Faults>,
 ) {
-    let mut buffer = vec![0; 16 * 1024];
-    loop {
-        let read = match from.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(read) => read,
-        };
-        if faults.wait_for(|f| f.passes(connection)).await.is_err() {
-            return;
+    // Chunks wait out the delay side by side, as packets on a slow link do.
+    let (chunks, mut pending) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let delays = faults.clone();
+    let reading = async move {
+        let mut buffer = vec![0; 16 * 1024];
+        while let Ok(read @ 1..) = from.read(&mut buffer).await {
+            let due = Instant::now() + delays.borrow().delay;
+            if chunks.send((due, buffer[..read].to_vec())).is_err() {
+                return;
+            }
         }
-        if to.write_all(&buffer[..read]).await.is_err() {
-            return;
+    };
+    let mut gate = faults.clone();
+    let writing = async move {
+        while let Some((due, chunk)) = pending.recv().await {
+            tokio::time::sleep_until(due).await;
+            if gate.wait_for(|f| f.passes(connection)).await.is_err() {
+                return;
+            }
+            if to.write_all(&chunk).await.is_err() {
+                return;
+            }
         }
+    };
+    let mut resets = faults;
+    tokio::select! {
+        _ = async { tokio::join!(reading, writing) } => {}
+        _ = resets.wait_for(|f| f.reset_through >= connection) => {}
     }
 }
