@@ -202,7 +202,7 @@ async fn connections_reset_every_two_seconds_fail_fast_and_lose_nothing(pool: Pg
         }
     };
     let answers = under_load(&app, Duration::from_secs(8), resets).await;
-    let last_failure = answers.iter().filter(|a| a.status != StatusCode::CREATED).next_back();
+    let last_failure = answers.iter().rfind(|a| a.status != StatusCode::CREATED);
     if let Some(last_failure) = last_failure {
         assert!(
             answers.iter().any(|a| a.status == StatusCode::CREATED && a.sent > last_failure.sent),
