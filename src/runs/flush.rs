@@ -32,7 +32,7 @@ pub(super) async fn flush(engine: Arc<Engine>, shutdown: CancellationToken) {
             .into_iter()
             .filter_map(|live| {
                 let (events, _) = live.after(live.saved());
-                let llm_calls = live.take_llm_calls();
+                let llm_calls = live.llm_calls.take();
                 let batch = RunFlush { lease: live.lease.clone(), events, llm_calls };
                 (!batch.is_empty()).then_some((live, batch))
             })
@@ -90,7 +90,7 @@ async fn write(engine: &Engine, runs: &[Arc<LiveRun>], batches: &[RunFlush]) {
         Err(error) => {
             if error.committed_nothing() {
                 for (live, batch) in runs.iter().zip(batches) {
-                    live.give_back_llm_calls(batch.llm_calls);
+                    live.llm_calls.give_back(batch.llm_calls);
                 }
             }
             tracing::warn!(%error, runs = runs.len(), "cannot store run events");

@@ -50,7 +50,7 @@ impl Hub {
             first_seq,
             lease,
             saved: AtomicI64::new(saved),
-            llm_calls: AtomicI64::new(0),
+            llm_calls: Default::default(),
             lease_lost: CancellationToken::new(),
             events: Mutex::new(Events { kept: VecDeque::new(), from: first_seq, closed: false }),
             changed: watch::Sender::new(0),
@@ -116,9 +116,7 @@ pub(crate) struct LiveRun {
     pub lease: RunLease,
     /// The seq through which the events are stored.
     saved: AtomicI64,
-    /// Requests to the LLM made since the last flush, which stores them with the events:
-    /// counted even if this execution never gets to write the run.
-    llm_calls: AtomicI64,
+    pub llm_calls: super::execution::UnflushedCalls,
     /// Cancelled when a write of the events found the lease gone.
     pub lease_lost: CancellationToken,
     events: Mutex<Events>,
@@ -192,21 +190,6 @@ impl LiveRun {
 
     pub(crate) fn saved(&self) -> i64 {
         self.saved.load(Ordering::Acquire)
-    }
-
-    /// Counts a request to the LLM, for the next flush.
-    pub(crate) fn count_llm_call(&self) {
-        self.llm_calls.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The requests counted since the last flush, counted no more here: the flush that
-    /// takes them stores them or, if its write fails, gives them back.
-    pub(crate) fn take_llm_calls(&self) -> i64 {
-        self.llm_calls.swap(0, Ordering::Relaxed)
-    }
-
-    pub(crate) fn give_back_llm_calls(&self, calls: i64) {
-        self.llm_calls.fetch_add(calls, Ordering::Relaxed);
     }
 
     /// The events through `seq` are stored: beyond the newest few, they are no longer
