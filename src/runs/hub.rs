@@ -116,7 +116,7 @@ pub(crate) struct LiveRun {
     pub lease: RunLease,
     /// The seq through which the events are stored.
     saved: AtomicI64,
-    pub llm_calls: super::execution::UnflushedCalls,
+    pub llm_calls: super::llm_calls::UnflushedCalls,
     /// Cancelled when a write of the events found the lease gone.
     pub lease_lost: CancellationToken,
     events: Mutex<Events>,

@@ -11,6 +11,7 @@ mod execution;
 mod flush;
 mod follow;
 mod hub;
+mod llm_calls;
 mod mcp;
 mod signature;
 mod spans;
