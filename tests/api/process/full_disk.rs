@@ -78,6 +78,10 @@ async fn a_full_disk_never_acknowledges_what_it_lost_and_heals_when_space_return
         assert_eq!(stored(&server.base, &format!("client-{client_no}")).await, *acknowledged);
     }
     let http = client();
+    // Appends failed for want of space: readiness commits a write of its own, which
+    // finds no room either.
+    let ready = http.get(server.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503, "writes cannot commit: {}", ready.text().await.unwrap());
 
     // The ballast, seen through the namespace the binary runs in.
     let pid = server.child.id().unwrap();
