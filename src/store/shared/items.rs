@@ -43,15 +43,28 @@ async fn drop_compactions(conn: &mut Conn, tenant: &str, session_pk: i64, seq: i
     Ok(())
 }
 
-/// Deletes the finished run `run_id`, or every finished run of the session when none is
-/// named, with its events: a run keeps a copy of the items it was given and made, which
-/// must not outlive them.
+/// The finished runs that go with removed items.
+enum RunsHolding {
+    /// Those of the removed item: the run that appended it, if one did. An item appended
+    /// by a client belongs to no run.
+    Item(Option<Uuid>),
+    /// Every finished run of the session, when all its items go.
+    All,
+}
+
+/// Deletes the finished runs holding removed items, with their events: a run keeps a
+/// copy of the items it was given and made, which must not outlive them.
 async fn drop_runs(
     conn: &mut Conn,
     tenant: &str,
     session_pk: i64,
-    run_id: Option<Uuid>,
+    holding: RunsHolding,
 ) -> Result<()> {
+    let run_id = match holding {
+        RunsHolding::Item(None) => return Ok(()),
+        RunsHolding::Item(Some(run_id)) => Some(run_id),
+        RunsHolding::All => None,
+    };
     sqlx::query(&format!(
         r"delete from runs where tenant_id = $1 and session_pk = $2
           and ($3 is null or id = $3) and status not in {UNFINISHED}"
@@ -139,7 +152,7 @@ pub(super) async fn delete(
     .await?;
     let (seq, run_id) = deleted.ok_or(StoreError::ItemNotFound)?;
     drop_compactions(&mut tx, tenant, session_pk, seq).await?;
-    drop_runs(&mut tx, tenant, session_pk, run_id).await?;
+    drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(run_id)).await?;
     count_items(&mut tx, tenant, session_pk, -1).await?;
     tx.commit().await?;
     Ok(())
@@ -162,7 +175,7 @@ pub(super) async fn pop_last(store: &Store, tenant: &str, session_id: &SessionId
     let row = row.ok_or(StoreError::SessionEmpty)?;
     let item = row.into_item(&store.codec, tenant)?;
     drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
-    drop_runs(&mut tx, tenant, session_pk, item.run_id).await?;
+    drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(item.run_id)).await?;
     count_items(&mut tx, tenant, session_pk, -1).await?;
     tx.commit().await?;
     Ok(item)
@@ -178,7 +191,7 @@ pub(super) async fn clear(store: &Store, tenant: &str, session_id: &SessionId) -
         .await?
         .rows_affected();
     drop_compactions(&mut tx, tenant, session_pk, 0).await?;
-    drop_runs(&mut tx, tenant, session_pk, None).await?;
+    drop_runs(&mut tx, tenant, session_pk, RunsHolding::All).await?;
     count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
     tx.commit().await?;
     Ok(())

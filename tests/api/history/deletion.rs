@@ -10,7 +10,7 @@ use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 use crate::runs::RunsApp;
 
-on_both_backends!(removed_content_is_gone_from_every_table);
+on_both_backends!(removed_content_is_gone_from_every_table, an_item_no_run_made_takes_no_run);
 
 async fn assert_gone(db: &TestDb, canaries: &[&str], after: &str) {
     let dump = db.dump().await;
@@ -84,4 +84,68 @@ async fn removed_content_is_gone_from_every_table(db: TestDb) {
     t.app.delete("/v1/sessions/d").await.expect(StatusCode::NO_CONTENT);
     assert_gone(&db, &["CANARY-LATER", "CANARY-AGAIN"], "the session delete").await;
     assert!(db.strings("select id from sessions").await.is_empty());
+}
+
+/// An item a client appended belongs to no run: deleting or popping it leaves every run,
+/// and every response chained from one, in place.
+async fn an_item_no_run_made_takes_no_run(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    let conversation = t.app.post("/v1/conversations", json!({})).await.expect(StatusCode::OK);
+    let id = conversation["id"].as_str().unwrap();
+    t.app
+        .post(
+            &format!("/v1/sessions/{id}/items"),
+            json!({"items": [{"role": "user", "content": "first"}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    t.llm.push(Reply::text("answer"));
+    let response = t
+        .app
+        .post("/v1/responses", json!({"input": "question", "conversation": id}))
+        .await
+        .expect(StatusCode::OK);
+    let response_id = response["id"].as_str().unwrap();
+    let later = t
+        .app
+        .post(
+            &format!("/v1/sessions/{id}/items"),
+            json!({"items": [{"role": "user", "content": "later"}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    let later = later["data"][0]["id"].as_str().unwrap();
+
+    t.app.delete(&format!("/v1/sessions/{id}/items/{later}")).await.expect(StatusCode::NO_CONTENT);
+    t.app
+        .post(
+            &format!("/v1/sessions/{id}/items"),
+            json!({"items": [{"role": "user", "content": "again"}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    let popped =
+        t.app.delete(&format!("/v1/sessions/{id}/items/last")).await.expect(StatusCode::OK);
+    assert_eq!(popped["item"]["content"], "again", "{popped}");
+    let first = t.items(id).await;
+    assert_eq!(first.len(), 3, "first, question, answer: {first:?}");
+
+    let runs = t.app.get(&format!("/v1/sessions/{id}/runs")).await.expect(StatusCode::OK);
+    assert_eq!(runs["data"].as_array().unwrap().len(), 1, "{runs}");
+    let retrieved = t.app.get(&format!("/v1/responses/{response_id}")).await.expect(StatusCode::OK);
+    assert_eq!(retrieved["status"], "completed", "{retrieved}");
+    t.llm.push(Reply::text("chained"));
+    t.app
+        .post("/v1/responses", json!({"input": "next", "previous_response_id": response_id}))
+        .await
+        .expect(StatusCode::OK);
+
+    // The run's own item still takes the run with it.
+    let stored =
+        t.app.get(&format!("/v1/sessions/{id}/items?limit=10")).await.expect(StatusCode::OK);
+    let answer =
+        stored["data"].as_array().unwrap().iter().find(|i| !i["run_id"].is_null()).unwrap();
+    let answer = answer["id"].as_str().unwrap();
+    t.app.delete(&format!("/v1/sessions/{id}/items/{answer}")).await.expect(StatusCode::NO_CONTENT);
+    t.app.get(&format!("/v1/responses/{response_id}")).await.expect(StatusCode::NOT_FOUND);
 }
