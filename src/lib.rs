@@ -9,6 +9,8 @@ pub mod auth;
 pub mod config;
 /// The HTTP API: routing, middleware, extractors, the error format and one module per resource.
 pub mod http;
+/// `agent-sessions keys`: API keys made, listed and revoked from the command line.
+pub mod key_commands;
 /// The LLM client the run worker calls: a trait and its OpenAI-compatible implementation.
 pub mod llm;
 /// The metrics registry, below both the HTTP layer and the upkeep tasks that record into it.

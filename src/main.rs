@@ -1,13 +1,11 @@
 use agent_sessions::app::{shutdown_on_signal, Application};
-use agent_sessions::config::{describe_database, Cli, Command, KeysCommand};
-use agent_sessions::http::api_keys::issue_key;
-use agent_sessions::{store, telemetry};
+use agent_sessions::config::{describe_database, Cli, Command};
+use agent_sessions::{key_commands, store, telemetry};
 use anyhow::Context as _;
-use clap::Parser;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let cli = Cli::from_command_line();
     let telemetry = telemetry::init(cli.config.log_format)?;
     tracing::debug!(config = ?cli.config, "starting");
     let result = run(cli).await;
@@ -24,27 +22,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             })?;
             tracing::info!("migrations applied");
         }
-        Command::Keys(KeysCommand::Create { tenant, name, scopes }) => {
-            let url = cli.config.database_url();
-            let store = store::connect(url, 1)
-                .await
-                .with_context(|| format!("cannot open the database {}", describe_database(url)))?;
-            let scopes = (!scopes.is_empty()).then(|| {
-                scopes
-                    .iter()
-                    .map(|scope| serde_json::from_value(serde_json::json!(scope)))
-                    .collect::<Result<Vec<_>, _>>()
-            });
-            let scopes = scopes.transpose().context("--scopes: read or write")?;
-            let (key, secret) = issue_key(&*store, tenant, name, scopes, None)
-                .await
-                .map_err(|error| anyhow::anyhow!("{error}"))?;
-            eprintln!(
-                "created API key {} ({}) for tenant `{}`; it is shown only this once:",
-                key.id, key.name, key.tenant
-            );
-            println!("{secret}");
-        }
+        Command::Keys(command) => key_commands::run(&cli.config, command).await?,
         Command::Reencrypt { batch } => {
             agent_sessions::reencrypt::run(&cli.config, batch).await?;
         }

@@ -28,10 +28,10 @@ fn redact_password(url: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let mut redacted = match base.split_once("://") {
         Some((scheme, rest)) => match rest.split_once('@') {
-            Some((userinfo, host)) => {
-                let user = userinfo.split(':').next().unwrap_or_default();
-                format!("{scheme}://{user}:***@{host}")
-            }
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+                None => format!("{scheme}://{userinfo}@{host}"),
+            },
             None => base.to_owned(),
         },
         None => base.to_owned(),
@@ -69,5 +69,7 @@ mod tests {
         assert!(printed.contains("postgres://app:***@db:5432/x"), "{printed}");
         let in_query = redact_password("postgres://db/x?user=app&password=s3cret&sslmode=require");
         assert_eq!(in_query, "postgres://db/x?user=app&password=***&sslmode=require");
+        // Without a password there is nothing to hide, and no `***` to suggest one.
+        assert_eq!(redact_password("postgres://app@db/x"), "postgres://app@db/x");
     }
 }

@@ -130,6 +130,9 @@ impl PgStore {
             ("tcp_keepalives_interval", "5".into()),
             ("tcp_keepalives_count", "3".into()),
             ("tcp_user_timeout", millis(deadline * 2)),
+            // The notices of a start that finds its migrations applied ("relation …
+            // already exists, skipping") are no news; warnings still reach the log.
+            ("client_min_messages", "warning".into()),
         ]);
         // One connection first: a pool that cannot connect only says it timed out, this
         // says why ("connection refused", a wrong password, no such database).

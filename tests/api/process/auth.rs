@@ -45,6 +45,7 @@ async fn keys_made_on_the_command_line_work_and_logs_never_show_them() {
     )
     .await;
     assert!(!ok && printed.contains("tenant:"), "{printed}");
+    let revoked = revoke_a_second_key(&url).await;
 
     let server = Server::start_with(&url, &[("ADMIN_API_KEY", ADMIN_KEY)]).await;
     let http = reqwest::Client::new();
@@ -58,6 +59,8 @@ async fn keys_made_on_the_command_line_work_and_logs_never_show_them() {
         .await
         .unwrap();
     assert_eq!(write.status(), 403);
+    let refused = http.get(server.url("/v1/sessions")).bearer_auth(&revoked).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
     let anonymous = http.get(server.url("/v1/sessions")).send().await.unwrap();
     assert_eq!(anonymous.status(), 401);
     assert_eq!(anonymous.headers()["www-authenticate"], "Bearer");
@@ -89,4 +92,37 @@ async fn keys_made_on_the_command_line_work_and_logs_never_show_them() {
         })
         .count();
     assert_eq!(with_caller, 2, "{answered:?}");
+}
+
+/// Makes a second key of `acme`, finds it with `keys list` (which never prints a secret)
+/// and revokes it with `keys revoke`; returns its secret.
+async fn revoke_a_second_key(url: &str) -> String {
+    let env = [("DATABASE_URL", url)];
+    let (ok, printed) =
+        run_to_exit(&["keys", "create", "--tenant", "acme", "--name", "temp"], &env).await;
+    assert!(ok, "{printed}");
+    let secret = printed.lines().find(|line| line.starts_with("ask_")).unwrap().to_owned();
+    let (ok, listed) = run_to_exit(&["keys", "list", "--tenant", "acme"], &env).await;
+    assert!(ok, "{listed}");
+    assert!(!listed.contains(&secret), "{listed}");
+    let rows: Vec<Vec<&str>> = listed
+        .lines()
+        .filter(|line| line.contains('\t'))
+        .map(|line| line.split('\t').collect())
+        .collect();
+    assert_eq!(rows[0][..3], ["id", "tenant", "name"], "{listed}");
+    let names: Vec<&str> = rows[1..].iter().map(|row| row[2]).collect();
+    assert_eq!(names, ["ops", "temp"], "{listed}");
+    assert_eq!(rows[1][4], "read", "{listed}");
+    assert!(secret.starts_with(rows[2][3]), "{listed}");
+    let (ok, none) = run_to_exit(&["keys", "list", "--tenant", "other"], &env).await;
+    assert!(ok && none.lines().filter(|line| line.contains('\t')).count() == 1, "{none}");
+
+    let (ok, printed) = run_to_exit(&["keys", "revoke", rows[2][0]], &env).await;
+    assert!(ok, "{printed}");
+    let (ok, printed) = run_to_exit(&["keys", "revoke", rows[2][0]], &env).await;
+    assert!(!ok && printed.contains("no API key with id"), "{printed}");
+    let (_, listed) = run_to_exit(&["keys", "list"], &env).await;
+    assert!(!listed.contains("temp"), "{listed}");
+    secret
 }

@@ -74,6 +74,9 @@ async fn an_unreachable_postgres_is_named_without_its_password() {
     assert!(printed.contains("postgres://app:***@127.0.0.1:1/x"), "{printed}");
     assert!(printed.contains("Connection refused"), "{printed}");
     assert!(!printed.contains("s3cret"), "{printed}");
+    // A URL without a password is shown as it is, not as if it had one.
+    let (_, printed) = run_to_exit(&[], &[("DATABASE_URL", "postgres://app@127.0.0.1:1/x")]).await;
+    assert!(printed.contains("postgres://app@127.0.0.1:1/x"), "{printed}");
 }
 
 #[tokio::test]
@@ -108,6 +111,12 @@ async fn the_startup_line_says_what_the_process_does() {
     assert!(line["llm_base_url"].as_str().unwrap().starts_with("http"));
     let all = serde_json::to_string(&events).unwrap();
     assert!(!all.contains("s3cret"), "{all}");
+    // A start that finds its migrations applied logs no notice of the tables it skipped.
+    let mut again = Server::start_with(&url, &[]).await;
+    again.child.start_kill().unwrap();
+    again.child.wait().await.unwrap();
+    let all = serde_json::to_string(&*again.events.lock().unwrap()).unwrap();
+    assert!(all.contains("listening") && !all.contains("already exists"), "{all}");
     database.drop().await;
 }
 
