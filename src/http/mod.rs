@@ -35,7 +35,7 @@ use axum::{Extension, Router};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 use tower_http::request_id::{
     MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
 };
@@ -218,16 +218,16 @@ fn cors(origins: &[String]) -> Result<Option<CorsLayer>, InvalidOrigin> {
         CorsLayer::new()
             .allow_origin(allow_origin)
             .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
-            .allow_headers([
-                HeaderName::from_static("authorization"),
-                HeaderName::from_static("content-type"),
-                HeaderName::from_static("idempotency-key"),
-                HeaderName::from_static("x-request-id"),
-            ])
+            // Whatever headers the page's client sends (`last-event-id` to resume,
+            // `if-match`, the `openai` package's `x-stainless-*`): none of them grants
+            // anything, only the bearer key does, and a fixed list breaks each new client.
+            .allow_headers(AllowHeaders::mirror_request())
+            .max_age(std::time::Duration::from_secs(600))
             .expose_headers([
                 HeaderName::from_static("x-request-id"),
                 HeaderName::from_static("idempotent-replayed"),
                 HeaderName::from_static("location"),
+                HeaderName::from_static("etag"),
                 HeaderName::from_static("retry-after"),
                 HeaderName::from_static("ratelimit-limit"),
                 HeaderName::from_static("ratelimit-remaining"),

@@ -148,6 +148,24 @@ async fn cors_answers_only_for_configured_origins() {
     let response = open.send(preflight("https://app.example")).await;
     assert_eq!(response.header("access-control-allow-origin"), Some("https://app.example"));
     assert!(response.header("access-control-allow-methods").unwrap().contains("POST"));
+    // Any header a client sends is allowed: a resume, a condition, a client's own.
+    let asked = "authorization, last-event-id, if-match, x-stainless-os, x-stainless-retry-count";
+    let mut with_headers = preflight("https://app.example");
+    with_headers.headers_mut().insert("access-control-request-headers", asked.parse().unwrap());
+    let response = open.send(with_headers).await;
+    assert_eq!(response.header("access-control-allow-headers"), Some(asked));
+    let answered = open
+        .send(
+            Request::get("/v1/sessions")
+                .header("origin", "https://app.example")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    let exposed = answered.header("access-control-expose-headers").unwrap().to_owned();
+    for header in ["x-request-id", "idempotent-replayed", "etag", "retry-after"] {
+        assert!(exposed.contains(header), "{exposed}");
+    }
     let response = open.send(preflight("https://other.example")).await;
     assert_eq!(response.header("access-control-allow-origin"), None);
 }
