@@ -1,7 +1,11 @@
 # agent-sessions container image.
 #   docker build -t agent-sessions .
-#   docker run -p 8080:8080 -v agent-sessions-data:/data agent-sessions
-# Without DATABASE_URL the service keeps its data in SQLite under /data.
+#   docker run -p 127.0.0.1:8080:8080 -e ALLOW_UNAUTHENTICATED=true -v agent-sessions-data:/data agent-sessions
+# Without DATABASE_URL the service keeps its data in SQLite under /data. The command above
+# publishes the port on the host's loopback alone and serves it without API keys: the
+# service refuses to listen on 0.0.0.0 unauthenticated unless told so. To serve other
+# hosts, pass -e ADMIN_API_KEY=<32+ characters> instead, and make a tenant's key with
+#   docker run --rm -v agent-sessions-data:/data agent-sessions keys create --tenant acme --name app
 
 # ---- build -------------------------------------------------------------------
 FROM rust:1-bookworm AS builder

@@ -15,6 +15,7 @@ use crate::helpers::{get_json, scratch_postgres, ScratchDatabase};
 
 mod approvals;
 mod auth;
+mod container;
 mod crashed_streams;
 mod draining;
 mod full_disk;
