@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::header::CONNECTION;
-use axum::http::{HeaderName, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Router};
@@ -111,8 +111,10 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
     let routes = api
         .merge(openai)
         .merge(open)
-        .fallback(|| async { ApiError::RouteNotFound })
-        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed });
+        .fallback(|headers: HeaderMap| unrouted(headers, ApiError::RouteNotFound))
+        .method_not_allowed_fallback(|headers: HeaderMap| {
+            unrouted(headers, ApiError::MethodNotAllowed)
+        });
     // Listed outermost first: the request id exists before the span that records it,
     // and the metrics see the answers to panics and timeouts too.
     let layers = ServiceBuilder::new()
@@ -195,6 +197,16 @@ async fn time_limit(State(limit): State<Duration>, request: Request, next: Next)
     }
 }
 
+/// The answer to a request no route takes: a problem document, or OpenAI's shape for
+/// OpenAI's clients, which read nothing else.
+async fn unrouted(headers: HeaderMap, error: ApiError) -> Response {
+    let response = error.into_response();
+    if openai::from_openai_client(&headers) {
+        return openai::reshape(response).await;
+    }
+    response
+}
+
 /// A `CORS_ALLOWED_ORIGINS` entry that is not a valid origin.
 #[derive(Debug, thiserror::Error)]
 #[error("CORS_ALLOWED_ORIGINS: `{0}` is not a valid origin")]
@@ -222,7 +234,7 @@ fn cors(origins: &[String]) -> Result<Option<CorsLayer>, InvalidOrigin> {
             // `if-match`, the `openai` package's `x-stainless-*`): none of them grants
             // anything, only the bearer key does, and a fixed list breaks each new client.
             .allow_headers(AllowHeaders::mirror_request())
-            .max_age(std::time::Duration::from_secs(600))
+            .max_age(Duration::from_secs(600))
             .expose_headers([
                 HeaderName::from_static("x-request-id"),
                 HeaderName::from_static("idempotent-replayed"),

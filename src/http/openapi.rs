@@ -79,6 +79,7 @@ use crate::model::IDENTIFIER_PATTERN;
         openai::responses::read::input_items,
         openai::compact::compact,
         openai::models::list,
+        openai::models::retrieve,
         chat::chat,
         chat::resume_stream,
         chat::chat_messages,

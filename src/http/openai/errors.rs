@@ -5,13 +5,14 @@
 
 use axum::body::{to_bytes, Body};
 use axum::extract::Request;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::ApiError;
+use crate::model::RunError;
 
 /// An error of an OpenAI route: one of the native API, or one only OpenAI's API has.
 #[derive(Debug)]
@@ -41,6 +42,46 @@ impl OpenAiError {
             code: "previous_response_not_found",
             param: Some("previous_response_id".into()),
             message: format!("previous response `{id}` {why}"),
+        }
+    }
+
+    /// 400 for two fields of which a request may give one, in OpenAI's words, which
+    /// clients and test suites match.
+    pub fn mutually_exclusive(first: &str, second: &str) -> Self {
+        Self::Own {
+            status: StatusCode::BAD_REQUEST,
+            code: "mutually_exclusive_parameters",
+            param: Some(first.into()),
+            message: format!(
+                "Mutually exclusive parameters: Ensure you are only providing one of: \
+                 '{first}' or '{second}'."
+            ),
+        }
+    }
+
+    /// The answer to a response that failed while the request waited for it: the status
+    /// of the cause (429 rate limit, 400 a request the model refused or too long a
+    /// context, 502 or 504 the LLM, 500 the rest), so that clients raise; a stored
+    /// failed response stays retrievable under the id the message names.
+    pub fn failed_response(stored_as: Option<&str>, error: &RunError) -> Self {
+        let (status, code) = match error.code.as_str() {
+            "llm_rate_limited" => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded"),
+            "context_too_long" => (StatusCode::BAD_REQUEST, "context_length_exceeded"),
+            "llm_bad_request" => (StatusCode::BAD_REQUEST, "invalid_request"),
+            "llm_timeout" => (StatusCode::GATEWAY_TIMEOUT, "server_error"),
+            "llm_unavailable" | "llm_bad_response" | "llm_auth_failed" => {
+                (StatusCode::BAD_GATEWAY, "server_error")
+            }
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "server_error"),
+        };
+        Self::Own {
+            status,
+            code,
+            param: None,
+            message: match stored_as {
+                Some(id) => format!("{}: {} (response `{id}` failed)", error.code, error.message),
+                None => format!("{}: {}", error.code, error.message),
+            },
         }
     }
 
@@ -111,7 +152,17 @@ struct Problem {
 /// Rewrites the problem documents of the routes it wraps into OpenAI's shape, keeping
 /// their status and headers.
 pub async fn rewrite(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+    reshape(next.run(request).await).await
+}
+
+/// Whether the request comes from one of OpenAI's generated clients, which name their
+/// language, version and platform in `x-stainless-*` headers.
+pub fn from_openai_client(headers: &HeaderMap) -> bool {
+    headers.keys().any(|name| name.as_str().starts_with("x-stainless-"))
+}
+
+/// The response with its problem document, if it has one, in OpenAI's shape.
+pub async fn reshape(response: Response) -> Response {
     let is_problem = response
         .headers()
         .get(header::CONTENT_TYPE)

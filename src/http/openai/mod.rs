@@ -24,8 +24,8 @@ use utoipa::openapi::{Ref, RefOr};
 use utoipa::{IntoResponses, ToResponse};
 
 use super::AppState;
-pub(super) use errors::rewrite as rewrite_errors;
 pub use errors::ErrorBody;
+pub(super) use errors::{from_openai_client, reshape, rewrite as rewrite_errors};
 pub(super) use schemas::Components as Schemas;
 
 /// The routes answered within the request time limit.
@@ -34,6 +34,7 @@ pub(super) fn router() -> Router<AppState> {
         .merge(conversations::router())
         .merge(responses::router())
         .route("/v1/models", get(models::list))
+        .route("/v1/models/{*model}", get(models::retrieve))
 }
 
 /// The routes that wait for the model.

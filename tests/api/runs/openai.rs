@@ -2,7 +2,8 @@
 //! stored rows, the model's requests), on both backends. The real `openai` and Agents
 //! SDK clients drive the same routes in `clients/python/tests/openai_api`.
 
-use axum::http::StatusCode;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
 use serde_json::{json, Value};
 
 use super::RunsApp;
@@ -14,6 +15,7 @@ on_both_backends!(
     an_unstored_response_leaves_nothing_behind,
     a_compaction_is_sealed_for_its_tenant_and_opens_only_untouched,
     refusals_name_the_field_the_document_constrains,
+    models_and_unrouted_requests_answer_openai_clients,
 );
 
 async fn create(t: &RunsApp, body: Value) -> Value {
@@ -46,10 +48,30 @@ async fn chains_branch_and_failures_append_nothing(db: TestDb) {
     let conversation = t.app.post("/v1/conversations", json!({})).await.expect(StatusCode::OK);
     let id = conversation["id"].as_str().unwrap();
     t.llm.push(Reply::status(400));
-    let failed = create(&t, json!({"input": "e", "conversation": id})).await;
+    let refused = t
+        .app
+        .post("/v1/responses", json!({"input": "e", "conversation": id}))
+        .await
+        .expect(StatusCode::BAD_REQUEST);
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("llm_bad_request"), "{refused}");
+    // The failed response is kept under the id the message names.
+    let kept = message.split('`').find(|part| part.starts_with("resp_")).unwrap();
+    let failed = t.app.get(&format!("/v1/responses/{kept}")).await.expect(StatusCode::OK);
     assert_eq!(failed["status"], "failed", "{failed}");
-    assert!(failed["error"]["message"].as_str().unwrap().contains("llm_"), "{failed}");
     assert_eq!(t.items(id).await, Vec::<Value>::new());
+    let both = t
+        .app
+        .post(
+            "/v1/responses",
+            json!({"input": "e", "conversation": id, "previous_response_id": kept}),
+        )
+        .await
+        .expect(StatusCode::BAD_REQUEST);
+    assert!(
+        both["error"]["message"].as_str().unwrap().starts_with("Mutually exclusive parameters"),
+        "{both}"
+    );
     t.llm.push(Reply::text("five"));
     let done = create(&t, json!({"input": "e", "conversation": {"id": id}})).await;
     assert_eq!(done["conversation"], json!({"id": id}));
@@ -166,4 +188,31 @@ async fn refusals_name_the_field_the_document_constrains(db: TestDb) {
     assert_eq!(repeated.json()["error"]["param"], "limit", "{}", repeated.text);
     let undeclared = t.app.get(&format!("{items}/{}?limit=2", item.as_str().unwrap())).await;
     assert_eq!(undeclared.json()["error"]["param"], "limit", "{}", undeclared.text);
+}
+
+/// A model `GET /v1/models` lists is retrievable, any other is OpenAI's 404; a request
+/// no route takes answers OpenAI's clients (`x-stainless-*` headers) in their shape.
+async fn models_and_unrouted_requests_answer_openai_clients(db: TestDb) {
+    let t = RunsApp::configured(db, |config| config.llm_model = Some("vendor/m-1".into())).await;
+    let listed = t.app.get("/v1/models").await.expect(StatusCode::OK);
+    assert_eq!(listed["data"][0]["id"], "vendor/m-1", "{listed}");
+    let model = t.app.get("/v1/models/vendor/m-1").await.expect(StatusCode::OK);
+    assert_eq!((&model["id"], &model["object"]), (&json!("vendor/m-1"), &json!("model")));
+    let unknown = t.app.get("/v1/models/gpt-unknown").await.expect(StatusCode::NOT_FOUND);
+    assert_eq!(unknown["error"]["code"], "model_not_found", "{unknown}");
+    assert!(unknown["error"]["message"].as_str().unwrap().contains("gpt-unknown"), "{unknown}");
+
+    let unrouted = |headers: &[(&str, &str)]| {
+        let mut request = Request::get("/v1/vector_stores");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(Body::empty()).unwrap()
+    };
+    let openai = t.app.send(unrouted(&[("x-stainless-lang", "python")])).await;
+    let body = openai.expect(StatusCode::NOT_FOUND);
+    assert_eq!(openai.header("content-type"), Some("application/json"));
+    assert!(!body["error"]["message"].as_str().unwrap().is_empty(), "{body}");
+    let other = t.app.send(unrouted(&[])).await;
+    other.expect_problem(StatusCode::NOT_FOUND, "not_found");
 }

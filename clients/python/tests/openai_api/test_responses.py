@@ -217,3 +217,36 @@ async def test_structured_output_is_asked_of_the_model(
         "type": "json_schema",
         "json_schema": {"name": "reply", "schema": schema, "strict": True},
     }
+
+
+async def test_models_are_listed_and_retrieved(client: AsyncOpenAI) -> None:
+    listed = [model.id async for model in client.models.list()]
+    assert "fake" in listed, listed
+    model = await client.models.retrieve("fake")
+    assert (model.id, model.object) == ("fake", "model")
+    with pytest.raises(NotFoundError) as unknown:
+        await client.models.retrieve("no-such-model")
+    assert unknown.value.code == "model_not_found"
+    assert "no-such-model" in unknown.value.message
+
+
+async def test_what_is_not_served_is_an_error_the_client_reads(client: AsyncOpenAI) -> None:
+    with pytest.raises(NotFoundError) as missing:
+        await client.vector_stores.list()
+    assert isinstance(missing.value.body, dict), missing.value.body
+    assert missing.value.body["message"], missing.value.body
+
+
+async def test_a_conversation_and_a_previous_response_exclude_each_other(
+    client: AsyncOpenAI,
+) -> None:
+    first = await client.responses.create(model=MODEL, input="first")
+    conversation = await client.conversations.create()
+    with pytest.raises(BadRequestError) as both:
+        await client.responses.create(
+            model=MODEL, input="x", conversation=conversation.id, previous_response_id=first.id
+        )
+    assert both.value.code == "mutually_exclusive_parameters"
+    assert "Mutually exclusive parameters: Ensure you are only providing one of" in str(
+        both.value.body
+    )

@@ -10,6 +10,8 @@ the same time never receive each other's answers:
 - it holds ``use <tool> {<arguments>}`` (once or more) and the request offers those
   tools: a call of each, with those arguments;
 - it contains ``slow``: a long answer streamed one word every ``SLOW_DELAY`` seconds;
+- it contains ``refuse with <status>``: that HTTP status and an OpenAI error body, whose
+  code is ``context_length_exceeded`` for a 400;
 - otherwise ``echo: <the last user message>``.
 
 Every request body is recorded in ``requests``, and its headers at the same index in
@@ -98,11 +100,25 @@ class FakeLLM:
                     return
                 if fake.before_reply is not None:
                     fake.before_reply(body)
+                refusal = re.search(r"refuse with (\d{3})", json.dumps(body.get("messages", [])))
+                if refusal:
+                    self._refuse(int(refusal.group(1)))
+                    return
                 message = reply_for(body)
                 if body.get("stream"):
                     self._stream(body, message)
                 else:
                     self._json(body, message)
+
+            def _refuse(self, status: int) -> None:
+                code = "context_length_exceeded" if status == 400 else "refused"
+                error = {"message": f"refused with {status}", "type": "error", "code": code}
+                data = json.dumps({"error": error}).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _json(self, body: Dict[str, Any], message: Dict[str, Any]) -> None:
                 finish = "tool_calls" if message.get("tool_calls") else "stop"

@@ -2838,6 +2838,84 @@ export type ListModelsResponses = {
 
 export type ListModelsResponse = ListModelsResponses[keyof ListModelsResponses];
 
+export type RetrieveModelData = {
+    body?: never;
+    path: {
+        /**
+         * The model's id, slashes included
+         */
+        model: string;
+    };
+    query?: never;
+    url: '/v1/models/{model}';
+};
+
+export type RetrieveModelErrors = {
+    /**
+     * An error in OpenAI's shape
+     */
+    400: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    401: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    403: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    404: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    409: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    413: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    415: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    422: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    429: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    500: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    502: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    503: OpenAiErrorBody;
+    /**
+     * An error in OpenAI's shape
+     */
+    504: OpenAiErrorBody;
+};
+
+export type RetrieveModelError = RetrieveModelErrors[keyof RetrieveModelErrors];
+
+export type RetrieveModelResponses = {
+    /**
+     * The model
+     */
+    200: Model;
+};
+
+export type RetrieveModelResponse = RetrieveModelResponses[keyof RetrieveModelResponses];
+
 export type CreateResponseData = {
     body: CreateResponse;
     path?: never;

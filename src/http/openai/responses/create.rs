@@ -19,7 +19,8 @@ use crate::http::openai::items::input;
 use crate::http::openai::{conversations, ids, models, OpenAiErrors};
 use crate::http::{ApiError, AppState};
 use crate::model::{
-    Anchor, ExpiresAfter, ForkPoint, IfBusy, NewFork, NewSession, SessionId, SessionPatch,
+    Anchor, ExpiresAfter, ForkPoint, IfBusy, NewFork, NewSession, RunStatus, SessionId,
+    SessionPatch,
 };
 use crate::runs::{ConfigRequest, RunsError, StartRun};
 use crate::store::StoreError;
@@ -40,7 +41,9 @@ struct Target {
 ///
 /// Runs the model over the conversation, the previous response's chain, or the input
 /// alone. `stream: true` answers with OpenAI's server-sent events; `background: true`
-/// answers at once with the queued response.
+/// answers at once with the queued response. A response waited for that fails answers
+/// the status of the cause (429, 400, 502, 504, 500) in OpenAI's error shape; a stored
+/// one stays retrievable under the id its message names.
 #[utoipa::path(post, path = "/v1/responses", tag = "openai", operation_id = "create_response",
     request_body = CreateResponse,
     responses(
@@ -66,10 +69,7 @@ pub(super) async fn create(
         ));
     }
     if request.conversation.is_some() && request.previous_response_id.is_some() {
-        return Err(OpenAiError::invalid(
-            "previous_response_id",
-            "cannot be combined with conversation",
-        ));
+        return Err(OpenAiError::mutually_exclusive("previous_response_id", "conversation"));
     }
     let (requested, model) = models::resolve(&state, request.model.as_deref())?;
     let asked = request.asked(&requested, &model)?;
@@ -137,7 +137,13 @@ pub(super) async fn create(
     let waited = state.runs.wait_started(&tenant, &target.session, &started).await;
     drop(reading);
     let run = waited.map_err(|e| ApiError::from_runs(e, target.session.as_str(), None))?;
-    Ok(Json(view::response(&run, &echo, true)).into_response())
+    match (&run.error, run.status) {
+        (Some(error), RunStatus::Failed) => {
+            let id = ids::response_id(run.id);
+            Err(OpenAiError::failed_response(store.then_some(id.as_str()), error))
+        }
+        _ => Ok(Json(view::response(&run, &echo, true)).into_response()),
+    }
 }
 
 /// The session a new response runs on, made ready.
