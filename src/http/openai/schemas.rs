@@ -28,7 +28,6 @@ impl Modify for Components {
         let both = |a: (String, Value), b: (String, Value)| json!({"required": [a.0, b.0], "properties": {a.0: a.1, b.0: b.1}});
         let is = |name: &str, value: bool| (name.to_owned(), json!({"const": value}));
         let response = json!([
-            {"not": both(is("stream", true), is("background", true))},
             {"not": both(is("background", true), is("store", false))},
             {"not": both(given("conversation"), given("previous_response_id"))},
             {"anyOf": [

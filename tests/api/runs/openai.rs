@@ -16,6 +16,7 @@ on_both_backends!(
     a_compaction_is_sealed_for_its_tenant_and_opens_only_untouched,
     refusals_name_the_field_the_document_constrains,
     models_and_unrouted_requests_answer_openai_clients,
+    a_background_stream_is_resumed_where_it_was_left,
 );
 
 async fn create(t: &RunsApp, body: Value) -> Value {
@@ -215,4 +216,26 @@ async fn models_and_unrouted_requests_answer_openai_clients(db: TestDb) {
     assert!(!body["error"]["message"].as_str().unwrap().is_empty(), "{body}");
     let other = t.app.send(unrouted(&[])).await;
     other.expect_problem(StatusCode::NOT_FOUND, "not_found");
+}
+
+/// `background` with `stream` streams at once; the events are there to resume after the
+/// client's last one.
+async fn a_background_stream_is_resumed_where_it_was_left(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    t.llm.push(Reply::text("in the background"));
+    let streamed = t
+        .app
+        .post("/v1/responses", json!({"input": "a", "background": true, "stream": true}))
+        .await
+        .text;
+    assert!(streamed.contains("event: response.completed"), "{streamed}");
+    let created = streamed.lines().find(|line| line.starts_with("data: ")).unwrap();
+    let created: Value = serde_json::from_str(&created["data: ".len()..]).unwrap();
+    assert_eq!(created["response"]["background"], true, "{created}");
+    let id = created["response"]["id"].as_str().unwrap();
+    let rest = t.app.get(&format!("/v1/responses/{id}?stream=true&starting_after=1")).await.text;
+    let first = rest.lines().find(|line| line.starts_with("data: ")).unwrap();
+    let first: Value = serde_json::from_str(&first["data: ".len()..]).unwrap();
+    assert_eq!(first["sequence_number"], 2, "{rest}");
+    assert!(rest.contains("event: response.completed"), "{rest}");
 }

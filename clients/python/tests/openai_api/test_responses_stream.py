@@ -120,3 +120,27 @@ async def test_a_streamed_function_call_and_its_answer(client: AsyncOpenAI) -> N
         "function_call_output",
         "message",
     ]
+
+
+async def test_a_background_stream_left_and_resumed(client: AsyncOpenAI) -> None:
+    stream = await client.responses.create(
+        model=MODEL, input="slow, please", background=True, stream=True
+    )
+    seen: List[Any] = []
+    async for event in stream:
+        seen.append(event)
+        if event.type == "response.output_text.delta":
+            break
+    await stream.close()
+    created = seen[0]
+    assert created.type == "response.created" and created.response.background is True
+    # The client left; the response goes on, and the rest of its events are resumed.
+    after = seen[-1].sequence_number
+    resumed = await client.responses.retrieve(
+        created.response.id, stream=True, starting_after=after
+    )
+    rest = [event async for event in resumed]
+    assert rest[0].sequence_number == after + 1
+    assert rest[-1].type == "response.completed"
+    deltas = [e.delta for e in seen + rest if e.type == "response.output_text.delta"]
+    assert "".join(deltas) == SLOW

@@ -41,7 +41,8 @@ struct Target {
 ///
 /// Runs the model over the conversation, the previous response's chain, or the input
 /// alone. `stream: true` answers with OpenAI's server-sent events; `background: true`
-/// answers at once with the queued response. A response waited for that fails answers
+/// answers at once with the queued response, or with both its events, which a client
+/// that left resumes with `GET /v1/responses/{id}?stream=true&starting_after=N`. A response waited for that fails answers
 /// the status of the cause (429, 400, 502, 504, 500) in OpenAI's error shape; a stored
 /// one stays retrievable under the id its message names.
 #[utoipa::path(post, path = "/v1/responses", tag = "openai", operation_id = "create_response",
@@ -59,9 +60,6 @@ pub(super) async fn create(
     let (stream, background) =
         (request.stream.unwrap_or(false), request.background.unwrap_or(false));
     let store = request.store.unwrap_or(true);
-    if stream && background {
-        return Err(OpenAiError::invalid("stream", "cannot be combined with background: true"));
-    }
     if background && !store {
         return Err(OpenAiError::invalid(
             "background",
@@ -122,14 +120,16 @@ pub(super) async fn create(
     };
     let reading = (target.unstored)
         .then(|| forget_when_done(&state, &tenant, &target.session, started.run.id));
-    if background {
-        return Ok(Json(view::response(&started.run, &echo, true)).into_response());
-    }
     if stream {
         let events = state.runs.started_events(&tenant, &target.session, &started);
         // OpenAI's clients do not reconnect: the stream stays open until the shutdown
-        // deadline rather than end without the response's last event.
+        // deadline rather than end without the response's last event. A response in the
+        // background goes on when its client leaves, as every run does, and is resumed
+        // with `GET …?stream=true&starting_after=N`.
         return Ok(sse(events, ResponseStream::new(echo, None, reading), Handover::Never));
+    }
+    if background {
+        return Ok(Json(view::response(&started.run, &echo, true)).into_response());
     }
     // Answered when it ends, as OpenAI does, however long that takes: OpenAI's clients
     // take any answer for the final one. RUN_WAIT_SECS bounds native runs only; the LLM's
