@@ -10,15 +10,18 @@ user says ``call get_weather`` and answers ``tool said: <output>`` to the tool's
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import Any, List, Tuple
+from typing import Any, List, Set, Tuple
 
 from agents import Agent, ModelSettings, OpenAIResponsesModel, RunConfig, Runner, function_tool
 from agents.memory import OpenAIConversationsSession
 from openai import AsyncOpenAI
 from openai.types.responses import ResponseTextDeltaEvent
 
+from agent_sessions_client import AgentSessionsClient, AgentSessionsSession
 from sessions_testkit.fake_llm import FakeLLM
+from sessions_testkit.server import Service
 
 from .support import MODEL, dumped, text
 
@@ -212,3 +215,39 @@ async def test_model_settings_reach_the_model(client: AsyncOpenAI, fake_llm: Fak
     assert stored.metadata == {"source": "tests"}
     assert (stored.temperature, stored.top_p, stored.max_output_tokens) == (0.25, 0.5, 64)
     assert stored.truncation == "auto"
+
+
+async def test_our_session_with_our_responses_as_the_model(api_service: Service) -> None:
+    """The Python client's README: the history in ``AgentSessionsSession``, the model
+    behind the service's ``/v1/responses`` with ``store=False``, so no turn leaves a
+    stand-alone ``resp_…`` session in the native listing."""
+    async with AgentSessionsClient(api_service.url) as sessions:
+
+        async def standalone() -> Set[str]:
+            return {s["id"] async for s in sessions.sessions.list() if s["id"].startswith("resp_")}
+
+        before = await standalone()
+        model_client = AsyncOpenAI(base_url=api_service.url + "/v1", api_key="unused")
+        agent = Agent(
+            name="Assistant",
+            model=OpenAIResponsesModel(model=MODEL, openai_client=model_client),
+            model_settings=ModelSettings(store=False),
+        )
+        session_id = f"ada-{uuid.uuid4().hex}"
+        session = AgentSessionsSession(session_id, client=sessions)
+        first = await Runner.run(agent, "Hi, I'm Ada.", session=session, run_config=CONFIG)
+        assert first.final_output == "echo: Hi, I'm Ada."
+        second = await Runner.run(agent, "Who am I?", session=session, run_config=CONFIG)
+        assert second.final_output == "echo: Who am I?"
+        stored = await session.get_items()
+        assert [text(dict(item)) for item in stored if "role" in item] == [
+            "Hi, I'm Ada.",
+            "echo: Hi, I'm Ada.",
+            "Who am I?",
+            "echo: Who am I?",
+        ]
+        for _ in range(50):
+            if await standalone() <= before:
+                break
+            await asyncio.sleep(0.1)
+        assert await standalone() <= before
