@@ -6,6 +6,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::json;
 
+use super::append;
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 use crate::runs::RunsApp;
@@ -92,13 +93,8 @@ async fn an_item_no_run_made_takes_no_run(db: TestDb) {
     let t = RunsApp::new(db).await;
     let conversation = t.app.post("/v1/conversations", json!({})).await.expect(StatusCode::OK);
     let id = conversation["id"].as_str().unwrap();
-    t.app
-        .post(
-            &format!("/v1/sessions/{id}/items"),
-            json!({"items": [{"role": "user", "content": "first"}]}),
-        )
-        .await
-        .expect(StatusCode::CREATED);
+    let say = |content: &str| vec![json!({"role": "user", "content": content})];
+    append(&t.app, id, say("first")).await;
     t.llm.push(Reply::text("answer"));
     let response = t
         .app
@@ -106,24 +102,11 @@ async fn an_item_no_run_made_takes_no_run(db: TestDb) {
         .await
         .expect(StatusCode::OK);
     let response_id = response["id"].as_str().unwrap();
-    let later = t
-        .app
-        .post(
-            &format!("/v1/sessions/{id}/items"),
-            json!({"items": [{"role": "user", "content": "later"}]}),
-        )
-        .await
-        .expect(StatusCode::CREATED);
-    let later = later["data"][0]["id"].as_str().unwrap();
+    let later = append(&t.app, id, say("later")).await;
+    let later = later[0]["id"].as_str().unwrap();
 
     t.app.delete(&format!("/v1/sessions/{id}/items/{later}")).await.expect(StatusCode::NO_CONTENT);
-    t.app
-        .post(
-            &format!("/v1/sessions/{id}/items"),
-            json!({"items": [{"role": "user", "content": "again"}]}),
-        )
-        .await
-        .expect(StatusCode::CREATED);
+    append(&t.app, id, say("again")).await;
     let popped =
         t.app.delete(&format!("/v1/sessions/{id}/items/last")).await.expect(StatusCode::OK);
     assert_eq!(popped["item"]["content"], "again", "{popped}");

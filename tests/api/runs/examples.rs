@@ -64,6 +64,7 @@ const WALK: &[(&str, &str)] = &[
     ("GET", "/v1/conversations/{conversation_id}/items/{item_id}"),
     ("DELETE", "/v1/conversations/{conversation_id}/items/{item_id}"),
     ("GET", "/v1/models"),
+    ("GET", "/v1/models/{model}"),
     ("POST", "/v1/responses"),
     ("GET", "/v1/responses/{response_id}"),
     ("GET", "/v1/responses/{response_id}/input_items"),
@@ -163,6 +164,9 @@ async fn every_example_request_succeeds_in_order() {
                 ids.insert("key", answer["key"].as_str().unwrap().into())
             }
             ("POST", "/v1/agents") => ids.insert("agent_id", answer["id"].as_str().unwrap().into()),
+            ("GET", "/v1/models") => {
+                ids.insert("model", answer["data"][0]["id"].as_str().unwrap().into())
+            }
             ("POST", "/v1/conversations") => {
                 ids.insert("conversation_id", answer["id"].as_str().unwrap().into())
             }

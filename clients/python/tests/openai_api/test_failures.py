@@ -66,14 +66,18 @@ async def test_a_failed_response(down: AsyncOpenAI) -> None:
     assert queued.status in ("queued", "in_progress", "failed")
 
 
+def on_fake_llm(fake_llm: FakeLLM, **env: str) -> Iterator[Service]:
+    """The service on the fake LLM, with `env` besides the model names."""
+    with run_service(
+        binary_from_env(), backend(), llm_base_url=fake_llm.base_url, env={**MODEL_ENV, **env}
+    ) as running:
+        yield running
+
+
 @pytest.fixture(scope="module")
 def no_retries(fake_llm: FakeLLM) -> Iterator[Service]:
     """The service on the fake LLM, which it does not retry."""
-    env = {**MODEL_ENV, "LLM_MAX_RETRIES": "0"}
-    with run_service(
-        binary_from_env(), backend(), llm_base_url=fake_llm.base_url, env=env
-    ) as running:
-        yield running
+    yield from on_fake_llm(fake_llm, LLM_MAX_RETRIES="0")
 
 
 async def test_the_status_says_the_cause(no_retries: Service) -> None:
@@ -116,11 +120,7 @@ async def test_the_agents_sdk_raises(down: AsyncOpenAI) -> None:
 def short_wait(fake_llm: FakeLLM) -> Iterator[Service]:
     """The service, waiting at most 1 s for a response that is neither streamed nor in
     the background (``RUN_WAIT_SECS``)."""
-    env = {**MODEL_ENV, "RUN_WAIT_SECS": "1"}
-    with run_service(
-        binary_from_env(), backend(), llm_base_url=fake_llm.base_url, env=env
-    ) as running:
-        yield running
+    yield from on_fake_llm(fake_llm, RUN_WAIT_SECS="1")
 
 
 async def test_a_response_longer_than_the_wait(short_wait: Service) -> None:
