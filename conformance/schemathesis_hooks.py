@@ -344,6 +344,22 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
         ):
             return _drop(f"ST202 {label} 400 previous_response_not_found")
 
+        # 7f. A `function_call_output` whose call is in neither the input nor the
+        #    conversation or chain it continues: OpenAI answers 400, and which calls
+        #    exist only the data decides.
+        if (
+            label == CREATE_RESPONSE
+            and status == 400
+            and code == "invalid_request"
+            and re.fullmatch(
+                r"input\[\d+\]\.call_id: No tool call found for function call output "
+                r"with call_id .*\.",
+                detail,
+                re.DOTALL,
+            )
+        ):
+            return _drop(f"ST202 {label} 400 output without its call")
+
         # 7d. A `compaction` item this service did not seal: its `encrypted_content` is
         #    checked against the server's key, which no schema can know.
         if (
@@ -365,7 +381,7 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
 
     # 8b. A compaction asks the LLM for its summary; the conformance server's LLM is an
     #    address nothing listens on, so the contract's answer is the LLM's error code
-    #    (`llm_unavailable`, 502). Runs fail the same way inside a 200.
+    #    (`llm_unavailable`, 502). Native runs fail the same way inside a 200.
     if label == COMPACT and status in (502, 504) and code.startswith("llm_"):
         return _drop(f"{failure.code} {label} {status} {code} (no LLM here)")
     # 8d. The same for OpenAI's compact, whose 502 the server-error check alone flags.
@@ -376,6 +392,17 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
         and code.startswith("llm_")
     ):
         return _drop(f"{failure.code} {label} {status} {code} (no LLM here)")
+
+    # 8e. A response waited for answers its LLM's failure as OpenAI does, with the
+    #    status of the cause: here 502 or 504, as for 8d.
+    if (
+        label == CREATE_RESPONSE
+        and failure.code == SERVER_ERROR
+        and status in (502, 504)
+        and code == "server_error"
+        and detail.startswith("llm_")
+    ):
+        return _drop(f"{failure.code} {label} {status} {detail.split(':')[0]} (no LLM here)")
 
     if failure.code == CREATED_NOT_FOUND and status == 404:
         # 8. A run on an agent that does not exist: the session was created, but the run

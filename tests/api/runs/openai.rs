@@ -17,6 +17,7 @@ on_both_backends!(
     refusals_name_the_field_the_document_constrains,
     models_and_unrouted_requests_answer_openai_clients,
     a_background_stream_is_resumed_where_it_was_left,
+    an_output_must_answer_a_call,
 );
 
 async fn create(t: &RunsApp, body: Value) -> Value {
@@ -238,4 +239,45 @@ async fn a_background_stream_is_resumed_where_it_was_left(db: TestDb) {
     let first: Value = serde_json::from_str(&first["data: ".len()..]).unwrap();
     assert_eq!(first["sequence_number"], 2, "{rest}");
     assert!(rest.contains("event: response.completed"), "{rest}");
+}
+
+/// A `function_call_output` answers a call of the same input or of the conversation or
+/// chain it continues; one that answers nothing is OpenAI's 400, and leaves no session.
+async fn an_output_must_answer_a_call(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    let tools = json!([{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]);
+    let output =
+        |call: &str| json!({"type": "function_call_output", "call_id": call, "output": "x"});
+    let sessions = || async { t.app.get("/v1/sessions?limit=1000").await.expect(StatusCode::OK) };
+
+    let before = sessions().await["data"].as_array().unwrap().len();
+    let alone = t.app.post("/v1/responses", json!({"input": [output("call_9")]})).await;
+    let refused = alone.expect(StatusCode::BAD_REQUEST);
+    assert_eq!(refused["error"]["param"], "input[0].call_id", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("No tool call found for function call output with call_id call_9"));
+    assert_eq!(sessions().await["data"].as_array().unwrap().len(), before);
+
+    t.llm.push(Reply::tool_call("call_1", "lookup", "{}"));
+    let called = create(&t, json!({"input": "look it up", "tools": tools})).await;
+    let chained = |call: &str| json!({"input": [output(call)], "previous_response_id": called["id"], "tools": tools});
+    let wrong = t.app.post("/v1/responses", chained("call_2")).await;
+    wrong.expect(StatusCode::BAD_REQUEST);
+    assert_eq!(sessions().await["data"].as_array().unwrap().len(), before + 1);
+    t.llm.push(Reply::text("found"));
+    assert_eq!(create(&t, chained("call_1")).await["status"], "completed");
+    assert_eq!(last_prompt(&t).last().unwrap(), "x");
+
+    // A call and its output in one input pair up; so do those of a conversation.
+    let conversation = t.app.post("/v1/conversations", json!({})).await.expect(StatusCode::OK);
+    let call =
+        json!({"type": "function_call", "call_id": "call_3", "name": "lookup", "arguments": "{}"});
+    t.llm.push(Reply::text("paired"));
+    let paired = json!({"input": [call, output("call_3")], "conversation": conversation["id"]});
+    assert_eq!(create(&t, paired).await["status"], "completed");
+    t.llm.push(Reply::text("again"));
+    let again = json!({"input": [output("call_3")], "conversation": conversation["id"]});
+    assert_eq!(create(&t, again).await["status"], "completed");
+    let unknown = json!({"input": [output("call_3")], "conversation": "conv_unknown"});
+    t.app.post("/v1/responses", unknown).await.expect(StatusCode::NOT_FOUND);
 }

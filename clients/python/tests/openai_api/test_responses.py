@@ -250,3 +250,13 @@ async def test_a_conversation_and_a_previous_response_exclude_each_other(
     assert "Mutually exclusive parameters: Ensure you are only providing one of" in str(
         both.value.body
     )
+
+
+async def test_an_output_that_answers_no_call_is_refused(client: AsyncOpenAI) -> None:
+    output: Any = {"type": "function_call_output", "call_id": "call_none", "output": "x"}
+    with pytest.raises(BadRequestError) as refused:
+        await client.responses.create(model=MODEL, input=[output])
+    assert refused.value.param == "input[0].call_id"
+    assert "No tool call found for function call output with call_id call_none" in str(
+        refused.value.body
+    )

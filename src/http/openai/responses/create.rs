@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::super::schemas::StreamEvent;
 use super::request::{self, CreateResponse};
 use super::stream::ResponseStream;
-use super::{session_of, view};
+use super::{answered_calls, session_of, view};
 use crate::http::event_stream::{sse, Handover};
 use crate::http::extract::{AppJson, Tenant};
 use crate::http::openai::errors::{OpenAiError, Result};
@@ -73,13 +73,23 @@ pub(super) async fn create(
     let asked = request.asked(&requested, &model)?;
     // Checked here too, so that a refusal names the request's own fields.
     asked.config.validate("", &state.runs.settings().webhooks).map_err(ApiError::from)?;
-    let items = match &request.input {
-        Some(given) => input(&state.sealer, &tenant, "input", given).await?,
-        None => return Err(OpenAiError::invalid("input", "is required")),
+    let Some(given) = &request.input else {
+        return Err(OpenAiError::invalid("input", "is required"));
     };
+    let items = input(&state.sealer, &tenant, "input", given).await?;
     let run_id = Uuid::now_v7();
     let mut echo = asked.echo;
     let target = target(&state, &tenant, &request, run_id, store).await?;
+    let continued = request.conversation.is_some() || request.previous_response_id.is_some();
+    let history = continued.then_some(&target.session);
+    if let Err(error) = answered_calls::check(&state, &tenant, history, given).await {
+        forget_own(&state, &tenant, &target.session, run_id).await;
+        let unknown = matches!(error, OpenAiError::Api(ApiError::SessionNotFound(_)));
+        if let Some(conversation) = request.conversation.as_ref().filter(|_| unknown) {
+            return Err(conversations::not_found(&request::conversation_id(conversation)?));
+        }
+        return Err(error);
+    }
     echo.insert("previous_response_id".into(), request.previous_response_id.clone().into());
     let conversation = match &request.conversation {
         Some(_) => serde_json::json!({"id": target.session.as_str()}),
@@ -107,10 +117,7 @@ pub(super) async fn create(
     let started = match started {
         Ok(started) => started,
         Err(error) => {
-            // A session made for this response goes with it.
-            if target.session.as_str() == ids::own_session(run_id) {
-                let _ = state.store.delete_session(&tenant, &target.session).await;
-            }
+            forget_own(&state, &tenant, &target.session, run_id).await;
             let unknown = matches!(error, RunsError::Store(StoreError::SessionNotFound));
             if let Some(conversation) = request.conversation.as_ref().filter(|_| unknown) {
                 return Err(conversations::not_found(&request::conversation_id(conversation)?));
@@ -143,6 +150,13 @@ pub(super) async fn create(
             Err(OpenAiError::failed_response(store.then_some(id.as_str()), error))
         }
         _ => Ok(Json(view::response(&run, &echo, true)).into_response()),
+    }
+}
+
+/// Deletes the session made for a response that is refused after all.
+async fn forget_own(state: &AppState, tenant: &str, session: &SessionId, run_id: Uuid) {
+    if session.as_str() == ids::own_session(run_id) {
+        let _ = state.store.delete_session(tenant, session).await;
     }
 }
 

@@ -5,6 +5,7 @@
 //! newer ones. The caller's function tools complete the response with their calls; the
 //! next request's `function_call_output` items answer them.
 
+mod answered_calls;
 pub(in crate::http) mod control;
 pub(in crate::http) mod create;
 pub(in crate::http) mod read;
