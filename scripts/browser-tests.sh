@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The browser tests (tests/browser): the console, and examples/react-chat (the AI SDK's
-# useChat, built with its pinned packages), each against the release binary on a fresh
+# The browser tests (tests/browser): the console, examples/react-chat (the AI SDK's
+# useChat, built with its pinned packages) and a page on another origin using the openai
+# package and the TypeScript client (tests/browser/cross_origin), each against the release binary on a fresh
 # SQLite file, a fake OpenAI-compatible LLM, and Debian's chromium driven by Playwright.
 #
 #   scripts/browser-tests.sh                 # build if needed, run the suite
@@ -33,5 +34,8 @@ venv=${BROWSER_TESTS_VENV:-.venv-browser}
 
 # The example's production build, from the exact versions of its package-lock.json.
 (cd examples/react-chat && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build >/dev/null)
+# The cross-origin page: the TypeScript client built, then bundled with the openai package.
+(cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+(cd tests/browser/cross_origin && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build >/dev/null)
 
 exec "$venv/bin/python" -m pytest tests/browser -p no:cacheprovider -ra "$@"
