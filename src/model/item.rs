@@ -20,7 +20,8 @@ use super::field::{json_error_message, InvalidField};
     "item": {"role": "user", "content": "Hello"}
 }))]
 pub struct Item {
-    /// A UUIDv7 given by the service.
+    /// Given by the service: a UUIDv7, or for an item a run appended a UUID derived from
+    /// the run and the item's place in its turn (the id its response showed).
     pub id: Uuid,
     /// Strictly increasing within the session; never reused, even after a pop.
     pub seq: i64,

@@ -8,6 +8,7 @@ mod compaction;
 mod field;
 mod idempotency;
 mod item;
+mod item_ids;
 pub mod mcp_items;
 mod mcp_tool;
 mod metadata;
@@ -36,6 +37,7 @@ pub use compaction::{
 pub use field::{json_error_message, InvalidField, IDENTIFIER_PATTERN};
 pub use idempotency::IdempotencyKey;
 pub use item::{Item, ItemBody};
+pub use item_ids::{turn_item_id, turn_item_ids, TurnPart};
 pub use mcp_tool::{AllowedTools, ApprovalMode, McpApproval, McpTool, ToolNames};
 pub use metadata::{Metadata, MetadataPatch};
 pub use outbound::{WebhookPolicy, REDACTED};

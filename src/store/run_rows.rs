@@ -10,8 +10,8 @@ use super::rows::to_json;
 use super::timestamp::Timestamp;
 use super::{Claim, StartNow, StoreError};
 use crate::model::{
-    DeliveryStatus, IfBusy, NewRun, Run, RunAnswer, RunError, RunEvent, RunRecord, RunStatus,
-    SessionId, Usage, WebhookDelivery,
+    turn_item_ids, DeliveryStatus, IfBusy, NewRun, Run, RunAnswer, RunError, RunEvent, RunRecord,
+    RunStatus, SessionId, Usage, WebhookDelivery,
 };
 
 pub(super) const RUN_COLUMNS: &str =
@@ -274,13 +274,15 @@ pub(super) fn lost(record: &mut RunRecord, last_event_seq: i64, now: DateTime<Ut
     record.end(RunStatus::Failed, Some(error), last_event_seq, now)
 }
 
-/// The items a finished run appends to its session: its input, then its output, when it
-/// completed or was interrupted; nothing otherwise.
-pub(super) fn turn_items(record: &RunRecord) -> Vec<&RawValue> {
-    if !record.run.status.keeps_turn() {
+/// The items a finished run appends to its session, with the ids they are stored under:
+/// its input, then its output, when it completed or was interrupted; nothing otherwise.
+pub(super) fn turn_items(record: &RunRecord) -> Vec<(Uuid, &RawValue)> {
+    let run = &record.run;
+    if !run.status.keeps_turn() {
         return Vec::new();
     }
-    record.run.input.iter().chain(&record.run.output).map(|item| &**item).collect()
+    let ids = turn_item_ids(run.id, run.input.len(), run.output.len());
+    ids.into_iter().zip(run.input.iter().chain(&run.output).map(|item| &**item)).collect()
 }
 
 /// What a completion webhook delivery holds: where to post, and the body to sign and post.

@@ -1,8 +1,10 @@
 //! The ids of the OpenAI routes: a response id is its run's, a conversation id is its
 //! session's, and the items of a response are named after the response and their place
-//! in it, so a stream and a later read give an item the same id.
+//! in it, so a stream, a later read and the conversation give an item the same id.
 
 use uuid::Uuid;
+
+use crate::model::{turn_item_id, TurnPart};
 
 const RESPONSE: &str = "resp_";
 
@@ -28,14 +30,15 @@ pub fn new_conversation() -> String {
     format!("conv_{}", Uuid::now_v7().simple())
 }
 
-/// The id of the item at `position` of a response's output (`msg`, `fc`, …).
-pub fn output_item(prefix: &str, run: Uuid, position: usize) -> String {
-    format!("{prefix}_{}_{position}", run.simple())
+/// The id of the item at `position` of a response's output: the one its conversation
+/// item has once the turn is stored.
+pub fn output_item(run: Uuid, position: usize) -> String {
+    turn_item_id(run, TurnPart::Output, position).to_string()
 }
 
-/// The id of the item at `position` of a response's input.
+/// The id of the item at `position` of a response's input, likewise.
 pub fn input_item(run: Uuid, position: usize) -> String {
-    format!("in_{}_{position}", run.simple())
+    turn_item_id(run, TurnPart::Input, position).to_string()
 }
 
 #[cfg(test)]

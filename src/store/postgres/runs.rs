@@ -155,7 +155,7 @@ impl WriteRun<'_> {
         let items = run_rows::turn_items(record);
         let bodies = items
             .iter()
-            .map(|i| codec.seal(tenant, Column::ItemBody, i.get()))
+            .map(|(_, item)| codec.seal(tenant, Column::ItemBody, item.get()))
             .collect::<Result<Vec<_>>>()?;
         let delivery = run_rows::webhook_delivery(codec, tenant, record, now.0)?;
         let (delivery_id, delivery) = delivery.unzip();
@@ -178,7 +178,7 @@ impl WriteRun<'_> {
             .bind(usage.llm_calls)
             .bind(tenant)
             .bind(record.run.id)
-            .bind(items.iter().map(|_| Uuid::now_v7()).collect::<Vec<_>>())
+            .bind(items.iter().map(|(id, _)| *id).collect::<Vec<_>>())
             .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
             .bind(delivery_id)
             .bind(delivery);

@@ -170,14 +170,14 @@ async fn settle_session(
     }
     let bodies = items
         .iter()
-        .map(|i| codec.seal(tenant, Column::ItemBody, i.get()))
+        .map(|(id, item)| Ok((*id, codec.seal(tenant, Column::ItemBody, item.get())?)))
         .collect::<Result<Vec<_>>>()?;
     let first_seq = last_seq - items.len() as i64 + 1;
     let mut insert = QueryBuilder::<Sqlite>::new(
         "insert into items (id, tenant_id, session_pk, seq, created_at, run_id, body) ",
     );
-    insert.push_values(bodies.iter().zip(first_seq..), |mut row, (body, seq)| {
-        row.push_bind(Uuid::now_v7())
+    insert.push_values(bodies.iter().zip(first_seq..), |mut row, ((id, body), seq)| {
+        row.push_bind(*id)
             .push_bind(tenant)
             .push_bind(session_pk)
             .push_bind(seq)

@@ -18,6 +18,7 @@ on_both_backends!(
     models_and_unrouted_requests_answer_openai_clients,
     a_background_stream_is_resumed_where_it_was_left,
     an_output_must_answer_a_call,
+    a_responses_items_have_their_conversation_items_ids,
 );
 
 async fn create(t: &RunsApp, body: Value) -> Value {
@@ -280,4 +281,33 @@ async fn an_output_must_answer_a_call(db: TestDb) {
     assert_eq!(create(&t, again).await["status"], "completed");
     let unknown = json!({"input": [output("call_3")], "conversation": "conv_unknown"});
     t.app.post("/v1/responses", unknown).await.expect(StatusCode::NOT_FOUND);
+}
+
+/// The ids a response shows for its input and output are those of the conversation's
+/// items, in the stream as in a read.
+async fn a_responses_items_have_their_conversation_items_ids(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    let conversation = t.app.post("/v1/conversations", json!({})).await.expect(StatusCode::OK);
+    let id = conversation["id"].as_str().unwrap();
+    t.llm.push(Reply::text("answered"));
+    let body = json!({"input": "asked", "conversation": id, "stream": true});
+    let streamed = t.app.post("/v1/responses", body).await.text;
+    let done = streamed.lines().rev().find_map(|line| line.strip_prefix("data: ")).unwrap();
+    let response: Value = serde_json::from_str(done).unwrap();
+    let response = &response["response"];
+    let output_id = response["output"][0]["id"].as_str().unwrap();
+    assert!(streamed.contains(&format!(r#""item_id":"{output_id}""#)), "{streamed}");
+
+    let items = t.app.get(&format!("/v1/conversations/{id}/items?order=asc")).await;
+    let items = items.expect(StatusCode::OK);
+    let listed: Vec<&str> =
+        items["data"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+    let response_id = response["id"].as_str().unwrap();
+    let inputs = t.app.get(&format!("/v1/responses/{response_id}/input_items")).await;
+    let input_id = inputs.expect(StatusCode::OK)["data"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(listed, [input_id.as_str(), output_id]);
+    let item = t.app.get(&format!("/v1/conversations/{id}/items/{output_id}")).await;
+    assert_eq!(item.expect(StatusCode::OK)["content"][0]["text"], "answered");
+    let read = t.app.get(&format!("/v1/responses/{response_id}")).await.expect(StatusCode::OK);
+    assert_eq!(read["output"][0]["id"], output_id);
 }

@@ -260,3 +260,16 @@ async def test_an_output_that_answers_no_call_is_refused(client: AsyncOpenAI) ->
     assert "No tool call found for function call output with call_id call_none" in str(
         refused.value.body
     )
+
+
+async def test_a_responses_items_are_its_conversations_items(client: AsyncOpenAI) -> None:
+    conversation = await client.conversations.create()
+    response = await client.responses.create(
+        model=MODEL, input="the same ids", conversation=conversation.id
+    )
+    (message,) = response.output
+    item = await client.conversations.items.retrieve(message.id, conversation_id=conversation.id)
+    assert item.id == message.id
+    listed = [i.id async for i in client.conversations.items.list(conversation.id, order="asc")]
+    inputs = [i.id async for i in client.responses.input_items.list(response.id)]
+    assert listed == inputs + [message.id]

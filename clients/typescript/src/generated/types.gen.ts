@@ -665,7 +665,8 @@ export type IncompleteDetails = {
 export type Item = {
     created_at: string;
     /**
-     * A UUIDv7 given by the service.
+     * Given by the service: a UUIDv7, or for an item a run appended a UUID derived from
+     * the run and the item's place in its turn (the id its response showed).
      */
     id: string;
     /**
@@ -943,7 +944,8 @@ export type PageItem = {
     data: Array<{
         created_at: string;
         /**
-         * A UUIDv7 given by the service.
+         * Given by the service: a UUIDv7, or for an item a run appended a UUID derived from
+         * the run and the item's place in its turn (the id its response showed).
          */
         id: string;
         /**

@@ -73,7 +73,7 @@ impl ResponseStream {
         if self.open.is_some() {
             return;
         }
-        let id = ids::output_item("msg", self.run_id(), self.position);
+        let id = ids::output_item(self.run_id(), self.position);
         let output_index = self.output_index;
         let item = json!({"id": id, "type": "message", "status": "in_progress",
                           "role": "assistant", "content": []});
@@ -120,7 +120,7 @@ impl ResponseStream {
         let position = self.position;
         let output_index = self.output_index;
         let shown = self.run.clone().and_then(|run| {
-            let (kind, _) = output_kind(raw)?;
+            let kind = output_kind(raw)?;
             Some((kind, output_item(&run, position, raw)?))
         });
         let Some((kind, item)) = shown else {

@@ -63,29 +63,23 @@ pub fn usage(usage: &Usage) -> Value {
     })
 }
 
-/// The kind of a generated item and the prefix of its id; none for the items OpenAI's
-/// output has no place for (the answers to tool calls).
-pub fn output_kind(item: &RawValue) -> Option<(String, &'static str)> {
+/// The kind of a generated item; none for the items OpenAI's output has no place for
+/// (the answers to tool calls).
+pub fn output_kind(item: &RawValue) -> Option<String> {
     let value: Value = serde_json::from_str(item.get()).ok()?;
     let kind = value.get("type").and_then(Value::as_str).unwrap_or("message").to_owned();
-    let prefix = match kind.as_str() {
-        "function_call_output" => return None,
-        "message" => "msg",
-        "function_call" => "fc",
-        _ => "item",
-    };
-    Some((kind, prefix))
+    (kind != "function_call_output").then_some(kind)
 }
 
 /// The item at `position` of the run's output, as the Response shows it. MCP items keep
 /// their own ids: a client answers an `mcp_approval_request` by its id.
 pub fn output_item(run: &Run, position: usize, item: &RawValue) -> Option<Value> {
-    let (kind, prefix) = output_kind(item)?;
+    let kind = output_kind(item)?;
     let own =
         kind.starts_with("mcp_").then(|| serde_json::from_str::<Value>(item.get()).ok()).flatten();
     match own.as_ref().and_then(|own| own["id"].as_str()) {
         Some(id) => Some(view(item, id)),
-        None => Some(view(item, &ids::output_item(prefix, run.id, position))),
+        None => Some(view(item, &ids::output_item(run.id, position))),
     }
 }
 
