@@ -17,6 +17,7 @@ mod tests;
 mod shared;
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -277,7 +278,18 @@ const ROW_READ: &str = "::text";
 const ROW_BIND: &str = "::tid";
 const FIRST_ROW: &str = "(0,0)";
 
-/// The SQL of the key id an encrypted value `expr` is under; null for a plain value.
-fn key_id_of(expr: &str) -> String {
-    format!("case when substr({expr}, 1, 7) = 'enc:v1:' then split_part({expr}, ':', 3) end")
+/// The values of `value` in `from` by the key id each is under (none: a plain value),
+/// counted by the server.
+async fn count_by_key_id(
+    pool: &PgPool,
+    value: &str,
+    from: &str,
+) -> Result<BTreeMap<Option<String>, u64>> {
+    let rows: Vec<(Option<String>, i64)> = sqlx::query_as(&format!(
+        "select case when substr({value}, 1, 7) = 'enc:v1:' then split_part({value}, ':', 3) end, \
+         count(*) from {from} where {value} is not null group by 1"
+    ))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(key_id, values)| (key_id, values as u64)).collect())
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 
-use super::backend::{key_id_of, RowId, Store, FIRST_ROW, ROW_BIND, ROW_ID, ROW_READ};
+use super::backend::{count_by_key_id, RowId, Store, FIRST_ROW, ROW_BIND, ROW_ID, ROW_READ};
 use crate::store::at_rest::{AtRestStore, PayloadColumn, Progress, PAYLOAD_COLUMNS};
 use crate::store::Result;
 
@@ -16,15 +16,8 @@ impl AtRestStore for Store {
         let mut counts = BTreeMap::new();
         for payload in &PAYLOAD_COLUMNS {
             let value = format!("{}.{}", payload.alias, payload.value);
-            let rows: Vec<(Option<String>, i64)> = sqlx::query_as(&format!(
-                "select {}, count(*) from {} where {value} is not null group by 1",
-                key_id_of(&value),
-                payload.from
-            ))
-            .fetch_all(self.reader())
-            .await?;
-            for (key_id, values) in rows {
-                *counts.entry(key_id).or_default() += values as u64;
+            for (key_id, values) in count_by_key_id(self.reader(), &value, payload.from).await? {
+                *counts.entry(key_id).or_default() += values;
             }
         }
         Ok(counts)

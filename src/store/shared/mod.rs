@@ -23,8 +23,8 @@
 //!   `claims::{claim_next, finish}`, the queue's claim and a finish that may claim the
 //!   worker's next run with it; `run_batch::{upsert_run_sessions, insert_runs}`, how it
 //!   writes a combined batch of run creations;
-//! - `RowId`, `ROW_ID`, `ROW_READ`, `ROW_BIND`, `FIRST_ROW` and `key_id_of`, the physical
-//!   row order `reencrypt` walks and the key id of a stored value.
+//! - `RowId`, `ROW_ID`, `ROW_READ`, `ROW_BIND`, `FIRST_ROW` and `count_by_key_id`, the
+//!   physical row order `reencrypt` walks and the count of stored values per key id.
 
 mod agents;
 mod api_keys;
