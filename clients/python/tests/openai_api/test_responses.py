@@ -268,8 +268,9 @@ async def test_a_responses_items_are_its_conversations_items(client: AsyncOpenAI
         model=MODEL, input="the same ids", conversation=conversation.id
     )
     (message,) = response.output
+    assert message.id is not None
     item = await client.conversations.items.retrieve(message.id, conversation_id=conversation.id)
     assert item.id == message.id
     listed = [i.id async for i in client.conversations.items.list(conversation.id, order="asc")]
     inputs = [i.id async for i in client.responses.input_items.list(response.id)]
-    assert listed == inputs + [message.id]
+    assert listed == [*inputs, message.id]
