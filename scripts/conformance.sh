@@ -35,7 +35,8 @@
 #   CONFORMANCE_EXTRA_STATEFUL_SEEDS
 #                              further stateful-only runs, with seeds SEED+1, SEED+2, ...
 #                              (default 3; see run_schemathesis).
-#   CONFORMANCE_STAGE_TIMEOUT  seconds one schemathesis run may take (default 600).
+#   CONFORMANCE_STAGE_TIMEOUT  seconds one schemathesis run may take (default 900: the
+#                              first run, all four phases, takes 9-10 minutes here).
 #   CONFORMANCE_PYTHON         the Python that creates the venv (default python3, >= 3.11).
 set -euo pipefail
 
@@ -46,7 +47,7 @@ BACKENDS=${CONFORMANCE_BACKENDS:-sqlite postgres}
 MAX_EXAMPLES=${CONFORMANCE_MAX_EXAMPLES:-300}
 SEED=${CONFORMANCE_SEED:-20261122}
 EXTRA_STATEFUL_SEEDS=${CONFORMANCE_EXTRA_STATEFUL_SEEDS:-3}
-STAGE_TIMEOUT=${CONFORMANCE_STAGE_TIMEOUT:-600}
+STAGE_TIMEOUT=${CONFORMANCE_STAGE_TIMEOUT:-900}
 PYTHON=${CONFORMANCE_PYTHON:-python3}
 PG_SERVER_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 VENV=$ROOT/.venv-conformance
