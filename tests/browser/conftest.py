@@ -8,12 +8,15 @@ Run them with ``scripts/browser-tests.sh``; ``--screenshots`` also rewrites
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -75,6 +78,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def static_site(directory: Path, what: str) -> Iterator[str]:
+    """A page's production build, served as static files from an origin of its own."""
+    assert (directory / "index.html").exists(), f"build {what} first: npm run build in {directory}"
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
 
 
 @pytest.fixture(scope="session")

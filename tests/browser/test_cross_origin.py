@@ -10,17 +10,14 @@ first.
 
 from __future__ import annotations
 
-import functools
 import tempfile
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 from playwright.sync_api import Browser, Error, Page
 
-from conftest import ROOT, free_port, serve
+from conftest import ROOT, serve, static_site
 from fake_llm import FakeLLM
 
 DIST = ROOT / "tests/browser/cross_origin/dist"
@@ -28,16 +25,7 @@ DIST = ROOT / "tests/browser/cross_origin/dist"
 
 @pytest.fixture(scope="module")
 def page_origin() -> Iterator[str]:
-    assert (DIST / "index.html").exists(), "build the page: npm run build in tests/browser/cross_origin"
-
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(Quiet, directory=str(DIST)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    yield from static_site(DIST, "the page")
 
 
 @pytest.fixture(scope="module")

@@ -9,17 +9,14 @@ answers it through CORS as it would a real deployment.
 
 from __future__ import annotations
 
-import functools
 import tempfile
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from conftest import ROOT, Api, free_port, serve
+from conftest import ROOT, Api, serve, static_site
 from fake_llm import SLOW_WORDS, FakeLLM
 
 DIST = ROOT / "examples/react-chat/dist"
@@ -27,17 +24,7 @@ DIST = ROOT / "examples/react-chat/dist"
 
 @pytest.fixture(scope="module")
 def page_origin() -> Iterator[str]:
-    """The example's build, served as static files."""
-    assert (DIST / "index.html").exists(), "build the example first: npm run build in examples/react-chat"
-
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), functools.partial(Quiet, directory=str(DIST)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    yield from static_site(DIST, "the example")
 
 
 @pytest.fixture(scope="module")
