@@ -288,9 +288,10 @@ export const retrieveModel = <ThrowOnError extends boolean = false>(options: Opt
  * Runs the model over the conversation, the previous response's chain, or the input
  * alone. `stream: true` answers with OpenAI's server-sent events; `background: true`
  * answers at once with the queued response, or with both its events, which a client
- * that left resumes with `GET /v1/responses/{id}?stream=true&starting_after=N`. A response waited for that fails answers
- * the status of the cause (429, 400, 502, 504, 500) in OpenAI's error shape; a stored
- * one stays retrievable under the id its message names.
+ * that left resumes with `GET /v1/responses/{id}?stream=true&starting_after=N`. A
+ * response waited for that fails answers the status of the cause (429, 400, 502, 504,
+ * 500) in OpenAI's error shape; a stored one stays retrievable under the id its message
+ * names.
  */
 export const createResponse = <ThrowOnError extends boolean = false>(options: Options<CreateResponseData, ThrowOnError>) => (options.client ?? client).post<CreateResponseResponses, CreateResponseErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -42,9 +42,10 @@ struct Target {
 /// Runs the model over the conversation, the previous response's chain, or the input
 /// alone. `stream: true` answers with OpenAI's server-sent events; `background: true`
 /// answers at once with the queued response, or with both its events, which a client
-/// that left resumes with `GET /v1/responses/{id}?stream=true&starting_after=N`. A response waited for that fails answers
-/// the status of the cause (429, 400, 502, 504, 500) in OpenAI's error shape; a stored
-/// one stays retrievable under the id its message names.
+/// that left resumes with `GET /v1/responses/{id}?stream=true&starting_after=N`. A
+/// response waited for that fails answers the status of the cause (429, 400, 502, 504,
+/// 500) in OpenAI's error shape; a stored one stays retrievable under the id its message
+/// names.
 #[utoipa::path(post, path = "/v1/responses", tag = "openai", operation_id = "create_response",
     request_body = CreateResponse,
     responses(
