@@ -84,12 +84,10 @@ pub(super) async fn create(
     let continued = request.conversation.is_some() || request.previous_response_id.is_some();
     let history = continued.then_some(&target.session);
     if let Err(error) = answered_calls::check(&state, &tenant, history, given).await {
-        forget_own(&state, &tenant, &target.session, run_id).await;
         let unknown = matches!(error, OpenAiError::Api(ApiError::SessionNotFound(_)));
-        if let Some(conversation) = request.conversation.as_ref().filter(|_| unknown) {
-            return Err(conversations::not_found(&request::conversation_id(conversation)?));
-        }
-        return Err(error);
+        return Err(
+            refused(&state, &tenant, &request, &target.session, run_id, unknown, error).await
+        );
     }
     echo.insert("previous_response_id".into(), request.previous_response_id.clone().into());
     let conversation = match &request.conversation {
@@ -118,12 +116,18 @@ pub(super) async fn create(
     let started = match started {
         Ok(started) => started,
         Err(error) => {
-            forget_own(&state, &tenant, &target.session, run_id).await;
             let unknown = matches!(error, RunsError::Store(StoreError::SessionNotFound));
-            if let Some(conversation) = request.conversation.as_ref().filter(|_| unknown) {
-                return Err(conversations::not_found(&request::conversation_id(conversation)?));
-            }
-            return Err(ApiError::from_runs(error, target.session.as_str(), None).into());
+            let error = ApiError::from_runs(error, target.session.as_str(), None).into();
+            return Err(refused(
+                &state,
+                &tenant,
+                &request,
+                &target.session,
+                run_id,
+                unknown,
+                error,
+            )
+            .await);
         }
     };
     let reading = (target.unstored)
@@ -154,10 +158,26 @@ pub(super) async fn create(
     }
 }
 
-/// Deletes the session made for a response that is refused after all.
-async fn forget_own(state: &AppState, tenant: &str, session: &SessionId, run_id: Uuid) {
+/// The answer to a response refused after its session was made ready: that session goes
+/// if it was the response's own, and a conversation found `unknown` is OpenAI's 404.
+async fn refused(
+    state: &AppState,
+    tenant: &str,
+    request: &CreateResponse,
+    session: &SessionId,
+    run_id: Uuid,
+    unknown: bool,
+    error: OpenAiError,
+) -> OpenAiError {
     if session.as_str() == ids::own_session(run_id) {
         let _ = state.store.delete_session(tenant, session).await;
+    }
+    match request.conversation.as_ref().filter(|_| unknown) {
+        Some(conversation) => match request::conversation_id(conversation) {
+            Ok(id) => conversations::not_found(&id),
+            Err(error) => error,
+        },
+        None => error,
     }
 }
 
