@@ -41,8 +41,8 @@ async fn livez() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// The database answers, and commits writes again if the last one failed for a full
-/// disk or a missed deadline; every stored value is under a configured key (as last
+/// The database answers, and, once a write has failed for a full disk or a missed
+/// deadline, commits a write of the probe's own again; every stored value is under a configured key (as last
 /// counted; 503 `encryption_key_missing` names the missing key ids), and the process is
 /// not shutting down (503 `shutting_down` from SIGTERM on); a load balancer sends traffic
 /// only while this is 200.

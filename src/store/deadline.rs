@@ -34,8 +34,9 @@ use crate::model::{
 pub struct Deadline {
     inner: Arc<dyn SessionStore>,
     limit: Duration,
-    /// The last write failed for a full disk or a missed deadline, and none has
-    /// committed since.
+    /// A write failed for a full disk or a missed deadline, and no readiness probe has
+    /// committed since. Other writes never clear it: one that stores nothing (a claim
+    /// finding no run, a sweep finding nothing) commits on a full disk too.
     writes_failing: AtomicBool,
 }
 
@@ -63,12 +64,8 @@ impl Deadline {
     }
 
     fn note_write<T>(&self, result: &Result<T>) {
-        match result {
-            Ok(_) => self.writes_failing.store(false, Ordering::Relaxed),
-            Err(StoreError::StorageFull | StoreError::TimedOut(_)) => {
-                self.writes_failing.store(true, Ordering::Relaxed)
-            }
-            Err(_) => {}
+        if let Err(StoreError::StorageFull | StoreError::TimedOut(_)) = result {
+            self.writes_failing.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -134,12 +131,13 @@ within_deadline!(SessionStore {
     read fn server_secret(&self, name: &str) -> String;
 }
 
-    /// Answers when the database does; while writes are failing, only once one
-    /// commits again.
+    /// Answers when the database does; once a write has failed for space or time, only
+    /// when a write of its own commits again.
     async fn ping(&self) -> Result<()> {
         within(self.limit.min(PING_LIMIT), self.inner.ping()).await?;
         if self.writes_failing.load(Ordering::Relaxed) {
             self.write(self.inner.check_writes()).await?;
+            self.writes_failing.store(false, Ordering::Relaxed);
         }
         Ok(())
     }

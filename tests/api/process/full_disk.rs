@@ -4,7 +4,8 @@
 //! removing the ballast gives the space back while the process runs.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -45,6 +46,14 @@ async fn append_until_full(base: String, client_no: usize, failures: usize) -> V
     panic!("client {client_no}: the disk never filled");
 }
 
+/// Writes to `path` until the disk has no byte left.
+fn fill(path: &Path) {
+    let mut file = std::fs::File::create(path).unwrap();
+    let block = [0u8; 4096];
+    while file.write_all(&block).is_ok() {}
+    while file.write_all(&block[..1]).is_ok() {}
+}
+
 async fn stored(base: &str, session: &str) -> Vec<u64> {
     let page: Value =
         get_json(&client(), format!("{base}/v1/sessions/{session}/items?limit=1000")).await;
@@ -78,15 +87,23 @@ async fn a_full_disk_never_acknowledges_what_it_lost_and_heals_when_space_return
         assert_eq!(stored(&server.base, &format!("client-{client_no}")).await, *acknowledged);
     }
     let http = client();
-    // Appends failed for want of space: readiness commits a write of its own, which
-    // finds no room either.
+    // The disk, seen through the namespace the binary runs in. A small append may still
+    // have fitted after the clients' last refusal, even into the log's slack; a filler
+    // takes the last byte and an append larger than any before needs new pages, so it
+    // is refused, and readiness, which then commits a write of its own, finds no room.
+    let pid = server.child.id().unwrap();
+    let disk: PathBuf = format!("/proc/{pid}/root{mount}").into();
+    fill(&disk.join("filler"));
+    let large = json!({"items": [{"n": 99_999, "pad": "x".repeat(256 * 1024)}]});
+    let refused = http.post(server.url("/v1/sessions/client-0/items")).json(&large);
+    let refused = refused.send().await.unwrap();
+    assert_eq!(refused.status(), 507, "{}", refused.text().await.unwrap());
     let ready = http.get(server.url("/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 503, "writes cannot commit: {}", ready.text().await.unwrap());
 
-    // The ballast, seen through the namespace the binary runs in.
-    let pid = server.child.id().unwrap();
-    let ballast: PathBuf = format!("/proc/{pid}/root{mount}/ballast").into();
-    std::fs::remove_file(&ballast).expect("the ballast can be removed");
+    for file in ["ballast", "filler"] {
+        std::fs::remove_file(disk.join(file)).expect("the test's own files can be removed");
+    }
     let again = json!({"items": [{"n": 100_000}]});
     let answer = http.post(server.url("/v1/sessions/client-0/items")).json(&again).send().await;
     assert_eq!(answer.unwrap().status(), 201, "appends succeed again without a restart");
