@@ -2,7 +2,7 @@
 
 No check is disabled. `filter_failure` drops a failure only in the cases listed there,
 where the checker is demonstrably wrong about this API: what it flags is what the API
-contract (DESIGN.md) prescribes, and the OpenAPI document cannot say so in advance,
+contract (README.md and docs/) prescribes, and the OpenAPI document cannot say so in advance,
 because it depends on data on the server or on the effect of other requests, or on a
 relation between parameters that OpenAPI 3.1 cannot express. Each rule matches the
 operation, the status, the problem `code` and, where that is not enough, the exact
@@ -181,13 +181,15 @@ def after_call(ctx: Any, case: Any, response: Any) -> None:
         replayed = [v.lower() for v in response.headers.get("idempotent-replayed", [])]
         if replayed == ["true"]:
             # A retry with a known Idempotency-Key and the same body gets the *first*
-            # response and appends nothing (DESIGN.md, Items). Schemathesis draws keys from
-            # a small space, so it replays earlier appends, whose items may be gone by now.
+            # response, with those of its items that still exist, and appends nothing
+            # (docs/api.md, "Retention"). Schemathesis draws keys from a small space, so
+            # it replays earlier appends, whose items may be gone by now.
             REPLAYED_ITEMS.update((session_id, item_id) for item_id in ids)
             return
         for item_id in ids:
             APPENDED_AT[(session_id, item_id)] = now
-        # An append creates its session when there is none (DESIGN.md, Items).
+        # An append creates its session when there is none (README.md, "A walk through
+        # the API").
         if session_id in DELETED_SESSIONS:
             RECREATED_SESSIONS.add(session_id)
 

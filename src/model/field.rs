@@ -21,7 +21,7 @@ impl fmt::Display for InvalidField {
 
 impl std::error::Error for InvalidField {}
 
-/// The id alphabet of DESIGN.md as a JSON Schema pattern. At least one character is not a
+/// The id alphabet of docs/api.md as a JSON Schema pattern. At least one character is not a
 /// dot: URL clients rewrite the path segments `.` and `..`, so such ids could not be reached.
 pub const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$";
 

@@ -1,5 +1,5 @@
 //! Domain types. They validate themselves at construction, so the store and the handlers
-//! only ever see values that satisfy DESIGN.md's limits.
+//! only ever see values within the limits that docs/api.md states.
 
 mod agent;
 mod agent_config;

@@ -1,4 +1,4 @@
-//! The rule that layers a run's configuration (DESIGN.md "Runs"): inline over the
+//! The rule that layers a run's configuration (docs/runs.md, "Configuration"): inline over the
 //! `agent_id` agent, over the session's agent, over the server default.
 
 use super::error::{Result, RunsError};

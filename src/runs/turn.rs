@@ -1,4 +1,4 @@
-//! One execution of a claimed run: the loop of DESIGN.md from the stored history to a
+//! One execution of a claimed run: the turn loop of docs/runs.md, from the stored history to a
 //! final status or a pause for the client's tool outputs.
 
 use serde_json::value::RawValue;

@@ -1,4 +1,4 @@
-//! The Vercel AI SDK's chat (DESIGN.md "Web frontends"), on the paths `useChat` and its
+//! The Vercel AI SDK's chat (docs/web-frontends.md), on the paths `useChat` and its
 //! `DefaultChatTransport` use by default, so a page needs only
 //! `new DefaultChatTransport({api: ".../v1/chat"})`: the chat id is the session id, a
 //! message is an ordinary run's input, and the run's events are translated into the UI

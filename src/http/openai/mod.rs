@@ -1,4 +1,4 @@
-//! OpenAI's Conversations and Responses API (DESIGN.md "OpenAI-compatible API"): the
+//! OpenAI's Conversations and Responses API (docs/openai.md): the
 //! same sessions and runs in the wire format OpenAI's clients speak. A translation at
 //! the edge, not a second engine: a conversation is a session, a response a run, its
 //! stream a translation of the run's events, a compact a summary by the engine's

@@ -1,4 +1,4 @@
-//! MCP servers as tools (DESIGN.md "MCP tools"): the engine is the MCP client over the
+//! MCP servers as tools (docs/runs.md, "MCP tools"): the engine is the MCP client over the
 //! Streamable HTTP transport. A run lists each server's tools once, at its start, as an
 //! `mcp_list_tools` item of its turn; offers them to the model beside its functions; and
 //! records each call as an `mcp_call` item, or, when a person must approve it first, as
