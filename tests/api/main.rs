@@ -1,6 +1,7 @@
 //! The integration tests: one binary, so the crate and its dependencies link once.
 
 mod auth;
+mod docs;
 mod fake_llm;
 mod faults;
 mod helpers;
