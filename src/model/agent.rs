@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::agent_config::{
-    default_max_repeated_tool_calls, AgentConfig, ContextConfig, DEFAULT_MAX_REPEATED_TOOL_CALLS,
-    DEFAULT_MAX_TURNS,
+    default_max_repeated_tool_calls, AgentConfig, ContextConfig, ToolLoop,
+    DEFAULT_MAX_REPEATED_TOOL_CALLS, DEFAULT_MAX_TURNS,
 };
 use super::field::InvalidField;
 use super::metadata::{Metadata, MetadataPatch};
@@ -52,19 +52,18 @@ pub struct Agent {
 
 impl Agent {
     /// A new agent with a generated UUIDv7 id.
-    pub fn new(config: AgentConfig, metadata: Metadata, now: DateTime<Utc>) -> Self {
+    pub fn new(mut config: AgentConfig, metadata: Metadata, now: DateTime<Utc>) -> Self {
+        let ToolLoop { tools, max_turns, max_repeated_tool_calls } = config.take_tool_loop();
         Self {
+            tools,
+            max_turns,
+            max_repeated_tool_calls,
             id: uuid::Uuid::now_v7().to_string(),
             name: config.name,
             model: config.model,
             instructions: config.instructions,
             temperature: config.temperature,
             max_output_tokens: config.max_output_tokens,
-            tools: config.tools.unwrap_or_default(),
-            max_turns: config.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
-            max_repeated_tool_calls: config
-                .max_repeated_tool_calls
-                .unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS),
             context: config.context,
             webhook: config.webhook,
             metadata,

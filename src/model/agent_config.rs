@@ -59,7 +59,26 @@ pub struct AgentConfig {
     pub webhook: Option<CompletionWebhook>,
 }
 
+/// The settings of a run's tool loop, each defaulted where no layer set it.
+pub struct ToolLoop {
+    pub tools: Vec<Tool>,
+    pub max_turns: u32,
+    pub max_repeated_tool_calls: u32,
+}
+
 impl AgentConfig {
+    /// Takes the tool loop's settings out, defaulting those no layer set.
+    pub fn take_tool_loop(&mut self) -> ToolLoop {
+        ToolLoop {
+            tools: self.tools.take().unwrap_or_default(),
+            max_turns: self.max_turns.take().unwrap_or(DEFAULT_MAX_TURNS),
+            max_repeated_tool_calls: self
+                .max_repeated_tool_calls
+                .take()
+                .unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS),
+        }
+    }
+
     /// `self` over `base`: each field set here wins.
     pub fn over(self, base: AgentConfig) -> AgentConfig {
         AgentConfig {

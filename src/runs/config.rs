@@ -5,7 +5,7 @@ use super::error::{Result, RunsError};
 use super::RunSettings;
 use crate::model::{
     AgentConfig, AgentId, CompletionWebhook, ContextConfig, RunConfig, Sampling, SessionId,
-    DEFAULT_MAX_REPEATED_TOOL_CALLS, DEFAULT_MAX_TURNS,
+    ToolLoop,
 };
 use crate::store::{SessionStore, StoreError};
 
@@ -60,6 +60,7 @@ pub(super) async fn resolve(
         inline.validate("agent.", &settings.webhooks)?;
         config = inline.clone().over(config);
     }
+    let ToolLoop { tools, max_turns, max_repeated_tool_calls } = config.take_tool_loop();
     let model = config.model.ok_or_else(|| {
         crate::model::InvalidField::new(
             "agent.model",
@@ -71,11 +72,9 @@ pub(super) async fn resolve(
         instructions: config.instructions,
         temperature: config.temperature,
         max_output_tokens: config.max_output_tokens,
-        tools: config.tools.unwrap_or_default(),
-        max_turns: config.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
-        max_repeated_tool_calls: config
-            .max_repeated_tool_calls
-            .unwrap_or(DEFAULT_MAX_REPEATED_TOOL_CALLS),
+        tools,
+        max_turns,
+        max_repeated_tool_calls,
         max_input_tokens: config.context.as_ref().and_then(|c| c.max_input_tokens),
         compaction: config.context.as_ref().and_then(ContextConfig::compaction),
         sampling: request.sampling.clone(),
