@@ -15,7 +15,7 @@ use super::error::{ApiError, JsonBody, Lookup, Result};
 use super::error::{Conflict, KeyReused};
 use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
-use crate::model::{ForkPoint, IdempotencyKey, Metadata, NewFork, Session, SessionId};
+use crate::model::{ForkPoint, IdempotencyKey, Identifier, Metadata, NewFork, Session, SessionId};
 use crate::store::StoreError;
 
 pub fn router() -> Router<AppState> {
@@ -26,11 +26,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct ForkSessionRequest {
     /// The fork's id: 1 to 128 characters of `A-Za-z0-9_.:@-`; a UUIDv7 when absent.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
-    )]
+    #[schema(value_type = Option<Identifier>, inline)]
     id: Option<String>,
     /// The fork's metadata; the source's when absent.
     #[schema(value_type = Option<Metadata>)]
@@ -48,10 +44,7 @@ pub struct ForkSessionRequest {
 /// keeps the agent and (unless given) the metadata, and starts with no runs and zero
 /// usage. The source is neither waited for nor changed: a turn in flight is not copied.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/fork", tag = "sessions",
-    params(
-        ("session_id" = String, Path, description = "The session to fork"),
-        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: the same key with the same request answers with the first request's fork; kept for 24 hours"),
-    ),
+    params(TenantSession, IdempotencyHeader),
     request_body = ForkSessionRequest,
     responses(
         (status = 201, description = "The fork", body = Session, headers(("location" = String, description = "The path of the fork"), ("idempotent-replayed" = String, description = "`true` when this answers a retry"))),

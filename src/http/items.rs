@@ -61,10 +61,7 @@ async fn list_items(
 /// The batch is appended atomically and in order. With an `Idempotency-Key`, a retry of
 /// the same request returns the first response and appends nothing.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/items", tag = "items",
-    params(
-        ("session_id" = String, Path, description = "The session id"),
-        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe; kept for 24 hours"),
-    ),
+    params(TenantSession, IdempotencyHeader),
     request_body = AppendItemsRequest,
     responses(
         (status = 201, description = "The appended items", body = AppendItemsResponse, headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),

@@ -59,33 +59,8 @@ impl ListQuery {
         let mut metadata = Vec::new();
         for (name, value) in form_urlencoded::parse(query.as_bytes()) {
             match &*name {
-                "limit" => {
-                    limit = value
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=PageRequest::MAX_LIMIT).contains(n))
-                        .ok_or_else(|| {
-                            ApiError::invalid(
-                                "limit",
-                                format!(
-                                    "must be an integer from 1 to {}, got `{value}`",
-                                    PageRequest::MAX_LIMIT
-                                ),
-                            )
-                        })?;
-                }
-                "order" => {
-                    order = Some(match &*value {
-                        "asc" => Order::Asc,
-                        "desc" => Order::Desc,
-                        _ => {
-                            return Err(ApiError::invalid(
-                                "order",
-                                format!("must be `asc` or `desc`, got `{value}`"),
-                            ))
-                        }
-                    });
-                }
+                "limit" => limit = page_limit(&value, PageRequest::MAX_LIMIT)?,
+                "order" => order = Some(page_order(&value)?),
                 "after" => after = Some(cursor_id("after", value.into_owned())?),
                 "before" => before = Some(cursor_id("before", value.into_owned())?),
                 _ => {
@@ -115,7 +90,24 @@ impl ListQuery {
     }
 }
 
-fn cursor_id(field: &str, id: String) -> Result<String, ApiError> {
+/// A `limit` parameter: a page size from 1 to `max`.
+pub fn page_limit(value: &str, max: u32) -> Result<u32, ApiError> {
+    value.parse().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
+        ApiError::invalid("limit", format!("must be an integer from 1 to {max}, got `{value}`"))
+    })
+}
+
+/// An `order` parameter.
+pub fn page_order(value: &str) -> Result<Order, ApiError> {
+    match value {
+        "asc" => Ok(Order::Asc),
+        "desc" => Ok(Order::Desc),
+        _ => Err(ApiError::invalid("order", format!("must be `asc` or `desc`, got `{value}`"))),
+    }
+}
+
+/// An `after` or `before` parameter.
+pub fn cursor_id(field: &str, id: String) -> Result<String, ApiError> {
     if id.is_empty() || id.contains('\0') {
         return Err(ApiError::invalid(field, "must be a non-empty id"));
     }

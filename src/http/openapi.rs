@@ -11,7 +11,7 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr};
-use utoipa::{Modify, OpenApi};
+use utoipa::{Modify, OpenApi, PartialSchema};
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::error::{
@@ -25,7 +25,7 @@ use super::{
     agents, api_keys, chat, compactions, forks, items, metrics, operations, runs, sessions,
     AppState,
 };
-use crate::model::IDENTIFIER_PATTERN;
+use crate::model::Identifier;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -178,10 +178,7 @@ impl Modify for ContractDetails {
                 }
                 for parameter in operation.parameters.iter_mut().flatten() {
                     match parameter.name.as_str() {
-                        "session_id" => parameter.schema = Some(identifier_schema().into()),
-                        "Idempotency-Key" => {
-                            parameter.schema = Some(idempotency_key_schema().into())
-                        }
+                        "session_id" => parameter.schema = Some(Identifier::schema()),
                         "Last-Event-ID" => parameter.schema = Some(event_id_schema().into()),
                         _ => {}
                     }
@@ -236,24 +233,6 @@ impl Modify for ContractDetails {
             }
         }
     }
-}
-
-fn identifier_schema() -> Schema {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .min_length(Some(1))
-        .max_length(Some(128))
-        .pattern(Some(IDENTIFIER_PATTERN))
-        .into()
-}
-
-fn idempotency_key_schema() -> Schema {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .min_length(Some(1))
-        .max_length(Some(255))
-        .pattern(Some("^[!-~]+$"))
-        .into()
 }
 
 /// The `id:` of a run's event, as `Last-Event-ID` sends it back.

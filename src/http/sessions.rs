@@ -17,8 +17,8 @@ use super::extract::{present, AppJson, Tenant, TenantSession};
 use super::list_query::ListQuery;
 use super::AppState;
 use crate::model::{
-    AgentId, ExpiresAfter, Metadata, MetadataPatch, NewSession, Order, Page, Session, SessionId,
-    SessionPatch,
+    AgentId, ExpiresAfter, Identifier, Metadata, MetadataPatch, NewSession, Order, Page, Session,
+    SessionId, SessionPatch,
 };
 
 pub fn router() -> Router<AppState> {
@@ -32,22 +32,14 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionRequest {
     /// 1 to 128 characters of `A-Za-z0-9_.:@-`; a UUIDv7 is generated when absent.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
-    )]
+    #[schema(value_type = Option<Identifier>, inline)]
     id: Option<String>,
     #[schema(value_type = Option<Metadata>)]
     metadata: Option<BTreeMap<String, String>>,
     /// The agent that runs this session's turns unless a run names another; 404
     /// `agent_not_found` when there is no such agent. Deleting the agent later leaves
     /// the id here: a run on the session is then 404 `agent_not_found`.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
-    )]
+    #[schema(value_type = Option<Identifier>, inline)]
     agent_id: Option<String>,
     /// When the session is deleted; null keeps it until it is deleted, absent takes the
     /// server's default (`SESSION_EXPIRES_AFTER_SECS` of inactivity, if set).
@@ -86,7 +78,7 @@ pub struct UpdateSessionRequest {
     /// A new agent (404 `agent_not_found` when there is none); null detaches the session
     /// from its agent.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 128, pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$")]
+    #[schema(value_type = Option<Identifier>, inline)]
     agent_id: Option<Option<String>>,
     /// A new retention, counted from now for `last_active_at` and from `created_at`
     /// otherwise; null keeps the session until it is deleted.

@@ -1,5 +1,9 @@
 use std::fmt;
 
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
+
 /// A rejected input value, named by the field that carried it so a client can find it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidField {
@@ -24,6 +28,23 @@ impl std::error::Error for InvalidField {}
 /// The id alphabet of docs/api.md as a JSON Schema pattern. At least one character is not a
 /// dot: URL clients rewrite the path segments `.` and `..`, so such ids could not be reached.
 pub const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$";
+
+/// The schema of a client-chosen id (a session's, an agent's): 1 to 128 characters
+/// matching [`IDENTIFIER_PATTERN`]. Request fields name it as their `value_type`.
+pub struct Identifier;
+
+impl PartialSchema for Identifier {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(128))
+            .pattern(Some(IDENTIFIER_PATTERN))
+            .into()
+    }
+}
+
+impl ToSchema for Identifier {}
 
 /// Checks what the model may call a function (a tool's name, a server's label): 1 to 64
 /// characters of `A-Za-z0-9_-`.

@@ -28,13 +28,13 @@ mod whole_number;
 pub use agent::{Agent, AgentPatch};
 pub use agent_config::{
     check_model_name, AgentConfig, CompactionPolicy, ConfigError, ContextConfig, ContextStrategy,
-    DEFAULT_MAX_REPEATED_TOOL_CALLS, DEFAULT_MAX_TURNS,
+    ToolLoop,
 };
 pub use api_key::{check_scopes, check_tenant, ApiKey, KeyHash, NewKey, Scope, TENANT_PATTERN};
 pub use compaction::{
     Compaction, ForkPoint, NewFork, DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS,
 };
-pub use field::{json_error_message, InvalidField, IDENTIFIER_PATTERN};
+pub use field::{json_error_message, Identifier, InvalidField, IDENTIFIER_PATTERN};
 pub use idempotency::IdempotencyKey;
 pub use item::{Item, ItemBody};
 pub use item_ids::{turn_item_id, turn_item_ids, TurnPart};

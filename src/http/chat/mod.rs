@@ -24,6 +24,7 @@ use uuid::Uuid;
 use super::error::{BadRequest, Conflict, JsonBody, Lookup, Result};
 use super::event_stream::{sse, Handover};
 use super::extract::{AppJson, Tenant, TenantSession};
+use super::list_query::page_limit;
 use super::{ApiError, AppState};
 use crate::model::{run_items, IfBusy, Order, PageRequest, Run, RunStatus, SessionId};
 use crate::runs::{ConfigRequest, StartRun};
@@ -146,8 +147,8 @@ pub(super) async fn resume_stream(
 #[into_params(parameter_in = Query)]
 pub(super) struct MessagesQuery {
     /// How many of the newest items the messages are made of (1 to 1000, default 100).
-    #[param(minimum = 1, maximum = 1000)]
-    limit: Option<u32>,
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
+    limit: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -172,12 +173,10 @@ pub(super) async fn chat_messages(
 ) -> Result<Json<MessagesPage>> {
     let limit = match query {
         Ok(Query(MessagesQuery { limit: None })) => PageRequest::DEFAULT_LIMIT,
-        Ok(Query(MessagesQuery { limit: Some(n) }))
-            if (1..=PageRequest::MAX_LIMIT).contains(&n) =>
-        {
-            n
+        Ok(Query(MessagesQuery { limit: Some(limit) })) => {
+            page_limit(&limit, PageRequest::MAX_LIMIT)?
         }
-        _ => return Err(ApiError::invalid("limit", "must be an integer from 1 to 1000")),
+        Err(rejection) => return Err(ApiError::invalid("limit", rejection.body_text())),
     };
     // The run first: a turn it finishes before the items are read is in them, and is
     // then not shown twice.

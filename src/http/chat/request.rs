@@ -10,7 +10,9 @@ use uuid::Uuid;
 
 use super::messages::{UiMessage, UiRole};
 use crate::http::ApiError;
-use crate::model::{Approval, RequiredAction, RequiredActionKind, RunAnswer, ToolOutput};
+use crate::model::{
+    Approval, Identifier, RequiredAction, RequiredActionKind, RunAnswer, ToolOutput,
+};
 
 /// What `DefaultChatTransport` sends: `{id, messages, trigger, messageId}`, plus the
 /// fields a page adds with the transport's `body` option (`agent_id`).
@@ -18,11 +20,7 @@ use crate::model::{Approval, RequiredAction, RequiredActionKind, RunAnswer, Tool
 #[serde(deny_unknown_fields)]
 pub struct ChatRequest {
     /// The chat's id, which is the session's: created if absent.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
-    )]
+    #[schema(value_type = Identifier, inline)]
     pub id: String,
     /// The page's messages; only the newest is read.
     #[schema(min_items = 1)]
@@ -37,11 +35,7 @@ pub struct ChatRequest {
     #[serde(rename = "messageId")]
     pub message_id: Option<String>,
     /// The agent to run, over the session's.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
-    )]
+    #[schema(value_type = Option<Identifier>, inline)]
     pub agent_id: Option<String>,
 }
 

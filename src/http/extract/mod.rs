@@ -9,6 +9,10 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::Required;
+use utoipa::IntoParams;
 
 use super::error::ApiError;
 use crate::model::{json_error_message, IdempotencyKey, InvalidField};
@@ -56,6 +60,25 @@ impl IdempotencyHeader {
             .to_str()
             .map_err(|_| ApiError::invalid("Idempotency-Key", "must be visible ASCII"))?;
         Ok(Some(fingerprint(key)?))
+    }
+}
+
+impl IntoParams for IdempotencyHeader {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let key = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(255))
+            .pattern(Some("^[!-~]+$"));
+        vec![ParameterBuilder::new()
+            .name("Idempotency-Key")
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .schema(Some(key))
+            .description(Some(
+                "Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours",
+            ))
+            .build()]
     }
 }
 

@@ -9,7 +9,7 @@ use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::list_query::{cursor, query_param, string};
+use crate::http::list_query::{cursor, cursor_id, page_limit, page_order, query_param, string};
 use crate::http::ApiError;
 use crate::model::{Cursor, Order, PageRequest};
 
@@ -40,34 +40,9 @@ impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
         let text = parts.uri.query().unwrap_or_default();
         for (name, value) in form_urlencoded::parse(text.as_bytes()) {
             match &*name {
-                "after" if value.is_empty() || value.contains('\0') => {
-                    return Err(ApiError::invalid("after", "must be a non-empty id"))
-                }
-                "after" => query.after = Some(value.into_owned()),
-                "limit" => {
-                    query.limit = value
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=MAX_LIMIT).contains(n))
-                        .ok_or_else(|| {
-                            ApiError::invalid(
-                                "limit",
-                                format!("must be an integer from 1 to {MAX_LIMIT}, got `{value}`"),
-                            )
-                        })?;
-                }
-                "order" => {
-                    query.order = match &*value {
-                        "asc" => Order::Asc,
-                        "desc" => Order::Desc,
-                        _ => {
-                            return Err(ApiError::invalid(
-                                "order",
-                                format!("must be `asc` or `desc`, got `{value}`"),
-                            ))
-                        }
-                    }
-                }
+                "after" => query.after = Some(cursor_id("after", value.into_owned())?),
+                "limit" => query.limit = page_limit(&value, MAX_LIMIT)?,
+                "order" => query.order = page_order(&value)?,
                 _ => {}
             }
         }

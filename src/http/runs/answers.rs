@@ -1,18 +1,22 @@
 //! Answering a paused run: the outputs of its client tools, or a person's approvals of
 //! its calls of server-side tools. Either way the run goes on.
 
+use std::collections::BTreeMap;
+
 use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
-use utoipa::ToSchema;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::response::{Response as ResponseDoc, ResponseBuilder};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{IntoResponses, ToSchema};
 
 use super::follow::{wait, Native};
-use super::schemas::RunStreamEvent;
-use crate::http::error::{Conflict, JsonBody, Lookup, Result};
+use crate::http::error::{JsonBody, Lookup, Result};
 use crate::http::event_stream::{sse, Handover};
 use crate::http::extract::{AppJson, TenantRun};
 use crate::http::AppState;
-use crate::model::{Approval, Run, RunAnswer, ToolOutput};
+use crate::model::{Approval, RunAnswer, ToolOutput};
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -37,13 +41,7 @@ pub struct ApprovalsRequest {
 /// Answer a `requires_action` run's client tool calls; the run goes on.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/runs/{run_id}/tool_outputs", tag = "runs",
     params(TenantRun), request_body = ToolOutputsRequest,
-    responses(
-        (status = 200, description = "The run once it finishes or needs the client again, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream"))),
-        (status = 202, description = "The run, still executing after RUN_WAIT_SECS", body = Run),
-        Lookup,
-        JsonBody,
-        (status = 409, response = Conflict),
-    ))]
+    responses(Answered))]
 pub async fn submit_tool_outputs(
     State(state): State<AppState>,
     run: TenantRun,
@@ -58,13 +56,7 @@ pub async fn submit_tool_outputs(
 /// reason, and the run goes on.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/runs/{run_id}/approvals", tag = "runs",
     params(TenantRun), request_body = ApprovalsRequest,
-    responses(
-        (status = 200, description = "The run once it finishes or needs the client again, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream"))),
-        (status = 202, description = "The run, still executing after RUN_WAIT_SECS", body = Run),
-        Lookup,
-        JsonBody,
-        (status = 409, response = Conflict),
-    ))]
+    responses(Answered))]
 pub async fn submit_approvals(
     State(state): State<AppState>,
     run: TenantRun,
@@ -72,6 +64,40 @@ pub async fn submit_approvals(
 ) -> Result<Response> {
     let stream = request.stream.unwrap_or(false);
     answer(state, run, RunAnswer::Approvals(request.approvals), stream).await
+}
+
+/// What an answer to a paused run responds.
+struct Answered;
+
+impl IntoResponses for Answered {
+    fn responses() -> BTreeMap<String, RefOr<ResponseDoc>> {
+        let content = |schema: &str| {
+            ContentBuilder::new().schema(Some(Ref::from_schema_name(schema))).build()
+        };
+        let mut responses = BTreeMap::from([
+            (
+                "200".to_owned(),
+                ResponseBuilder::new()
+                    .description("The run once it finishes or needs the client again, or its events with `stream: true`")
+                    .content("application/json", content("Run"))
+                    .content("text/event-stream", content("RunStreamEvent"))
+                    .build()
+                    .into(),
+            ),
+            (
+                "202".to_owned(),
+                ResponseBuilder::new()
+                    .description("The run, still executing after RUN_WAIT_SECS")
+                    .content("application/json", content("Run"))
+                    .build()
+                    .into(),
+            ),
+            ("409".to_owned(), Ref::from_response_name("Conflict").into()),
+        ]);
+        responses.extend(Lookup::responses());
+        responses.extend(JsonBody::responses());
+        responses
+    }
 }
 
 async fn answer(

@@ -21,7 +21,9 @@ use super::answer::Replayed;
 use super::error::{Conflict, JsonBody, KeyReused, Lookup, Result};
 use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
-use crate::model::{AgentConfig, CompletionWebhook, IdempotencyKey, IfBusy, Metadata, Run};
+use crate::model::{
+    AgentConfig, CompletionWebhook, IdempotencyKey, Identifier, IfBusy, Metadata, Run,
+};
 use crate::runs::{ConfigRequest, StartRun};
 pub(super) use answers::{__path_submit_approvals, __path_submit_tool_outputs};
 pub(super) use control::{__path_cancel_run, __path_get_run, __path_list_runs};
@@ -58,11 +60,7 @@ pub struct CreateRunRequest {
     #[schema(value_type = RunInput)]
     input: Box<RawValue>,
     /// An agent whose configuration overrides the session's agent.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = "^[A-Za-z0-9_.:@-]*[A-Za-z0-9_:@-][A-Za-z0-9_.:@-]*$"
-    )]
+    #[schema(value_type = Option<Identifier>, inline)]
     agent_id: Option<String>,
     /// Configuration that overrides `agent_id`'s, the session's agent and the defaults.
     agent: Option<AgentConfig>,
@@ -78,16 +76,13 @@ pub struct CreateRunRequest {
     metadata: Option<BTreeMap<String, String>>,
 }
 
-/// Run the agent's next turn.
+/// Run the agent's next turn, creating the session if it does not exist.
 ///
 /// Waits for the run and answers 200 with it (or 202 when it outlasts `RUN_WAIT_SECS`);
 /// with `stream: true` answers its events as `text/event-stream`; with
 /// `background: true` answers 202 at once.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/runs", tag = "runs",
-    params(
-        ("session_id" = String, Path, description = "The session id; created if absent"),
-        ("Idempotency-Key" = Option<String>, Header, description = "Makes retries safe: the same key with the same request answers with the first request's run instead of starting another; kept for 24 hours"),
-    ),
+    params(TenantSession, IdempotencyHeader),
     request_body = CreateRunRequest,
     responses(
         (status = 200, description = "The finished run, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream")), headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),

@@ -535,7 +535,7 @@ export const listRuns = <ThrowOnError extends boolean = false>(options: Options<
 });
 
 /**
- * Run the agent's next turn.
+ * Run the agent's next turn, creating the session if it does not exist.
  *
  * Waits for the run and answers 200 with it (or 202 when it outlasts `RUN_WAIT_SECS`);
  * with `stream: true` answers its events as `text/event-stream`; with

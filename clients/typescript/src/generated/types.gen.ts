@@ -161,7 +161,7 @@ export type ChatRequest = {
     /**
      * The agent to run, over the session's.
      */
-    agent_id?: string | null;
+    agent_id?: null | string;
     /**
      * The chat's id, which is the session's: created if absent.
      */
@@ -512,7 +512,7 @@ export type CreateRunRequest = {
     /**
      * An agent whose configuration overrides the session's agent.
      */
-    agent_id?: string | null;
+    agent_id?: null | string;
     /**
      * Answer 202 at once; the run executes in the background.
      */
@@ -536,12 +536,12 @@ export type CreateSessionRequest = {
      * `agent_not_found` when there is no such agent. Deleting the agent later leaves
      * the id here: a run on the session is then 404 `agent_not_found`.
      */
-    agent_id?: string | null;
+    agent_id?: null | string;
     expires_after?: null | ExpiresAfter;
     /**
      * 1 to 128 characters of `A-Za-z0-9_.:@-`; a UUIDv7 is generated when absent.
      */
-    id?: string | null;
+    id?: null | string;
     metadata?: null | Metadata;
 };
 
@@ -594,7 +594,7 @@ export type ForkSessionRequest = {
     /**
      * The fork's id: 1 to 128 characters of `A-Za-z0-9_.:@-`; a UUIDv7 when absent.
      */
-    id?: string | null;
+    id?: null | string;
     metadata?: null | Metadata;
     /**
      * Copy the items up to and including this one. Not with `before_run_id`.
@@ -1307,7 +1307,7 @@ export type UpdateSessionRequest = {
      * A new agent (404 `agent_not_found` when there is none); null detaches the session
      * from its agent.
      */
-    agent_id?: string | null;
+    agent_id?: null | string;
     expires_after?: null | ExpiresAfter;
     metadata?: MetadataPatch;
 };
@@ -3948,13 +3948,13 @@ export type ForkSessionData = {
     body: ForkSessionRequest;
     headers?: {
         /**
-         * Makes retries safe: the same key with the same request answers with the first request's fork; kept for 24 hours
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
          */
         'Idempotency-Key'?: string;
     };
     path: {
         /**
-         * The session to fork
+         * The session id
          */
         session_id: string;
     };
@@ -4157,7 +4157,7 @@ export type AppendItemsData = {
     body: AppendItemsRequest;
     headers?: {
         /**
-         * Makes retries safe; kept for 24 hours
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
          */
         'Idempotency-Key'?: string;
     };
@@ -4478,13 +4478,13 @@ export type CreateRunData = {
     body: CreateRunRequest;
     headers?: {
         /**
-         * Makes retries safe: the same key with the same request answers with the first request's run instead of starting another; kept for 24 hours
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
          */
         'Idempotency-Key'?: string;
     };
     path: {
         /**
-         * The session id; created if absent
+         * The session id
          */
         session_id: string;
     };
