@@ -202,7 +202,7 @@ async fn time_limit(State(limit): State<Duration>, request: Request, next: Next)
 async fn unrouted(headers: HeaderMap, error: ApiError) -> Response {
     let response = error.into_response();
     if openai::from_openai_client(&headers) {
-        return openai::reshape(response).await;
+        return openai::reshape(response);
     }
     response
 }

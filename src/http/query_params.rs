@@ -127,7 +127,7 @@ mod tests {
         assert!(check_query(&declared, "limit=2&metadata[user]=a&metadata[team]=b").is_ok());
         assert!(check_query(&declared, "include=a&include=b&include[]=c").is_ok());
         let refused = |query| match check_query(&declared, query) {
-            Err(ApiError::InvalidRequest(detail)) => detail,
+            Err(error @ ApiError::InvalidRequest { .. }) => error.to_string(),
             other => panic!("{query}: {other:?}"),
         };
         assert!(refused("user=alice").starts_with("user: "));

@@ -80,13 +80,33 @@ pub(crate) fn check_identifier(field: &str, value: &str) -> Result<(), InvalidFi
 const MAX_JSON_DEPTH: usize = 128;
 
 /// A JSON parse error for people: the parser's "recursion limit exceeded" names the
-/// limit it stands for.
+/// limit it stands for, and a value of the wrong type or shape is named by its field
+/// alone, without the parser's line and column, which point into the raw bytes.
 pub fn json_error_message(error: &serde_json::Error) -> String {
-    let text = error.to_string();
+    let mut text = error.to_string();
+    if error.is_data() && error.line() > 0 {
+        let position = format!(" at line {} column {}", error.line(), error.column());
+        if text.ends_with(&position) {
+            text.truncate(text.len() - position.len());
+        }
+    }
     match text.strip_prefix("recursion limit exceeded") {
         Some(position) => {
             format!("nests deeper than {MAX_JSON_DEPTH} levels, the limit{position}")
         }
         None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_type_is_named_without_the_parsers_position() {
+        let error = serde_json::from_str::<Vec<f64>>(r#"[1, "hot"]"#).unwrap_err();
+        assert_eq!(json_error_message(&error), r#"invalid type: string "hot", expected f64"#);
+        let error = serde_json::from_str::<Vec<f64>>("[1,").unwrap_err();
+        assert!(json_error_message(&error).ends_with("at line 1 column 3"));
     }
 }

@@ -71,7 +71,7 @@ impl From<ConfigError> for ApiError {
 
 impl From<InvalidField> for ApiError {
     fn from(error: InvalidField) -> Self {
-        Self::InvalidRequest(error.to_string())
+        Self::InvalidRequest { field: error.field, message: error.message }
     }
 }
 
@@ -83,7 +83,7 @@ impl From<StoreError> for ApiError {
             StoreError::ItemNotFound => Self::ItemNotFound("item not found".into()),
             StoreError::SessionEmpty => Self::SessionEmpty("the session has no items".into()),
             StoreError::UnknownCursor => {
-                Self::InvalidRequest("after/before: the cursor names no row of this listing".into())
+                Self::invalid("after/before", "the cursor names no row of this listing")
             }
             StoreError::IdempotencyKeyReused => Self::IdempotencyKeyReused,
             StoreError::HistoryChanged => Self::HistoryChanged(

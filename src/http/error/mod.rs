@@ -19,8 +19,10 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    #[error("{0}")]
-    InvalidRequest(String),
+    /// Bad input: `field` names where it sits in the request (`input[2].type`, a query
+    /// parameter, a header).
+    #[error("{field}: {message}")]
+    InvalidRequest { field: String, message: String },
     #[error("{0}")]
     SessionNotFound(String),
     #[error("{0}")]
@@ -104,7 +106,7 @@ fn human_size(bytes: usize) -> String {
 impl ApiError {
     pub fn status_code(&self) -> StatusCode {
         match self {
-            Self::InvalidRequest(_) | Self::NothingToCompact(_) => StatusCode::BAD_REQUEST,
+            Self::InvalidRequest { .. } | Self::NothingToCompact(_) => StatusCode::BAD_REQUEST,
             Self::HistoryChanged(_) => StatusCode::CONFLICT,
             Self::Llm(code, _) => match code {
                 LlmErrorCode::BadRequest | LlmErrorCode::ContextTooLong => StatusCode::BAD_REQUEST,
@@ -144,7 +146,7 @@ impl ApiError {
     /// The stable, machine-readable name of the error.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::InvalidRequest(_) => "invalid_request",
+            Self::InvalidRequest { .. } => "invalid_request",
             Self::SessionNotFound(_) => "session_not_found",
             Self::SessionExists(_) => "session_exists",
             Self::ItemNotFound(_) => "item_not_found",
@@ -176,7 +178,15 @@ impl ApiError {
     }
 
     pub fn invalid(field: &str, message: impl std::fmt::Display) -> Self {
-        Self::InvalidRequest(format!("{field}: {message}"))
+        Self::InvalidRequest { field: field.to_owned(), message: message.to_string() }
+    }
+
+    /// The request field at fault, for bad input.
+    fn field(&self) -> Option<&str> {
+        match self {
+            Self::InvalidRequest { field, .. } => Some(field),
+            _ => None,
+        }
     }
 }
 
@@ -203,6 +213,17 @@ pub struct Problem {
     pub code: String,
 }
 
+/// What an error's problem document says, kept in the response's extensions as values:
+/// routes that speak another protocol render the same error in that protocol's shape
+/// from them, never by reading the document back.
+#[derive(Debug, Clone)]
+pub struct ErrorParts {
+    pub code: &'static str,
+    /// The request field at fault, for bad input.
+    pub field: Option<String>,
+    pub message: String,
+}
+
 /// The cause of a 500, kept in the response's extensions for the logging middleware:
 /// it is logged with the request id and never sent to the client.
 #[derive(Debug, Clone)]
@@ -220,6 +241,11 @@ impl IntoResponse for ApiError {
         };
         let body = serde_json::to_vec(&problem).expect("a problem serializes");
         let mut response = (status, body).into_response();
+        response.extensions_mut().insert(ErrorParts {
+            code: self.code(),
+            field: self.field().map(str::to_owned),
+            message: problem.detail,
+        });
         response
             .headers_mut()
             .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));

@@ -112,7 +112,7 @@ pub(super) fn parse_id(id: &str) -> Result<SessionId> {
 }
 
 pub(super) fn not_found(id: &str) -> OpenAiError {
-    OpenAiError::Api(ApiError::SessionNotFound(format!("no conversation with id `{id}`")))
+    OpenAiError::conversation_not_found(id)
 }
 
 /// Checked items of a request: a list of at most [`MAX_ITEMS`].

@@ -1,16 +1,17 @@
 //! OpenAI's error shape, `{"error": {"message", "type", "param", "code"}}`, on the OpenAI
-//! routes, with the status codes of the native API: every problem document these routes
-//! answer with (from a handler, an extractor, the auth gate) is rewritten into it, so
+//! routes, with the status codes of the native API: every error these routes answer with
+//! (from a handler, an extractor, the auth gate) is rendered in it from its values, so
 //! OpenAI clients raise their usual exceptions.
 
-use axum::body::{to_bytes, Body};
+use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::http::error::ErrorParts;
 use crate::http::ApiError;
 use crate::model::RunError;
 
@@ -85,6 +86,35 @@ impl OpenAiError {
         }
     }
 
+    /// 404 `conversation_not_found`: the id names no conversation of the caller's.
+    pub fn conversation_not_found(id: &str) -> Self {
+        Self::Own {
+            status: StatusCode::NOT_FOUND,
+            code: "conversation_not_found",
+            param: None,
+            message: format!("no conversation with id `{id}`"),
+        }
+    }
+
+    /// Whether this is [`Self::conversation_not_found`].
+    pub fn is_conversation_not_found(&self) -> bool {
+        matches!(self, Self::Own { code: "conversation_not_found", .. })
+    }
+
+    /// 409 `conversation_busy`: a response is in progress in the conversation, and the
+    /// request asked to be refused then (`if_busy: "reject"`).
+    pub fn conversation_busy(conversation: &str, response_id: &str) -> Self {
+        Self::Own {
+            status: StatusCode::CONFLICT,
+            code: "conversation_busy",
+            param: None,
+            message: format!(
+                "conversation `{conversation}` has response `{response_id}` in progress; \
+                 wait for it, cancel it or pass if_busy: \"enqueue\""
+            ),
+        }
+    }
+
     /// 404 for a response id that names no stored response of the caller's.
     pub fn response_not_found(id: &str) -> Self {
         Self::Own {
@@ -142,17 +172,10 @@ fn kind(status: StatusCode) -> &'static str {
     }
 }
 
-/// The parts of a problem document the rewrite reads.
-#[derive(Deserialize)]
-struct Problem {
-    detail: String,
-    code: String,
-}
-
-/// Rewrites the problem documents of the routes it wraps into OpenAI's shape, keeping
-/// their status and headers.
+/// Renders the errors of the routes it wraps in OpenAI's shape, keeping their status
+/// and headers.
 pub async fn rewrite(request: Request, next: Next) -> Response {
-    reshape(next.run(request).await).await
+    reshape(next.run(request).await)
 }
 
 /// Whether the request comes from one of OpenAI's generated clients, which name their
@@ -161,30 +184,19 @@ pub fn from_openai_client(headers: &HeaderMap) -> bool {
     headers.keys().any(|name| name.as_str().starts_with("x-stainless-"))
 }
 
-/// The response with its problem document, if it has one, in OpenAI's shape.
-pub async fn reshape(response: Response) -> Response {
-    let is_problem = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|t| t.as_bytes().starts_with(b"application/problem+json"));
-    if !is_problem {
+/// The response in OpenAI's shape if it answers an error, from the error's own values
+/// (`ErrorParts`); any other response as it is.
+pub fn reshape(response: Response) -> Response {
+    let Some(error) = response.extensions().get::<ErrorParts>().cloned() else {
         return response;
-    }
-    let (mut parts, body) = response.into_parts();
-    // A problem document is a few hundred bytes that this service wrote.
-    let Ok(bytes) = to_bytes(body, 64 * 1024).await else {
-        return ApiError::Internal("a problem document could not be read".into()).into_response();
     };
-    let Ok(problem) = serde_json::from_slice::<Problem>(&bytes) else {
-        return Response::from_parts(parts, Body::from(bytes));
-    };
-    let param = (problem.code == "invalid_request").then(|| param_of(&problem.detail)).flatten();
+    let (mut parts, _) = response.into_parts();
     let body = ErrorBody {
         error: Detail {
             kind: kind(parts.status),
-            param,
-            message: problem.detail,
-            code: problem.code,
+            param: error.field,
+            message: error.message,
+            code: error.code.to_owned(),
         },
     };
     parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -193,22 +205,30 @@ pub async fn reshape(response: Response) -> Response {
     Response::from_parts(parts, Body::from(body))
 }
 
-/// The field a bad-input detail names first (`"input[2].type: …"` → `input[2].type`).
-fn param_of(detail: &str) -> Option<String> {
-    let (field, _) = detail.split_once(": ")?;
-    let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '-');
-    (!field.is_empty() && field.chars().all(valid)).then(|| field.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
+    use axum::body::to_bytes;
+
     use super::*;
 
-    #[test]
-    fn the_param_is_the_field_a_detail_names() {
-        assert_eq!(param_of("input[2].type: unknown").as_deref(), Some("input[2].type"));
-        assert_eq!(param_of("Idempotency-Key: must be ASCII").as_deref(), Some("Idempotency-Key"));
-        assert_eq!(param_of("the body is not JSON: expected value"), None);
-        assert_eq!(param_of("no colon"), None);
+    #[tokio::test]
+    async fn an_error_is_rendered_from_its_values_and_other_answers_pass() {
+        let refused = reshape(ApiError::invalid("input[2].type", "unknown").into_response());
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(refused.headers()[header::CONTENT_TYPE], "application/json");
+        let body = to_bytes(refused.into_body(), 4096).await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"error": {"message": "input[2].type: unknown",
+                "type": "invalid_request_error", "param": "input[2].type",
+                "code": "invalid_request"}})
+        );
+        let busy = reshape(ApiError::SessionBusy("busy".into()).into_response());
+        let body = to_bytes(busy.into_body(), 4096).await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["param"], serde_json::Value::Null);
+        let fine = reshape((StatusCode::OK, "ok").into_response());
+        assert_eq!(to_bytes(fine.into_body(), 16).await.unwrap(), "ok");
     }
 }

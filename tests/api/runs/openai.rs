@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use serde_json::{json, Value};
 
-use super::RunsApp;
+use super::{until_called, RunsApp};
 use crate::fake_llm::Reply;
 use crate::helpers::{on_both_backends, TestDb};
 
@@ -19,6 +19,7 @@ on_both_backends!(
     a_background_stream_is_resumed_where_it_was_left,
     an_output_must_answer_a_call,
     a_responses_items_have_their_conversation_items_ids,
+    a_busy_conversation_names_the_response_in_progress,
 );
 
 async fn create(t: &RunsApp, body: Value) -> Value {
@@ -169,12 +170,18 @@ async fn refusals_name_the_field_the_document_constrains(db: TestDb) {
     let wrong_type =
         t.app.post("/v1/responses", json!({"input": "x", "stream_options": [1]})).await;
     assert_eq!(wrong_type.status, StatusCode::BAD_REQUEST, "{}", wrong_type.text);
+    let hot = t.app.post("/v1/responses", json!({"input": "x", "temperature": "hot"})).await;
+    assert_eq!(hot.json()["error"]["param"], "temperature", "{}", hot.text);
+    let message = hot.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("\"hot\"") && !message.contains("line"), "{message}");
     let unknown = json!({"input": "x", "conversation": "conv_unknown"});
     let refused = t.app.post("/v1/responses", unknown).await;
     assert_eq!(refused.status, StatusCode::NOT_FOUND, "{}", refused.text);
-    assert!(refused.json()["error"]["message"].as_str().unwrap().contains("conversation"));
+    assert_eq!(refused.json()["error"]["code"], "conversation_not_found", "{}", refused.text);
+    assert!(refused.json()["error"]["message"].as_str().unwrap().contains("conv_unknown"));
     let never_made = t.app.get("/v1/conversations/conv_unknown").await;
     assert_eq!(never_made.status, StatusCode::NOT_FOUND, "a run made no conversation");
+    assert_eq!(never_made.json()["error"]["code"], "conversation_not_found");
     assert_eq!(t.llm.requests().len(), 0, "nothing refused reached the model");
 
     let conversation = t
@@ -310,4 +317,22 @@ async fn a_responses_items_have_their_conversation_items_ids(db: TestDb) {
     assert_eq!(item.expect(StatusCode::OK)["content"][0]["text"], "answered");
     let read = t.app.get(&format!("/v1/responses/{response_id}")).await.expect(StatusCode::OK);
     assert_eq!(read["output"][0]["id"], output_id);
+}
+
+async fn a_busy_conversation_names_the_response_in_progress(db: TestDb) {
+    let t = RunsApp::configured(db, |c| c.llm_idle_timeout_secs = 30).await;
+    let conversation = t.app.post("/v1/conversations", json!({})).await.expect(StatusCode::OK);
+    let conversation = conversation["id"].as_str().unwrap().to_owned();
+    t.llm.push(Reply::HangMidStream);
+    let first = json!({"input": "first", "conversation": conversation, "background": true});
+    let active = create(&t, first).await;
+    until_called(&t.llm, 1).await;
+    let second = json!({"input": "second", "conversation": conversation, "if_busy": "reject"});
+    let refused = t.app.post("/v1/responses", second).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    let error = &refused.json()["error"];
+    assert_eq!(error["code"], "conversation_busy", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains(active["id"].as_str().unwrap()), "{message}");
+    assert!(message.contains(&conversation), "{message}");
 }

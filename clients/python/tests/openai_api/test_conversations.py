@@ -138,6 +138,7 @@ async def test_unknown_conversation_is_not_found(client: AsyncOpenAI) -> None:
     with pytest.raises(NotFoundError) as raised:
         await client.conversations.retrieve(missing)
     assert raised.value.status_code == 404
+    assert raised.value.code == "conversation_not_found"
     with pytest.raises(NotFoundError):
         await client.conversations.items.create(missing, items=[user("x")])
     with pytest.raises(NotFoundError):

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::http::openai::errors::{OpenAiError, Result};
 use crate::http::AppState;
 use crate::model::{Order, PageRequest, SessionId};
+use crate::store::StoreError;
 
 /// How far back a call is looked for: one page of the newest items. A call is answered
 /// in the next request, never a thousand items later.
@@ -48,7 +49,11 @@ pub async fn check(
     }
     if let Some(session) = history {
         let page = PageRequest { limit: LOOK_BACK, order: Order::Desc, cursor: None };
-        for stored in state.store.list_items(tenant, session, &page).await?.data {
+        let stored = state.store.list_items(tenant, session, &page).await.map_err(|e| match e {
+            StoreError::SessionNotFound => OpenAiError::conversation_not_found(session.as_str()),
+            e => e.into(),
+        })?;
+        for stored in stored.data {
             let item: Value = serde_json::from_str(stored.item.get()).unwrap_or_default();
             if let Some(id) = call_id(&item, "function_call") {
                 called.insert(id.to_owned());

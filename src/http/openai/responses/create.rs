@@ -84,7 +84,7 @@ pub(super) async fn create(
     let continued = request.conversation.is_some() || request.previous_response_id.is_some();
     let history = continued.then_some(&target.session);
     if let Err(error) = answered_calls::check(&state, &tenant, history, given).await {
-        let unknown = matches!(error, OpenAiError::Api(ApiError::SessionNotFound(_)));
+        let unknown = error.is_conversation_not_found();
         return Err(
             refused(&state, &tenant, &request, &target.session, run_id, unknown, error).await
         );
@@ -117,7 +117,15 @@ pub(super) async fn create(
         Ok(started) => started,
         Err(error) => {
             let unknown = matches!(error, RunsError::Store(StoreError::SessionNotFound));
-            let error = ApiError::from_runs(error, target.session.as_str(), None).into();
+            let error = match error {
+                RunsError::Store(StoreError::SessionBusy(active)) => {
+                    OpenAiError::conversation_busy(
+                        target.session.as_str(),
+                        &ids::response_id(active),
+                    )
+                }
+                error => ApiError::from_runs(error, target.session.as_str(), None).into(),
+            };
             return Err(refused(
                 &state,
                 &tenant,
