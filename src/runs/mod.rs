@@ -13,6 +13,7 @@ mod follow;
 mod hub;
 mod llm_calls;
 mod mcp;
+mod placement;
 mod signature;
 mod spans;
 mod start;
@@ -33,6 +34,7 @@ pub use compact::{CompactRequest, CONVERSATION_HEADING, SUMMARY_PROMPT};
 pub use config::ConfigRequest;
 pub use context::SUMMARY_HEADING;
 pub use error::RunsError;
+pub use placement::{Placed, Placement};
 pub use start::{StartRun, Started};
 
 use crate::llm::LlmClient;

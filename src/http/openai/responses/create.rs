@@ -5,7 +5,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::super::schemas::StreamEvent;
@@ -18,24 +17,9 @@ use crate::http::openai::errors::{OpenAiError, Result};
 use crate::http::openai::items::input;
 use crate::http::openai::{conversations, ids, models, OpenAiErrors};
 use crate::http::{ApiError, AppState};
-use crate::model::{
-    Anchor, ExpiresAfter, ForkPoint, IfBusy, NewFork, NewSession, RunStatus, SessionId,
-    SessionPatch,
-};
-use crate::runs::{ConfigRequest, RunsError, StartRun};
+use crate::model::{ForkPoint, IfBusy, RunStatus, SessionId};
+use crate::runs::{ConfigRequest, Placed, Placement, RunsError, StartRun};
 use crate::store::StoreError;
-
-/// How long the session of an unstored response may outlive its answer, should the
-/// process die before deleting it.
-const UNSTORED_SECS: u64 = 3600;
-
-/// Where a new response runs.
-struct Target {
-    session: SessionId,
-    if_busy: IfBusy,
-    /// The session is the response's own and goes when it is answered.
-    unstored: bool,
-}
 
 /// Create a response.
 ///
@@ -85,9 +69,7 @@ pub(super) async fn create(
     let history = continued.then_some(&target.session);
     if let Err(error) = answered_calls::check(&state, &tenant, history, given).await {
         let unknown = error.is_conversation_not_found();
-        return Err(
-            refused(&state, &tenant, &request, &target.session, run_id, unknown, error).await
-        );
+        return Err(refused(&state, &tenant, &request, &target, unknown, error).await);
     }
     echo.insert("previous_response_id".into(), request.previous_response_id.clone().into());
     let conversation = match &request.conversation {
@@ -126,20 +108,11 @@ pub(super) async fn create(
                 }
                 error => ApiError::from_runs(error, target.session.as_str(), None).into(),
             };
-            return Err(refused(
-                &state,
-                &tenant,
-                &request,
-                &target.session,
-                run_id,
-                unknown,
-                error,
-            )
-            .await);
+            return Err(refused(&state, &tenant, &request, &target, unknown, error).await);
         }
     };
-    let reading = (target.unstored)
-        .then(|| forget_when_done(&state, &tenant, &target.session, started.run.id));
+    let reading = (target.ephemeral)
+        .then(|| state.runs.forget_when_done(&tenant, &target.session, started.run.id));
     if stream {
         let events = state.runs.started_events(&tenant, &target.session, &started);
         // OpenAI's clients do not reconnect: the stream stays open until the shutdown
@@ -172,14 +145,11 @@ async fn refused(
     state: &AppState,
     tenant: &str,
     request: &CreateResponse,
-    session: &SessionId,
-    run_id: Uuid,
+    target: &Placed,
     unknown: bool,
     error: OpenAiError,
 ) -> OpenAiError {
-    if session.as_str() == ids::own_session(run_id) {
-        let _ = state.store.delete_session(tenant, session).await;
-    }
+    state.runs.unplace(tenant, target).await;
     match request.conversation.as_ref().filter(|_| unknown) {
         Some(conversation) => match request::conversation_id(conversation) {
             Ok(id) => conversations::not_found(&id),
@@ -189,76 +159,40 @@ async fn refused(
     }
 }
 
-/// The session a new response runs on, made ready.
+/// The session a new response runs on, made ready: the conversation, a fork of it for
+/// an unstored response, a fork of the previous response's session as that response
+/// left it, or a session of the response's own.
 async fn target(
     state: &AppState,
     tenant: &str,
     request: &CreateResponse,
     run_id: Uuid,
     store: bool,
-) -> Result<Target> {
+) -> Result<Placed> {
     let own = SessionId::parse("id", ids::own_session(run_id))?;
-    let unstored_expiry =
-        Some(Some(ExpiresAfter { anchor: Anchor::CreatedAt, seconds: UNSTORED_SECS }));
-    let (source, point) = if let Some(conversation) = &request.conversation {
+    let placement = if let Some(conversation) = &request.conversation {
         let id = request::conversation_id(conversation)?;
         if store {
             // The run's start reads the session anyway, and refuses an unknown one.
             let session = conversations::parse_id(&id)?;
-            let if_busy = request.if_busy.unwrap_or(IfBusy::Enqueue);
-            return Ok(Target { session, if_busy, unstored: false });
+            Placement::On { session, if_busy: request.if_busy.unwrap_or(IfBusy::Enqueue) }
+        } else {
+            let source = conversations::existing(state, tenant, &id).await?.0;
+            Placement::Fork { source, point: ForkPoint::All }
         }
-        (conversations::existing(state, tenant, &id).await?.0, ForkPoint::All)
     } else if let Some(previous) = &request.previous_response_id {
         let record = super::previous(state, tenant, previous).await?;
-        (session_of(&record.run)?, ForkPoint::AfterRun(record.run.id))
+        let point = ForkPoint::AfterRun(record.run.id);
+        Placement::Fork { source: session_of(&record.run)?, point }
     } else {
-        if !store {
-            let new = NewSession {
-                id: own.clone(),
-                metadata: Default::default(),
-                agent_id: None,
-                expires_after: unstored_expiry,
-            };
-            state.store.create_session(tenant, new).await?;
-        }
-        return Ok(Target { session: own, if_busy: IfBusy::Reject, unstored: !store });
+        Placement::Alone
     };
-    let fork = NewFork { id: own.clone(), metadata: None, point, idempotency: None };
-    match state.store.fork_session(tenant, &source, fork).await {
-        Ok(_) => {}
-        Err(StoreError::RunNotFound | StoreError::SessionNotFound) => {
+    let placed = state.runs.place(tenant, own, placement, !store).await;
+    placed.map_err(|error| match error {
+        StoreError::RunNotFound | StoreError::SessionNotFound => {
             let previous = request.previous_response_id.as_deref().unwrap_or_default();
-            return Err(OpenAiError::previous_response(previous, "is no longer in its session"));
+            OpenAiError::previous_response(previous, "is no longer in its session")
         }
-        Err(error) => return Err(error.into()),
-    }
-    let expiry = if store { None } else { unstored_expiry };
-    if let Some(expires_after) = expiry {
-        let patch = SessionPatch { expires_after: Some(expires_after), ..SessionPatch::default() };
-        state.store.update_session(tenant, &own, patch).await?;
-    }
-    Ok(Target { session: own, if_busy: IfBusy::Reject, unstored: !store })
-}
-
-/// Deletes an unstored response's session once it has finished and its answer was read
-/// (the returned sender dropped), whether the client stayed or not.
-fn forget_when_done(
-    state: &AppState,
-    tenant: &str,
-    session: &SessionId,
-    run: Uuid,
-) -> oneshot::Sender<()> {
-    let (reading, read) = oneshot::channel::<()>();
-    let (state, tenant, session) = (state.clone(), tenant.to_owned(), session.clone());
-    tokio::spawn(async move {
-        let _ = read.await;
-        if let Err(error) = state.runs.wait(&tenant, &session, run, 0).await {
-            tracing::warn!(%error, "cannot wait for an unstored response");
-        }
-        if let Err(error) = state.store.delete_session(&tenant, &session).await {
-            tracing::warn!(%error, "cannot delete an unstored response; it expires within the hour");
-        }
-    });
-    reading
+        error => error.into(),
+    })
 }
