@@ -35,7 +35,7 @@ pub use config::ConfigRequest;
 pub use context::SUMMARY_HEADING;
 pub use error::RunsError;
 pub use placement::{Placed, Placement};
-pub use start::{StartRun, Started};
+pub use start::{client_tools, StartRun, Started};
 
 use crate::llm::LlmClient;
 use crate::metrics::EngineMetrics;

@@ -1,7 +1,7 @@
 //! Starting a run: a retry is answered with the run its first request created; a new
 //! run is checked, configured and created, and executed at once when a worker is free.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
@@ -13,7 +13,7 @@ use super::follow::Created;
 use super::{worker, Runs};
 use crate::model::{
     json_error_message, run_items, IdempotencyKey, IfBusy, InvalidField, ItemBody, Metadata,
-    NewRun, Run, RunEvent, RunStatus, SessionId, StopAction,
+    NewRun, Run, RunConfig, RunEvent, RunStatus, SessionId, StopAction,
 };
 use crate::store::{SessionStore, StartNow, StoreError};
 
@@ -54,6 +54,10 @@ pub struct Started {
     pub run: Run,
     /// The run of an earlier request with the same Idempotency-Key.
     pub replayed: bool,
+    /// The names of the function tools the client runs (those without a webhook), for a
+    /// run this request created: an adapter that hands their calls to its client needs
+    /// no read of the run for them.
+    pub client_tools: Option<HashSet<String>>,
     /// Set when this request created the run queued: following it needs no read yet.
     pub(super) created: Option<Created>,
 }
@@ -62,7 +66,7 @@ impl Started {
     /// A run this request did not create queued (a replay, a run started at once or
     /// the unfinished run steered input joined).
     fn found(run: Run, replayed: bool) -> Self {
-        Self { run, replayed, created: None }
+        Self { run, replayed, created: None, client_tools: None }
     }
 
     /// The run a creation answered with, which is new if its id is `new_id`; `seen` is
@@ -70,7 +74,15 @@ impl Started {
     fn of(run: Run, replayed: bool, new_id: Uuid, seen: u64) -> Self {
         let queued = run.status == RunStatus::Queued && run.id == new_id && !replayed;
         let created = queued.then(|| Created { event: RunEvent::for_status(1, &run), seen });
-        Self { run, replayed, created }
+        Self { run, replayed, created, client_tools: None }
+    }
+
+    /// Names the client's tools if the run is the one this request created, as `id`.
+    fn created_here(mut self, id: Uuid, client_tools: HashSet<String>) -> Self {
+        if self.run.id == id && !self.replayed {
+            self.client_tools = Some(client_tools);
+        }
+        self
     }
 }
 
@@ -115,17 +127,21 @@ impl Runs {
             trace_parent: crate::telemetry::traceparent(),
         };
         let how = Creation { if_busy: request.if_busy, start_now: !request.background, agentless };
+        let (id, tools) = (run.id, client_tools(&run.config));
         if !agentless {
-            return self.stop_and_create(tenant, session_id, run, how).await;
+            let started = self.stop_and_create(tenant, session_id, run, how).await?;
+            return Ok(started.created_here(id, tools));
         }
         match self.stop_and_create(tenant, session_id, run.clone(), how).await {
             Err(RunsError::Store(StoreError::SessionHasAgent(agent))) => {
                 run.config =
                     config::resolve(store, settings, tenant, Some(agent), &request.config).await?;
-                let how = Creation { agentless: false, ..how };
-                self.stop_and_create(tenant, session_id, run, how).await
+                let (how, tools) =
+                    (Creation { agentless: false, ..how }, client_tools(&run.config));
+                let started = self.stop_and_create(tenant, session_id, run, how).await?;
+                Ok(started.created_here(id, tools))
             }
-            started => started,
+            started => Ok(started?.created_here(id, tools)),
         }
     }
 
@@ -231,6 +247,13 @@ impl Runs {
             Err(_) => Err(RunsError::Stopped),
         }
     }
+}
+
+/// The names of the function tools of `config` that the client runs: those without a
+/// webhook.
+pub fn client_tools(config: &RunConfig) -> HashSet<String> {
+    let tools = config.functions().filter(|tool| tool.webhook.is_none());
+    tools.map(|tool| tool.name.clone()).collect()
 }
 
 /// The run that an earlier request with `key` created, if it still exists. One whose

@@ -27,7 +27,7 @@ use super::extract::{AppJson, Tenant, TenantSession};
 use super::list_query::page_limit;
 use super::{ApiError, AppState};
 use crate::model::{run_items, IfBusy, Order, PageRequest, Run, RunStatus, SessionId};
-use crate::runs::{ConfigRequest, StartRun};
+use crate::runs::{self, ConfigRequest, StartRun};
 use crate::store::StoreError;
 use messages::{History, UiMessage};
 use request::{Ask, ChatRequest};
@@ -70,7 +70,7 @@ pub(super) async fn chat(
 ) -> Result<Response> {
     let session = SessionId::parse("id", request.id.clone())?;
     let runs_error = |e| ApiError::from_runs(e, session.as_str(), None);
-    let (run_id, after, answered) = match request.ask()? {
+    let (run_id, after, answered, tools) = match request.ask()? {
         Ask::Turn(text) => {
             let input = run_items::user_message(&text);
             let start = StartRun {
@@ -87,7 +87,7 @@ pub(super) async fn chat(
                 request: None,
             };
             let started = state.runs.start(&tenant, &session, start).await.map_err(runs_error)?;
-            (started.run.id, 0, None)
+            (started.run.id, 0, None, started.client_tools)
         }
         Ask::Answer(run_id) => {
             let run_error = |e| ApiError::from_runs(e, session.as_str(), Some(&run_id.to_string()));
@@ -103,10 +103,14 @@ pub(super) async fn chat(
             let answer = request.answer(&waits)?;
             let after =
                 state.runs.answer(&tenant, &session, run_id, &answer).await.map_err(run_error)?;
-            (run_id, after, Some(waits))
+            (run_id, after, Some(waits), None)
         }
     };
-    let mut translator = UiMessageStream::new(run_id, client_tools(&state, &tenant, run_id).await?);
+    let tools = match tools {
+        Some(tools) => tools,
+        None => client_tools(&state, &tenant, run_id).await?,
+    };
+    let mut translator = UiMessageStream::new(run_id, tools);
     if let Some(waits) = &answered {
         translator = translator.answering(waits);
     }
@@ -205,15 +209,14 @@ async fn newest_run(state: &AppState, session: &TenantSession) -> Result<Option<
     }
 }
 
-/// The run's tools the page runs: those without a webhook.
+/// The tools the page runs of a run made by an earlier request.
 async fn client_tools(state: &AppState, tenant: &str, run_id: Uuid) -> Result<HashSet<String>> {
     let record = state
         .runs
         .locate(tenant, run_id)
         .await
         .map_err(|e| ApiError::from_runs(e, "", Some(&run_id.to_string())))?;
-    let tools = record.config.functions().filter(|tool| tool.webhook.is_none());
-    Ok(tools.map(|tool| tool.name.clone()).collect())
+    Ok(runs::client_tools(&record.config))
 }
 
 fn ui_message_stream(
