@@ -27,7 +27,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
-use sqlx::{QueryBuilder, Sqlite};
+use sqlx::{ConnectOptions, Connection, QueryBuilder, Sqlite};
 
 use super::combiner::{Append, Combiner, Creation};
 use super::held::HeldConnections;
@@ -252,9 +252,24 @@ const FIRST_ROW: i64 = 0;
 
 /// The values of `value` in `from` by the key id each is under (none: a plain value),
 /// counted here as the rows stream by: SQLite's `group by` sorts them, and its sorter's
-/// memory stayed with the process, a step of tens of MB at every census.
+/// memory stayed with the process, a step of tens of MB at every census. The scan runs
+/// on a connection of its own with a small page cache, closed after it: it passes
+/// through every page of the table, which a pooled reader's cache would keep (a step of
+/// several MB at each census in a soak).
 async fn count_by_key_id(
     pool: &SqlitePool,
+    value: &str,
+    from: &str,
+) -> Result<BTreeMap<Option<String>, u64>> {
+    let options = pool.connect_options().as_ref().clone();
+    let mut conn = options.pragma("cache_size", "-256").connect().await?;
+    let counts = count_on(&mut conn, value, from).await;
+    conn.close().await?;
+    counts
+}
+
+async fn count_on(
+    conn: &mut SqliteConnection,
     value: &str,
     from: &str,
 ) -> Result<BTreeMap<Option<String>, u64>> {
@@ -264,7 +279,7 @@ async fn count_by_key_id(
          from {from} where {value} is not null"
     );
     let mut counts = BTreeMap::new();
-    let mut key_ids = sqlx::query_scalar::<_, Option<String>>(&sql).fetch(pool);
+    let mut key_ids = sqlx::query_scalar::<_, Option<String>>(&sql).fetch(conn);
     while let Some(key_id) = key_ids.try_next().await? {
         *counts.entry(key_id).or_default() += 1;
     }
