@@ -40,14 +40,21 @@ pub fn list_tools(id: &str, server_label: &str, tools: Result<&[Value], &str>) -
     raw(ListTools { kind: "mcp_list_tools", id, server_label, tools, error })
 }
 
+/// What a call of a server's tool and a request to approve one both say, first.
 #[derive(Serialize)]
-struct Call<'a> {
+struct ToolCall<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     id: &'a str,
     server_label: &'a str,
     name: &'a str,
     arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct Call<'a> {
+    #[serde(flatten)]
+    call: ToolCall<'a>,
     output: Option<&'a str>,
     error: Option<&'a str>,
     status: &'static str,
@@ -68,28 +75,8 @@ pub fn call(
         Ok(output) => (Some(output), None, "completed"),
         Err(error) => (None, Some(error), "failed"),
     };
-    let kind = "mcp_call";
-    raw(Call {
-        kind,
-        id,
-        server_label,
-        name,
-        arguments,
-        output,
-        error,
-        status,
-        approval_request_id,
-    })
-}
-
-#[derive(Serialize)]
-struct ApprovalRequestItem<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    id: &'a str,
-    server_label: &'a str,
-    name: &'a str,
-    arguments: &'a str,
+    let call = ToolCall { kind: "mcp_call", id, server_label, name, arguments };
+    raw(Call { call, output, error, status, approval_request_id })
 }
 
 /// A call that waits for a person's approval.
@@ -99,7 +86,7 @@ pub fn approval_request(
     name: &str,
     arguments: &str,
 ) -> Box<RawValue> {
-    raw(ApprovalRequestItem { kind: "mcp_approval_request", id, server_label, name, arguments })
+    raw(ToolCall { kind: "mcp_approval_request", id, server_label, name, arguments })
 }
 
 #[derive(Serialize)]
@@ -222,6 +209,11 @@ mod tests {
             HashMap::from([("r1".into(), true), ("r2".into(), false)])
         );
         assert_eq!(calls_made(&items), HashSet::from(["r1".to_owned()]));
+        assert_eq!(
+            call("c3", "calc", "add", "{}", Ok("1"), None).get(),
+            r#"{"type":"mcp_call","id":"c3","server_label":"calc","name":"add","arguments":"{}","output":"1","error":null,"status":"completed"}"#,
+            "OpenAI's order of fields"
+        );
         let failed: Value =
             serde_json::from_str(call("c2", "calc", "add", "{}", Err("boom"), None).get()).unwrap();
         assert_eq!(
