@@ -47,7 +47,7 @@ pub struct ForkSessionRequest {
     params(TenantSession, IdempotencyHeader),
     request_body = ForkSessionRequest,
     responses(
-        (status = 201, description = "The fork", body = Session, headers(("location" = String, description = "The path of the fork"), ("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
+        (status = 201, description = "The fork", body = Session, headers(("location" = String, description = "The path of the fork"))),
         Lookup,
         JsonBody,
         (status = 409, response = Conflict),

@@ -64,7 +64,7 @@ async fn list_items(
     params(TenantSession, IdempotencyHeader),
     request_body = AppendItemsRequest,
     responses(
-        (status = 201, description = "The appended items", body = AppendItemsResponse, headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
+        (status = 201, description = "The appended items", body = AppendItemsResponse),
         JsonBody,
         (status = 422, response = KeyReused),
     ))]

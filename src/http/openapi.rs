@@ -137,6 +137,12 @@ impl Modify for ContractDetails {
                 .description(Some("The request's `x-request-id`, or a generated UUIDv7"))
                 .build()
         };
+        let replayed = || {
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::String))
+                .description(Some("`true` when this answers a retry"))
+                .build()
+        };
         for (path, item) in openapi.paths.paths.iter_mut() {
             let operations = [
                 (&mut item.get, false),
@@ -176,16 +182,22 @@ impl Modify for ContractDetails {
                         SecurityRequirement::default(),
                     ]);
                 }
+                let mut idempotent = false;
                 for parameter in operation.parameters.iter_mut().flatten() {
                     match parameter.name.as_str() {
                         "session_id" => parameter.schema = Some(Identifier::schema()),
                         "Last-Event-ID" => parameter.schema = Some(event_id_schema().into()),
+                        "Idempotency-Key" => idempotent = true,
                         _ => {}
                     }
                 }
-                for response in operation.responses.responses.values_mut() {
+                for (status, response) in operation.responses.responses.iter_mut() {
                     if let RefOr::T(response) = response {
                         response.headers.insert("x-request-id".into(), request_id());
+                        // Any success of a retry-safe operation may answer a retry.
+                        if idempotent && status.starts_with('2') {
+                            response.headers.insert("idempotent-replayed".into(), replayed());
+                        }
                     }
                 }
             }

@@ -85,8 +85,8 @@ pub struct CreateRunRequest {
     params(TenantSession, IdempotencyHeader),
     request_body = CreateRunRequest,
     responses(
-        (status = 200, description = "The finished run, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream")), headers(("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
-        (status = 202, description = "The queued (or still running) run", body = Run, headers(("location" = String, description = "The path of the run"), ("idempotent-replayed" = String, description = "`true` when this answers a retry"))),
+        (status = 200, description = "The finished run, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream"))),
+        (status = 202, description = "The queued (or still running) run", body = Run, headers(("location" = String, description = "The path of the run"))),
         Lookup,
         JsonBody,
         (status = 409, response = Conflict),
