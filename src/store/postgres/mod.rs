@@ -30,6 +30,7 @@ use sqlx::types::Json;
 use sqlx::{ConnectOptions, Connection, Executor, Postgres, QueryBuilder};
 use uuid::Uuid;
 
+use super::at_rest::PayloadColumn;
 use super::combiner::{Append, Combiner, Creation};
 use super::held::HeldConnections;
 use super::outage;
@@ -278,13 +279,14 @@ const ROW_READ: &str = "::text";
 const ROW_BIND: &str = "::tid";
 const FIRST_ROW: &str = "(0,0)";
 
-/// The values of `value` in `from` by the key id each is under (none: a plain value),
+/// The values of a payload column by the key id each is under (none: a plain value),
 /// counted by the server.
 async fn count_by_key_id(
     pool: &PgPool,
-    value: &str,
-    from: &str,
+    payload: &PayloadColumn,
 ) -> Result<BTreeMap<Option<String>, u64>> {
+    let PayloadColumn { alias, from, .. } = payload;
+    let value = format!("{alias}.{}", payload.value);
     let rows: Vec<(Option<String>, i64)> = sqlx::query_as(&format!(
         "select case when substr({value}, 1, 7) = 'enc:v1:' then split_part({value}, ':', 3) end, \
          count(*) from {from} where {value} is not null group by 1"

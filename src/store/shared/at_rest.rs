@@ -15,8 +15,7 @@ impl AtRestStore for Store {
     async fn count_values_by_key(&self) -> Result<BTreeMap<Option<String>, u64>> {
         let mut counts = BTreeMap::new();
         for payload in &PAYLOAD_COLUMNS {
-            let value = format!("{}.{}", payload.alias, payload.value);
-            for (key_id, values) in count_by_key_id(self.reader(), &value, payload.from).await? {
+            for (key_id, values) in count_by_key_id(self.reader(), payload).await? {
                 *counts.entry(key_id).or_default() += values;
             }
         }
