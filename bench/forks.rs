@@ -60,7 +60,7 @@ async fn main() {
             })
             .collect();
         let started = Instant::now();
-        (store.append_items(DEFAULT_TENANT, &session, bodies, None)).await.unwrap();
+        (store.append_items(DEFAULT_TENANT, &session, bodies, None, None)).await.unwrap();
         appending += started.elapsed();
         if (batch + 1) % 20 == 0 || (batch + 1) * 1000 >= count {
             let started = Instant::now();

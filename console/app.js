@@ -432,6 +432,7 @@ async function sessionView(id) {
   const earlier = h('button', { type: 'button', id: 'load-earlier', hidden: true }, 'Load earlier');
   const live = h('div', { id: 'live', class: 'live', 'aria-live': 'polite' });
   const runs = h('ol', { class: 'runs', id: 'runs' });
+  const stateView = h('pre', { class: 'state', id: 'session-state' });
   const composer = h('div');
   setMain(header,
     h('div', { class: 'session' },
@@ -439,12 +440,19 @@ async function sessionView(id) {
       h('aside', { class: 'side', 'aria-label': 'Runs' },
         h('div', { class: 'row spread' }, h('h2', {}, 'Runs'),
           h('button', { type: 'button', class: 'quiet small', onclick: () => loadRuns().catch(report) }, 'Refresh')),
-        runs)));
+        runs,
+        h('h2', {}, 'State'),
+        stateView)));
 
   const loadSession = async () => {
-    const session = await api('GET', sessionPath(id));
+    // The session and its state document, read back to back: the state is read-only here.
+    const [session, stored] = await Promise.all([
+      api('GET', sessionPath(id)),
+      api('GET', `${sessionPath(id)}/state`),
+    ]);
     state.session = session;
     header.replaceChildren(sessionHeader(session, state, reloadAll));
+    stateView.textContent = JSON.stringify(stored.state, null, 2);
   };
   const loadItems = async () => {
     const page = await api('GET', `${sessionPath(id)}/items?order=desc&limit=${ITEMS_PAGE}`);
@@ -539,7 +547,7 @@ function sessionHeader(session, state, reloadAll) {
     h('h1', { id: 'session-title' }, session.id),
     forked,
     h('p', { class: 'muted small' },
-      `${session.item_count} items · ${usage.total_tokens || 0} tokens in ${usage.llm_calls || 0} LLM calls · created ${when(session.created_at)}`,
+      `${session.item_count} items · revision ${session.revision} · ${usage.total_tokens || 0} tokens in ${usage.llm_calls || 0} LLM calls · created ${when(session.created_at)}`,
       session.agent_id ? ` · agent ${session.agent_id}` : ''),
     metadataChips(session.metadata),
     actions, panel);

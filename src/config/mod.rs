@@ -106,6 +106,11 @@ pub struct Config {
     #[arg(long, env = "MAX_BODY_BYTES", global = true, default_value_t = 16 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// A session's state document may hold at most this many bytes, serialized; a
+    /// write that would make it larger is refused with 413.
+    #[arg(long, env = "MAX_STATE_BYTES", global = true, default_value_t = 1024 * 1024)]
+    pub max_state_bytes: usize,
+
     /// A request that takes longer than this many seconds is answered with 503.
     #[arg(long, env = "REQUEST_TIMEOUT_SECS", global = true, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout_secs: u64,

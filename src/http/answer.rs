@@ -8,6 +8,8 @@ use axum::response::{IntoResponse, IntoResponseParts, Response, ResponseParts};
 use axum::Json;
 use serde::Serialize;
 
+use super::revision::ETag;
+
 /// Answers to a retry with a known `Idempotency-Key` say so in this header.
 static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
@@ -29,17 +31,23 @@ impl IntoResponseParts for Replayed {
 }
 
 /// 201 with what was created as JSON, the path that reads it back in `Location` (where
-/// it has one), and [`Replayed`].
+/// it has one), [`Replayed`], and the session's revision after the write (where known).
 pub struct Created<T> {
     body: T,
     location: Option<String>,
     replayed: bool,
+    revision: Option<i64>,
 }
 
 impl<T> Created<T> {
     /// Created where no path of its own reads it back.
     pub fn new(body: T) -> Self {
-        Self { body, location: None, replayed: false }
+        Self { body, location: None, replayed: false, revision: None }
+    }
+
+    /// Answers the session's revision after the write as the `ETag`.
+    pub fn tagged(self, revision: Option<i64>) -> Self {
+        Self { revision, ..self }
     }
 
     /// Created at the path `location`.
@@ -60,6 +68,8 @@ impl<T: Serialize> IntoResponse for Created<T> {
             .location
             .and_then(|path| HeaderValue::try_from(path).ok())
             .map(|path| [(header::LOCATION, path)]);
-        (StatusCode::CREATED, location, Replayed(self.replayed), Json(self.body)).into_response()
+        let tag = self.revision.map(ETag);
+        (StatusCode::CREATED, location, tag, Replayed(self.replayed), Json(self.body))
+            .into_response()
     }
 }

@@ -16,6 +16,8 @@ pub fn request_body(operation_id: &str) -> Option<Value> {
     Some(match operation_id {
         "create_session" => json!({"id": SESSION_ID, "metadata": {"user": "alice"}}),
         "update_session" => json!({"metadata": {"priority": "high"}}),
+        "replace_session_state" => json!({"state": {"step": "triage", "order": "4711"}}),
+        "merge_session_state" => json!({"state": {"step": "answered", "order": null}}),
         "append_items" => json!({"items": [
             {"role": "user", "content": "Where is my order #4711?"},
         ]}),
@@ -92,7 +94,8 @@ pub struct Examples;
 impl Modify for Examples {
     fn modify(&self, openapi: &mut OpenApi) {
         for item in openapi.paths.paths.values_mut() {
-            let operations = [&mut item.get, &mut item.post, &mut item.patch, &mut item.delete];
+            let operations =
+                [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
             for operation in operations.into_iter().flatten() {
                 let example = operation.operation_id.as_deref().and_then(request_body);
                 if let (Some(example), Some(body)) = (example, operation.request_body.as_mut()) {

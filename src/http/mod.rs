@@ -19,9 +19,11 @@ mod openai;
 pub mod openapi;
 mod operations;
 mod query_params;
+mod revision;
 mod runs;
 mod server_span;
 mod sessions;
+mod state;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,6 +82,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
     let bounded = Router::new()
         .merge(sessions::router())
         .merge(items::router())
+        .merge(state::router())
         .merge(forks::router())
         .merge(compactions::router())
         .merge(agents::router())
@@ -134,7 +137,8 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         }))
         .option_layer(cors(&config.cors_allowed_origins)?)
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
-        .layer(Extension(extract::BodyLimit(config.max_body_bytes)));
+        .layer(Extension(extract::BodyLimit(config.max_body_bytes)))
+        .layer(Extension(state::StateLimit(config.max_state_bytes)));
     Ok(routes.layer(layers).with_state(state))
 }
 

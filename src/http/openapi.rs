@@ -16,13 +16,14 @@ use utoipa_swagger_ui::SwaggerUi;
 
 use super::error::{
     BadRequest, Conflict, Forbidden, Internal, KeyReused, LlmFailed, NotFound, PayloadTooLarge,
-    Problem, RateLimited, StorageFull, Unauthorized, Unavailable, UnsupportedMediaType,
+    Problem, RateLimited, RevisionMismatch, StorageFull, Unauthorized, Unavailable,
+    UnsupportedMediaType,
 };
 use super::examples::Examples;
 use super::openai::{self, ErrorBody, OpenAiErrors, Schemas as OpenAiSchemas};
 use super::runs::RunStreamEvent;
 use super::{
-    agents, api_keys, chat, compactions, forks, items, metrics, operations, runs, sessions,
+    agents, api_keys, chat, compactions, forks, items, metrics, operations, runs, sessions, state,
     AppState,
 };
 use crate::model::Identifier;
@@ -48,6 +49,9 @@ use crate::model::Identifier;
         items::delete_item,
         items::pop_last_item,
         items::clear_items,
+        state::read,
+        state::replace,
+        state::merge,
         forks::fork_session,
         compactions::compact,
         compactions::list_compactions,
@@ -102,6 +106,7 @@ use crate::model::Identifier;
         NotFound,
         Conflict,
         KeyReused,
+        RevisionMismatch,
         LlmFailed,
         PayloadTooLarge,
         UnsupportedMediaType,
@@ -115,6 +120,7 @@ use crate::model::Identifier;
     tags(
         (name = "sessions", description = "Conversation sessions"),
         (name = "items", description = "A session's history"),
+        (name = "state", description = "A JSON document kept beside a session, written with its revision"),
         (name = "agents", description = "Reusable run configuration"),
         (name = "runs", description = "Running the agent's next turn over a session"),
         (name = "compactions", description = "Summaries of a session's older items, and what runs send"),
@@ -143,10 +149,22 @@ impl Modify for ContractDetails {
                 .description(Some("`true` when this answers a retry"))
                 .build()
         };
+        let etag = || {
+            HeaderBuilder::new()
+                .schema(ObjectBuilder::new().schema_type(Type::String))
+                .description(Some(
+                    "The session's revision after this answer, in quotes: what `If-Match` takes",
+                ))
+                .build()
+        };
         for (path, item) in openapi.paths.paths.iter_mut() {
+            // A session's own reads answer its revision.
+            let tagged_read =
+                path == "/v1/sessions/{session_id}" || path == "/v1/sessions/{session_id}/state";
             let operations = [
                 (&mut item.get, false),
                 (&mut item.post, true),
+                (&mut item.put, true),
                 (&mut item.patch, true),
                 (&mut item.delete, true),
             ];
@@ -182,21 +200,35 @@ impl Modify for ContractDetails {
                         SecurityRequirement::default(),
                     ]);
                 }
-                let mut idempotent = false;
+                let (mut idempotent, mut conditional) = (false, false);
                 for parameter in operation.parameters.iter_mut().flatten() {
                     match parameter.name.as_str() {
                         "session_id" => parameter.schema = Some(Identifier::schema()),
                         "Last-Event-ID" => parameter.schema = Some(event_id_schema().into()),
                         "Idempotency-Key" => idempotent = true,
+                        "If-Match" => conditional = true,
                         _ => {}
                     }
                 }
+                if conditional {
+                    operation
+                        .responses
+                        .responses
+                        .entry("412".into())
+                        .or_insert_with(|| Ref::from_response_name("RevisionMismatch").into());
+                }
+                // What a conditional write answers (but a 204's nothing) carries the
+                // revision it made.
+                let tagged = conditional || tagged_read;
                 for (status, response) in operation.responses.responses.iter_mut() {
                     if let RefOr::T(response) = response {
                         response.headers.insert("x-request-id".into(), request_id());
                         // Any success of a retry-safe operation may answer a retry.
                         if idempotent && status.starts_with('2') {
                             response.headers.insert("idempotent-replayed".into(), replayed());
+                        }
+                        if tagged && status.starts_with('2') && status != "204" {
+                            response.headers.insert("etag".into(), etag());
                         }
                     }
                 }

@@ -15,6 +15,7 @@ use super::error::{ApiError, JsonBody, Lookup, Result};
 use super::error::{BadRequest, Conflict};
 use super::extract::{present, AppJson, Tenant, TenantSession};
 use super::list_query::ListQuery;
+use super::revision::{ETag, IfMatchHeader};
 use super::AppState;
 use crate::model::{
     AgentId, ExpiresAfter, Identifier, Metadata, MetadataPatch, NewSession, Order, Page, Session,
@@ -123,7 +124,8 @@ async fn create_session(
         .create_session(tenant, session)
         .await
         .map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
-    Ok(Created::at(format!("/v1/sessions/{}", created.id), created))
+    let revision = Some(created.revision);
+    Ok(Created::at(format!("/v1/sessions/{}", created.id), created).tagged(revision))
 }
 
 /// List sessions, newest first.
@@ -155,13 +157,19 @@ async fn list_sessions(
 async fn get_session(
     State(state): State<AppState>,
     session: TenantSession,
-) -> Result<Json<Session>> {
+) -> Result<(ETag, Json<Session>)> {
     let answer = state.store.get_session(&session.tenant, &session.id).await;
-    answer.map(Json).map_err(|e| session.store_error(e))
+    answer.map(tagged).map_err(|e| session.store_error(e))
+}
+
+/// A session with its revision as the answer's `ETag`.
+fn tagged(session: Session) -> (ETag, Json<Session>) {
+    (ETag(session.revision), Json(session))
 }
 
 /// Change a session's metadata (a JSON merge patch) or agent.
-#[utoipa::path(patch, path = "/v1/sessions/{session_id}", tag = "sessions", params(TenantSession),
+#[utoipa::path(patch, path = "/v1/sessions/{session_id}", tag = "sessions",
+    params(TenantSession, IfMatchHeader),
     request_body = UpdateSessionRequest,
     responses(
         (status = 200, description = "The updated session", body = Session),
@@ -171,23 +179,26 @@ async fn get_session(
 async fn update_session(
     State(state): State<AppState>,
     session: TenantSession,
+    IfMatchHeader(if_match): IfMatchHeader,
     AppJson(request): AppJson<UpdateSessionRequest>,
-) -> Result<Json<Session>> {
+) -> Result<(ETag, Json<Session>)> {
     let patch = request.into_patch()?;
     if let Some(Some(agent_id)) = &patch.agent_id {
         find_agent(&state, &session.tenant, agent_id.as_str()).await?;
     }
-    let answer = state.store.update_session(&session.tenant, &session.id, patch).await;
-    answer.map(Json).map_err(|e| session.store_error(e))
+    let answer = state.store.update_session(&session.tenant, &session.id, patch, if_match).await;
+    answer.map(tagged).map_err(|e| session.store_error(e))
 }
 
 /// Delete a session with all its items.
-#[utoipa::path(delete, path = "/v1/sessions/{session_id}", tag = "sessions", params(TenantSession),
+#[utoipa::path(delete, path = "/v1/sessions/{session_id}", tag = "sessions",
+    params(TenantSession, IfMatchHeader),
     responses((status = 204, description = "Deleted"), Lookup))]
 async fn delete_session(
     State(state): State<AppState>,
     session: TenantSession,
+    IfMatchHeader(if_match): IfMatchHeader,
 ) -> Result<NoContent> {
-    let done = state.store.delete_session(&session.tenant, &session.id).await;
+    let done = state.store.delete_session(&session.tenant, &session.id, if_match).await;
     done.map(|()| NoContent).map_err(|e| session.store_error(e))
 }

@@ -26,12 +26,27 @@ impl IdempotencyKey {
         session_id: &SessionId,
         items: &[ItemBody],
     ) -> Result<Self, InvalidField> {
+        Self::for_append(key, session_id, items, None)
+    }
+
+    /// The key of an append of `items` with the `rest` of its request (a state change,
+    /// a condition), which none of the plain appends before it had.
+    pub fn for_append(
+        key: &str,
+        session_id: &SessionId,
+        items: &[ItemBody],
+        rest: Option<&str>,
+    ) -> Result<Self, InvalidField> {
         let mut hasher = Sha256::new();
         hasher.update(session_id.as_str());
         for item in items {
             // JSON text never holds a NUL byte, so it marks item boundaries unambiguously.
             hasher.update([0]);
             hasher.update(item.as_str());
+        }
+        if let Some(rest) = rest {
+            hasher.update([0, 0]);
+            hasher.update(rest);
         }
         Self::checked(key, hasher)
     }

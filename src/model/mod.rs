@@ -15,12 +15,14 @@ mod metadata;
 mod outbound;
 mod page;
 mod retention;
+mod revision;
 mod run;
 mod run_answer;
 mod run_event;
 pub mod run_items;
 mod run_record;
 mod session;
+mod state;
 mod tool;
 mod webhook;
 mod whole_number;
@@ -43,6 +45,7 @@ pub use metadata::{Metadata, MetadataPatch};
 pub use outbound::{WebhookPolicy, REDACTED};
 pub use page::{Cursor, Order, Page, PageRequest};
 pub use retention::{Anchor, ExpiresAfter, MAX_EXPIRES_AFTER_SECS};
+pub use revision::{entity_tag, IfMatch};
 pub use run::{
     IfBusy, IncompleteDetails, RequiredAction, RequiredActionKind, RequiredToolCall, Run, RunError,
     RunStatus, StopAction,
@@ -55,6 +58,7 @@ pub use run_record::{NewRun, RunConfig, RunRecord, Sampling, Steer};
 pub use session::{
     AgentId, ForkedFrom, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT,
 };
+pub use state::{StateChange, StateDocument, StateTooLarge, StateWrite};
 pub use tool::{FunctionTool, RequireApproval, Tool, Webhook};
 pub use webhook::{CompletionWebhook, DeliveryStatus, WebhookDelivery};
 pub(crate) use whole_number::{

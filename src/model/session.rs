@@ -116,6 +116,9 @@ pub struct Session {
     /// unfinished; null when it never expires.
     #[schema(required = true)]
     pub expires_at: Option<DateTime<Utc>>,
+    /// Raised by one with every committed change to the session, its state or its
+    /// items; the `ETag` of its reads and writes, what `If-Match` compares.
+    pub revision: i64,
 }
 
 /// What a new session starts with.

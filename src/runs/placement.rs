@@ -72,7 +72,7 @@ impl Runs {
         self.store().fork_session(tenant, &source, fork).await?;
         if ephemeral {
             let patch = SessionPatch { expires_after: Some(expiry), ..SessionPatch::default() };
-            self.store().update_session(tenant, &own, patch).await?;
+            self.store().update_session(tenant, &own, patch, None).await?;
         }
         Ok(Placed { session: own, if_busy: IfBusy::Reject, own: true, ephemeral })
     }
@@ -80,7 +80,7 @@ impl Runs {
     /// Undoes a place whose run was refused: a session made for the run goes.
     pub async fn unplace(&self, tenant: &str, placed: &Placed) {
         if placed.own {
-            let _ = self.store().delete_session(tenant, &placed.session).await;
+            let _ = self.store().delete_session(tenant, &placed.session, None).await;
         }
     }
 
@@ -99,7 +99,7 @@ impl Runs {
             if let Err(error) = runs.wait(&tenant, &session, run, 0).await {
                 tracing::warn!(%error, "cannot wait for an ephemeral run");
             }
-            if let Err(error) = runs.store().delete_session(&tenant, &session).await {
+            if let Err(error) = runs.store().delete_session(&tenant, &session, None).await {
                 tracing::warn!(%error, "cannot delete an ephemeral run's session; it expires within the hour");
             }
         });

@@ -20,7 +20,15 @@ pub(super) struct PayloadColumn {
     pub tenant: &'static str,
 }
 
-pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 8] = [
+pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 9] = [
+    PayloadColumn {
+        column: Column::SessionState,
+        table: "sessions",
+        value: "state",
+        from: "sessions p",
+        alias: "p",
+        tenant: "p.tenant_id",
+    },
     PayloadColumn {
         column: Column::ItemBody,
         table: "items",

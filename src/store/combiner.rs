@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::deadline::within;
 use super::{Result, StartNow, StoreError};
-use crate::model::{IdempotencyKey, IfBusy, ItemBody, NewRun, SessionId};
+use crate::model::{IdempotencyKey, IfBusy, IfMatch, ItemBody, NewRun, SessionId, StateWrite};
 
 /// The most writes one transaction combines, and the most item text: a batch is
 /// bounded in memory and in how long it holds its sessions' row locks.
@@ -39,6 +39,18 @@ pub(super) struct Append {
     pub session_id: SessionId,
     pub bodies: Vec<ItemBody>,
     pub idempotency: Option<IdempotencyKey>,
+    /// Made only at this revision; such an append is written alone, not combined.
+    pub if_match: Option<IfMatch>,
+    /// A change to the session's state made with the items (also written alone).
+    pub state: Option<StateWrite>,
+}
+
+impl Append {
+    /// Whether a combined batch may take it: one with a condition, a state change or no
+    /// items is written in a transaction of its own.
+    pub fn combinable(&self) -> bool {
+        self.if_match.is_none() && self.state.is_none() && !self.bodies.is_empty()
+    }
 }
 
 /// A run's creation, of a kind a combined transaction makes: no Idempotency-Key to

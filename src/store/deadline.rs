@@ -22,12 +22,12 @@ use uuid::Uuid;
 use super::{
     outage, AgentStore, ApiKeyStore, AppendStats, Appended, AtRestStore, Attempt, Claim,
     CompactionStore, Context, CreatedRun, Delivery, DeliveryStore, Finished, Forked, PoolStats,
-    Progress, Result, RunFlush, RunStore, SessionStore, StartNow, StoreError, Swept,
+    Progress, Result, RunFlush, RunStore, SessionStore, StartNow, StateStore, StoreError, Swept,
 };
 use crate::model::{
-    Agent, AgentPatch, ApiKey, Compaction, IdempotencyKey, IfBusy, Item, ItemBody, KeyHash,
-    NewFork, NewRun, NewSession, Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord, RunStatus,
-    Session, SessionId, SessionPatch, Steer, StopAction,
+    Agent, AgentPatch, ApiKey, Compaction, IdempotencyKey, IfBusy, IfMatch, Item, ItemBody,
+    KeyHash, NewFork, NewRun, NewSession, Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord,
+    RunStatus, Session, SessionId, SessionPatch, StateDocument, StateWrite, Steer, StopAction,
 };
 
 /// A store whose operations each fail after `limit`.
@@ -109,23 +109,40 @@ macro_rules! within_deadline {
     };
 }
 
+within_deadline!(StateStore {
+    read fn session_state(&self, tenant: &str, id: &SessionId) -> (StateDocument, i64);
+    write fn write_session_state(
+        &self, tenant: &str, id: &SessionId, write: StateWrite, if_match: Option<IfMatch>
+    ) -> (StateDocument, i64);
+    write fn append_with_state(
+        &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>,
+        state: Option<StateWrite>, idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
+    ) -> Appended;
+});
+
 within_deadline!(SessionStore {
     write fn create_session(&self, tenant: &str, session: NewSession) -> Session;
     read fn get_session(&self, tenant: &str, id: &SessionId) -> Session;
     read fn list_sessions(
         &self, tenant: &str, metadata: &[(String, String)], page: &PageRequest
     ) -> Page<Session>;
-    write fn update_session(&self, tenant: &str, id: &SessionId, patch: SessionPatch) -> Session;
-    bulk fn delete_session(&self, tenant: &str, id: &SessionId) -> ();
+    write fn update_session(
+        &self, tenant: &str, id: &SessionId, patch: SessionPatch, if_match: Option<IfMatch>
+    ) -> Session;
+    bulk fn delete_session(&self, tenant: &str, id: &SessionId, if_match: Option<IfMatch>) -> ();
     write fn append_items(
         &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>,
-        idempotency: Option<IdempotencyKey>
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
     ) -> Appended;
     read fn list_items(&self, tenant: &str, session_id: &SessionId, page: &PageRequest) -> Page<Item>;
     read fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Item;
-    write fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> ();
-    write fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Item;
-    bulk fn clear_items(&self, tenant: &str, session_id: &SessionId) -> ();
+    write fn delete_item(
+        &self, tenant: &str, session_id: &SessionId, item_id: Uuid, if_match: Option<IfMatch>
+    ) -> ();
+    write fn pop_last_item(
+        &self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>
+    ) -> Item;
+    bulk fn clear_items(&self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>) -> ();
     bulk fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> u64;
     bulk fn sweep_expired(&self, batch: i64) -> Swept;
     read fn server_secret(&self, name: &str) -> String;

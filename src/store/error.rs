@@ -1,6 +1,6 @@
 use uuid::Uuid;
 
-use crate::model::{InvalidField, RequiredActionKind, RunStatus};
+use crate::model::{InvalidField, RequiredActionKind, RunStatus, StateTooLarge};
 
 /// What can go wrong in the store, in domain terms. Database failures stay opaque.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +40,12 @@ pub enum StoreError {
     UnknownCursor,
     #[error("the idempotency key was used with a different request")]
     IdempotencyKeyReused,
+    /// `If-Match` named another revision than the session's (`current`; none: the
+    /// session does not exist). Nothing was written.
+    #[error("the session is not at the revision of If-Match")]
+    RevisionMismatch { current: Option<i64> },
+    #[error(transparent)]
+    StateTooLarge(#[from] StateTooLarge),
     #[error(transparent)]
     Invalid(#[from] InvalidField),
     #[error("DATABASE_URL must start with sqlite:, postgres: or postgresql:")]

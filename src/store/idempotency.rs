@@ -29,15 +29,21 @@ pub(super) struct AppendedSeqs {
     pub session_pk: i64,
     pub first_seq: i64,
     pub last_seq: i64,
+    /// The session's revision after the append; absent in responses kept before
+    /// 2026-11-29.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
 }
 
 impl AppendedSeqs {
-    /// Where the items of one append, all in session `session_pk`, went.
-    pub fn of(session_pk: i64, items: &[Item]) -> Self {
+    /// Where the items of one append, all in session `session_pk`, went, and the
+    /// revision it made.
+    pub fn of(session_pk: i64, items: &[Item], revision: i64) -> Self {
         Self {
             session_pk,
             first_seq: items.first().map_or(0, |i| i.seq),
             last_seq: items.last().map_or(0, |i| i.seq),
+            revision: Some(revision),
         }
     }
 }

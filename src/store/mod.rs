@@ -21,6 +21,7 @@ mod rows;
 mod run_rows;
 mod runs;
 mod sqlite;
+mod state;
 mod timestamp;
 
 use std::sync::Arc;
@@ -42,10 +43,11 @@ pub use payload::{Column, PayloadCodec};
 pub use postgres::PgStore;
 pub use runs::{Claim, CreatedRun, Finished, RunFlush, RunLease, RunStore, StartNow};
 pub use sqlite::SqliteStore;
+pub use state::StateStore;
 pub use timestamp::now;
 
 use crate::model::{
-    ExpiresAfter, IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session,
+    ExpiresAfter, IdempotencyKey, IfMatch, Item, ItemBody, NewSession, Page, PageRequest, Session,
     SessionId, SessionPatch,
 };
 
@@ -58,6 +60,7 @@ pub trait SessionStore:
     AgentStore
     + ApiKeyStore
     + AtRestStore
+    + StateStore
     + RunStore
     + CompactionStore
     + DeliveryStore
@@ -80,15 +83,25 @@ pub trait SessionStore:
     ) -> Result<Page<Session>>;
 
     /// Applies the patch under a row lock, so concurrent patches never lose a key.
+    ///
+    /// Every write to a session takes `if_match`: with one, the write happens only if
+    /// the session exists at that revision, else fails with
+    /// [`StoreError::RevisionMismatch`] having written nothing.
     async fn update_session(
         &self,
         tenant: &str,
         id: &SessionId,
         patch: SessionPatch,
+        if_match: Option<IfMatch>,
     ) -> Result<Session>;
 
     /// Deletes the session with all its items and runs.
-    async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()>;
+    async fn delete_session(
+        &self,
+        tenant: &str,
+        id: &SessionId,
+        if_match: Option<IfMatch>,
+    ) -> Result<()>;
 
     /// Appends the items in order, in one transaction, creating the session if absent.
     /// Their `seq`s are contiguous: a concurrent append never lands between them.
@@ -99,6 +112,7 @@ pub trait SessionStore:
         session_id: &SessionId,
         items: Vec<ItemBody>,
         idempotency: Option<IdempotencyKey>,
+        if_match: Option<IfMatch>,
     ) -> Result<Appended>;
 
     async fn list_items(
@@ -111,14 +125,30 @@ pub trait SessionStore:
     async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item>;
 
     /// Deletes the item, and the compactions that summarise it.
-    async fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<()>;
+    async fn delete_item(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        item_id: Uuid,
+        if_match: Option<IfMatch>,
+    ) -> Result<()>;
 
     /// Removes and returns the newest item, and the compactions that summarise it.
     /// Concurrent pops each get a different item.
-    async fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Result<Item>;
+    async fn pop_last_item(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        if_match: Option<IfMatch>,
+    ) -> Result<Item>;
 
     /// Removes every item and keeps the session; its compactions go with them.
-    async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()>;
+    async fn clear_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        if_match: Option<IfMatch>,
+    ) -> Result<()>;
 
     /// Forgets idempotency keys first used before `cutoff`; returns how many.
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64>;
@@ -150,6 +180,11 @@ pub struct Appended {
     pub items: Vec<Item>,
     /// True when an earlier request with the same idempotency key did the append.
     pub replayed: bool,
+    /// The session's revision after the append (unknown for a replay of an append made
+    /// before revisions were kept, and for an empty append to no session).
+    pub revision: Option<i64>,
+    /// The session's state after an append that changed it (not kept for replays).
+    pub state: Option<crate::model::StateDocument>,
 }
 
 /// What one sweep deleted.

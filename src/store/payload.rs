@@ -22,6 +22,7 @@ pub enum Column {
     AgentBody,
     SteeringBody,
     WebhookPayload,
+    SessionState,
 }
 
 impl Column {
@@ -36,6 +37,7 @@ impl Column {
             Self::AgentBody => "agents.body",
             Self::SteeringBody => "run_steering.body",
             Self::WebhookPayload => "webhook_deliveries.payload",
+            Self::SessionState => "sessions.state",
         }
     }
 }

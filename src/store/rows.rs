@@ -21,7 +21,7 @@ pub(super) const SESSION_COLUMNS: &str =
     "id, created_at, updated_at, metadata, agent_id, item_count, \
      input_tokens, output_tokens, total_tokens, llm_calls, \
      forked_from_session_id, forked_from_item_id, \
-     last_active_at, expires_anchor, expires_seconds, expires_at";
+     last_active_at, expires_anchor, expires_seconds, expires_at, revision";
 pub(super) const ITEM_COLUMNS: &str = "id, seq, created_at, run_id, body";
 
 #[derive(sqlx::FromRow)]
@@ -45,6 +45,7 @@ pub(super) struct SessionRow {
     expires_anchor: Option<String>,
     expires_seconds: Option<i64>,
     expires_at: Option<Timestamp>,
+    revision: i64,
 }
 
 impl From<SessionRow> for Session {
@@ -68,6 +69,7 @@ impl From<SessionRow> for Session {
             last_active_at: row.last_active_at.0,
             expires_after: stored_expiry(row.expires_anchor.as_deref(), row.expires_seconds),
             expires_at: row.expires_at.map(|at| at.0),
+            revision: row.revision,
         }
     }
 }

@@ -11,4 +11,5 @@ mod llm;
 mod process;
 mod runs;
 mod socket;
+mod state;
 mod store;

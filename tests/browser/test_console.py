@@ -194,6 +194,17 @@ def test_branch_from_here_forks_at_the_item(page: Page, api: Api) -> None:
     assert api.ok("GET", f"/v1/sessions/{source}")["item_count"] == 4
 
 
+def test_the_session_shows_its_state_and_revision(page: Page, api: Api) -> None:
+    session_id = unique("state")
+    api.ok("POST", f"/v1/sessions/{session_id}/items", messages(("user", "one")))
+    api.ok("PUT", f"/v1/sessions/{session_id}/state", {"state": {"step": "triage", "order": "<b>4711</b>"}})
+    open_session(page, session_id)
+    expect(page.locator("#session-state")).to_contain_text('"step": "triage"')
+    # Shown as text, never as markup.
+    expect(page.locator("#session-state")).to_contain_text('"order": "<b>4711</b>"')
+    expect(page.locator(".session-head")).to_contain_text("revision 2")
+
+
 def test_stored_markup_renders_as_text(page: Page, api: Api) -> None:
     session_id = unique("xss")
     hostile = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> **bold**'

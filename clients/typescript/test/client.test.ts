@@ -8,8 +8,11 @@ import {
   followRun,
   getRun,
   getSession,
+  getSessionState,
   listItems,
+  mergeSessionState,
   popLastItem,
+  replaceSessionState,
   type Client,
   type RunEvent,
 } from '../src/index.js';
@@ -49,6 +52,31 @@ test('the generated functions speak to the service, errors included', async () =
   const missing = await getSession({ client, path: { session_id: sessionId() } });
   assert.equal(missing.response.status, 404);
   assert.equal(missing.error?.code, 'session_not_found');
+});
+
+test('state is written with If-Match, and a stale revision is refused', async () => {
+  const client = connect({ baseUrl: service.url });
+  const id = sessionId();
+  const made = await replaceSessionState({ client, path: { session_id: id }, body: { state: { step: 1 } } });
+  assert.equal(made.response.status, 200);
+  assert.equal(made.response.headers.get('etag'), '"1"');
+  const merged = await mergeSessionState({
+    client,
+    path: { session_id: id },
+    headers: { 'If-Match': '"1"' },
+    body: { state: { step: 2, plan: ['a'] } },
+  });
+  assert.deepEqual(merged.data, { state: { step: 2, plan: ['a'] }, revision: 2 });
+  const stale = await mergeSessionState({
+    client,
+    path: { session_id: id },
+    headers: { 'If-Match': '"1"' },
+    body: { state: { step: 3 } },
+  });
+  assert.equal(stale.response.status, 412);
+  assert.equal(stale.error?.code, 'revision_mismatch');
+  const read = await getSessionState({ client, path: { session_id: id } });
+  assert.deepEqual(read.data?.state, { step: 2, plan: ['a'] });
 });
 
 test('an append whose answer was lost is sent again with its key, and lands once', async () => {

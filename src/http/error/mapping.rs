@@ -26,6 +26,14 @@ impl ApiError {
             (StoreError::SessionEmpty, _) => {
                 Self::SessionEmpty(format!("session `{session_id}` has no items"))
             }
+            (StoreError::RevisionMismatch { current: None }, _) => Self::RevisionMismatch(
+                format!("session `{session_id}` does not exist, and If-Match asks that it does"),
+            ),
+            (StoreError::RevisionMismatch { current: Some(current) }, _) => {
+                Self::RevisionMismatch(format!(
+                    "session `{session_id}` is at revision {current}, not the one If-Match names; nothing was written"
+                ))
+            }
             (StoreError::SessionBusy(active), _) => Self::SessionBusy(format!(
                 "session `{session_id}` has an unfinished run `{active}`; wait for it, cancel it or pass if_busy: \"enqueue\""
             )),
@@ -86,6 +94,11 @@ impl From<StoreError> for ApiError {
                 Self::invalid("after/before", "the cursor names no row of this listing")
             }
             StoreError::IdempotencyKeyReused => Self::IdempotencyKeyReused,
+            StoreError::RevisionMismatch { current } => Self::RevisionMismatch(match current {
+                Some(current) => format!("the session is at revision {current}"),
+                None => "the session does not exist".into(),
+            }),
+            StoreError::StateTooLarge(too_large) => Self::StateTooLarge(too_large.to_string()),
             StoreError::HistoryChanged => Self::HistoryChanged(
                 "the session's history changed while it was being compacted; try again".into(),
             ),

@@ -12,7 +12,8 @@ use crate::llm::LlmErrorCode;
 use crate::store::StoreError;
 pub use responses::{
     BadRequest, Conflict, Forbidden, Internal, JsonBody, KeyReused, LlmFailed, Lookup, NotFound,
-    PayloadTooLarge, RateLimited, StorageFull, Unauthorized, Unavailable, UnsupportedMediaType,
+    PayloadTooLarge, RateLimited, RevisionMismatch, StorageFull, Unauthorized, Unavailable,
+    UnsupportedMediaType,
 };
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -58,6 +59,12 @@ pub enum ApiError {
     Llm(LlmErrorCode, String),
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyKeyReused,
+    /// `If-Match` named another revision than the session's; nothing was written.
+    #[error("{0}")]
+    RevisionMismatch(String),
+    /// A state write whose result is over `MAX_STATE_BYTES`.
+    #[error("state: {0}")]
+    StateTooLarge(String),
     #[error(
         "the request body is larger than the limit of {0} bytes ({size}, MAX_BODY_BYTES)",
         size = human_size(*.0)
@@ -131,7 +138,8 @@ impl ApiError {
             | Self::RouteNotFound => StatusCode::NOT_FOUND,
             Self::SessionExists(_) => StatusCode::CONFLICT,
             Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RevisionMismatch(_) => StatusCode::PRECONDITION_FAILED,
+            Self::PayloadTooLarge(_) | Self::StateTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Timeout(_)
@@ -164,7 +172,8 @@ impl ApiError {
             Self::HistoryChanged(_) => "history_changed",
             Self::Llm(code, _) => code.as_str(),
             Self::IdempotencyKeyReused => "idempotency_key_reused",
-            Self::PayloadTooLarge(_) => "payload_too_large",
+            Self::RevisionMismatch(_) => "revision_mismatch",
+            Self::PayloadTooLarge(_) | Self::StateTooLarge(_) => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::RouteNotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
@@ -185,6 +194,7 @@ impl ApiError {
     fn field(&self) -> Option<&str> {
         match self {
             Self::InvalidRequest { field, .. } => Some(field),
+            Self::StateTooLarge(_) => Some("state"),
             _ => None,
         }
     }

@@ -145,9 +145,9 @@ async fn create(
     let new = NewSession { id: id.clone(), metadata, agent_id: None, expires_after: None };
     let session = state.store.create_session(&tenant, new).await?;
     if !items.is_empty() {
-        if let Err(error) = state.store.append_items(&tenant, &id, items, None).await {
+        if let Err(error) = state.store.append_items(&tenant, &id, items, None, None).await {
             // Not half a conversation: without its items, none at all.
-            let _ = state.store.delete_session(&tenant, &id).await;
+            let _ = state.store.delete_session(&tenant, &id, None).await;
             return Err(error.into());
         }
     }
@@ -185,7 +185,7 @@ async fn update(
     changes.extend(request.metadata.into_iter().map(|(key, value)| (key, Some(value))));
     let patch =
         SessionPatch { metadata: Some(MetadataPatch::Merge(changes)), ..SessionPatch::default() };
-    let session = state.store.update_session(&tenant, &id, patch).await;
+    let session = state.store.update_session(&tenant, &id, patch, None).await;
     Ok(Json(session.map_err(|e| ApiError::from_store(e, id.as_str(), None))?.into()))
 }
 
@@ -199,7 +199,7 @@ async fn remove(
     Segments(id): Segments<String>,
 ) -> Result<Json<ConversationDeleted>> {
     let (id, _) = existing(&state, &tenant, &id).await?;
-    match state.store.delete_session(&tenant, &id).await {
+    match state.store.delete_session(&tenant, &id, None).await {
         Ok(()) | Err(StoreError::SessionNotFound) => {}
         Err(error) => return Err(error.into()),
     }
@@ -250,7 +250,7 @@ async fn add_items(
 ) -> Result<Json<List<Value>>> {
     let items = taken(&state, &tenant, &request.items).await?;
     let (id, _) = existing(&state, &tenant, &id).await?;
-    let appended = state.store.append_items(&tenant, &id, items, None).await;
+    let appended = state.store.append_items(&tenant, &id, items, None, None).await;
     let appended = appended.map_err(|e| ApiError::from_store(e, id.as_str(), None))?;
     Ok(Json(List::of_items(appended.items.iter().map(item_view).collect(), false)))
 }
@@ -299,7 +299,7 @@ async fn delete_item(
     Segments((id, item_id)): Segments<(String, String)>,
 ) -> Result<Json<Conversation>> {
     let (id, item) = item_of(&state, &tenant, &id, &item_id).await?;
-    let deleted = state.store.delete_item(&tenant, &id, item.id).await;
+    let deleted = state.store.delete_item(&tenant, &id, item.id, None).await;
     deleted.map_err(|e| ApiError::from_store(e, id.as_str(), Some(&item_id)))?;
     Ok(Json(existing(&state, &tenant, id.as_str()).await?.1.into()))
 }

@@ -35,11 +35,12 @@ pub(super) async fn append_many(
         .filter_map(|(append, claimed)| claimed.then_some(append))
         .collect();
 
-    // Each session's seqs, in one update for the sessions that exist.
-    let mut counts: HashMap<(&str, &str), i64> = HashMap::new();
+    // Each session's seqs and revisions (one per append), in one update for the
+    // sessions that exist.
+    let mut counts: HashMap<(&str, &str), (i64, i64)> = HashMap::new();
     for append in &writing {
-        *counts.entry((&append.tenant, append.session_id.as_str())).or_default() +=
-            append.bodies.len() as i64;
+        let count = counts.entry((&append.tenant, append.session_id.as_str())).or_default();
+        *count = (count.0 + append.bodies.len() as i64, count.1 + 1);
     }
     let mut reserved = reserve_many(conn, &counts, now).await?;
     for (&(tenant, id), &count) in &counts {
@@ -55,24 +56,27 @@ pub(super) async fn append_many(
         }
     }
 
-    // Seqs given out in queue order: an append's first seq follows the last of the one
-    // before it in the same session.
-    let mut next_seq: HashMap<(&str, &str), i64> = reserved
+    // Seqs and revisions given out in queue order: an append's first seq follows the
+    // last of the one before it in the same session, its revision that one's.
+    let mut next: HashMap<(&str, &str), (i64, i64)> = reserved
         .iter()
-        .map(|(&session, &(_, last_seq))| (session, last_seq - counts[&session] + 1))
+        .map(|(&session, &(_, last_seq, revision))| {
+            let (count, steps) = counts[&session];
+            (session, (last_seq - count + 1, revision - steps + 1))
+        })
         .collect();
     let mut made = Vec::with_capacity(writing.len());
     for append in &writing {
         let session = (append.tenant.as_str(), append.session_id.as_str());
-        let first_seq = next_seq[&session];
+        let (first_seq, revision) = next[&session];
         let last_seq = first_seq + append.bodies.len() as i64 - 1;
-        next_seq.insert(session, last_seq + 1);
+        next.insert(session, (last_seq + 1, revision + 1));
         let items = new_items(&append.bodies, last_seq, now.0);
-        made.push((reserved[&session].0, items));
+        made.push((reserved[&session].0, items, revision));
     }
 
     let mut rows = Rows::default();
-    for (append, (session_pk, items)) in writing.iter().zip(&made) {
+    for (append, (session_pk, items, _)) in writing.iter().zip(&made) {
         for item in items {
             rows.ids.push(item.id);
             rows.tenants.push(&append.tenant);
@@ -88,9 +92,9 @@ pub(super) async fn append_many(
     Ok(claimed
         .into_iter()
         .map(|claimed| {
-            claimed.then(|| Appended {
-                items: made.next().expect("one per append written").1,
-                replayed: false,
+            claimed.then(|| {
+                let (_, items, revision) = made.next().expect("one per append written");
+                Appended { items, replayed: false, revision: Some(revision), state: None }
             })
         })
         .collect())
@@ -144,27 +148,28 @@ async fn claim_keys(
         .collect())
 }
 
-/// Gives out `counts[session]` seqs of each live session in one statement; returns each
+/// Gives out `counts[session]` seqs and revisions of each live session in one statement; returns each
 /// one's key and last seq given. Sessions absent or expired are not in the answer.
 /// Rows are locked in `pk` order, as a single append's one lock and any replica's
 /// combined appends take them, so that two combined appends never deadlock.
 async fn reserve_many<'a>(
     conn: &mut PgConnection,
-    counts: &HashMap<(&'a str, &'a str), i64>,
+    counts: &HashMap<(&'a str, &'a str), (i64, i64)>,
     now: Timestamp,
-) -> Result<HashMap<(&'a str, &'a str), (i64, i64)>> {
+) -> Result<HashMap<(&'a str, &'a str), (i64, i64, i64)>> {
     static RESERVE: LazyLock<String> = LazyLock::new(|| {
         format!(
             r"with wanted as (
-                  select * from unnest($1::text[], $2::text[], $3::bigint[]) with ordinality as w (tenant_id, id, added, n)
+                  select * from unnest($1::text[], $2::text[], $3::bigint[], $5::bigint[]) with ordinality as w (tenant_id, id, added, steps, n)
               ), locked as (
-                  select s.pk, w.added, w.n from sessions s join wanted w on s.tenant_id = w.tenant_id and s.id = w.id
+                  select s.pk, w.added, w.steps, w.n from sessions s join wanted w on s.tenant_id = w.tenant_id and s.id = w.id
                   where {} order by s.pk for update of s
               )
               update sessions set last_seq = sessions.last_seq + locked.added,
-                                  item_count = sessions.item_count + locked.added, updated_at = $4, {}
+                                  item_count = sessions.item_count + locked.added,
+                                  revision = sessions.revision + locked.steps, updated_at = $4, {}
               from locked where sessions.pk = locked.pk
-              returning locked.n, sessions.pk, sessions.last_seq",
+              returning locked.n, sessions.pk, sessions.last_seq, sessions.revision",
             live("s", NOW),
             touch("$4"),
         )
@@ -172,18 +177,20 @@ async fn reserve_many<'a>(
     let sessions: Vec<(&'a str, &'a str)> = counts.keys().copied().collect();
     let tenants: Vec<&str> = sessions.iter().map(|(tenant, _)| *tenant).collect();
     let ids: Vec<&str> = sessions.iter().map(|(_, id)| *id).collect();
-    let added: Vec<i64> = sessions.iter().map(|session| counts[session]).collect();
-    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&RESERVE)
+    let added: Vec<i64> = sessions.iter().map(|session| counts[session].0).collect();
+    let steps: Vec<i64> = sessions.iter().map(|session| counts[session].1).collect();
+    let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(&RESERVE)
         .bind(&tenants)
         .bind(&ids)
         .bind(&added)
         .bind(now)
+        .bind(&steps)
         .fetch_all(&mut *conn)
         .await?;
     // Each row names its session by its (1-based) place in the arrays.
     Ok(rows
         .into_iter()
-        .map(|(n, pk, last_seq)| (sessions[n as usize - 1], (pk, last_seq)))
+        .map(|(n, pk, last_seq, revision)| (sessions[n as usize - 1], (pk, last_seq, revision)))
         .collect())
 }
 
@@ -220,16 +227,16 @@ async fn keep_responses(
     conn: &mut PgConnection,
     codec: &PayloadCodec,
     written: &[&Append],
-    made: &[(i64, Vec<Item>)],
+    made: &[(i64, Vec<Item>, i64)],
 ) -> Result<()> {
     let mut tenants = Vec::new();
     let mut keys = Vec::new();
     let mut responses = Vec::new();
-    for (append, (session_pk, items)) in written.iter().zip(made) {
+    for (append, (session_pk, items, revision)) in written.iter().zip(made) {
         let Some(key) = &append.idempotency else {
             continue;
         };
-        let response = to_json(&AppendedSeqs::of(*session_pk, items))?;
+        let response = to_json(&AppendedSeqs::of(*session_pk, items, *revision))?;
         tenants.push(append.tenant.as_str());
         keys.push(key.key.as_str());
         responses

@@ -109,7 +109,7 @@ pub(super) static WRITE_RUN: LazyLock<String> = LazyLock::new(|| {
               update sessions set last_seq = last_seq + $12, item_count = item_count + $12,
                   input_tokens = input_tokens + $13, output_tokens = output_tokens + $14,
                   total_tokens = total_tokens + $15, llm_calls = llm_calls + $16,
-                  updated_at = $10, {touch}
+                  revision = revision + 1, updated_at = $10, {touch}
               from r where $11 and sessions.pk = r.session_pk
               returning sessions.pk, sessions.last_seq),
           i as (

@@ -25,7 +25,7 @@ async fn page_reads_are_planned_once_per_connection(pool: PgPool) {
     let id = SessionId::parse("id", "long".into()).unwrap();
     for n in 0..3 {
         let items = (0..100).map(|i| item(format!(r#"{{"n":{}}}"#, n * 100 + i))).collect();
-        store.append_items(T, &id, items, None).await.unwrap();
+        store.append_items(T, &id, items, None, None).await.unwrap();
     }
     sqlx::query("analyze").execute(&store.pool).await.unwrap();
     for _ in 0..8 {
@@ -54,7 +54,7 @@ async fn connections_readied_for_pages_never_go_back_to_the_pool(pool: PgPool) {
     let large = format!(r#"{{"text":"{}"}}"#, "x".repeat(9 * 1024 * 1024));
     for _ in 0..2 {
         let items = vec![item(large.clone())];
-        store.append_items(T, &id, items, None).await.unwrap();
+        store.append_items(T, &id, items, None, None).await.unwrap();
     }
     let page = newest(10);
     let reads = (0..2).map(|_| store.list_items(T, &id, &page));
@@ -81,7 +81,8 @@ async fn connections_readied_for_pages_never_go_back_to_the_pool(pool: PgPool) {
 async fn appends_keep_their_connection_between_transactions(pool: PgPool) {
     let store = PgStore::from_pool(pool.clone());
     let id = SessionId::parse("id", "kept".into()).unwrap();
-    let append = |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None);
+    let append =
+        |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None, None);
     append(0).await.unwrap();
     assert_eq!(store.append_writer.parked(), 1);
     let mut conn = store.append_writer.take().await.unwrap();
@@ -106,7 +107,8 @@ async fn appends_keep_their_connection_between_transactions(pool: PgPool) {
 async fn appends_recover_when_the_writers_connection_is_closed(pool: PgPool) {
     let store = PgStore::from_pool(pool.clone());
     let id = SessionId::parse("id", "restarted".into()).unwrap();
-    let append = |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None);
+    let append =
+        |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None, None);
     append(0).await.unwrap();
     let mut conn = store.append_writer.take().await.unwrap();
     let pid: i32 =

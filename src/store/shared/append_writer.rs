@@ -56,6 +56,25 @@ impl Writer for Writes {
 }
 
 impl Store {
+    /// Makes an append: combined with others when it can be, else alone.
+    pub(super) async fn append(&self, append: Append) -> Result<Appended> {
+        if append.combinable() {
+            self.appends().submit(append).await
+        } else {
+            self.append_alone(&append).await
+        }
+    }
+
+    /// Makes an append in a transaction of its own, outside the queue: one with what a
+    /// combined batch does not do (`If-Match`, a state change, no items).
+    async fn append_alone(&self, append: &Append) -> Result<Appended> {
+        let mut tx = self.writer().begin().await?;
+        let appended =
+            append_in(&mut tx, &self.codec, self.default_expiry, append, Timestamp::now()).await?;
+        tx.commit().await?;
+        Ok(appended)
+    }
+
     /// The queue that combines appends, started by the first one.
     pub(super) fn appends(&self) -> &Combiner<Append, Appended> {
         self.appends.get_or_init(|| {

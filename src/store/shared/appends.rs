@@ -4,9 +4,9 @@
 
 use super::backend::{insert_items, touch, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
-use super::sessions::{forget_expired, BindExpiry};
+use super::sessions::{forget_expired, precondition, BindExpiry};
 use super::Conn;
-use crate::model::{ExpiresAfter, Item, SessionId};
+use crate::model::{ExpiresAfter, Item, SessionId, StateDocument, StateWrite};
 use crate::store::combiner::Append;
 use crate::store::idempotency::{first_append, AppendedSeqs, FirstAppend};
 use crate::store::payload::{Column, PayloadCodec};
@@ -16,30 +16,33 @@ use crate::store::rows::{
 use crate::store::timestamp::Timestamp;
 use crate::store::{Appended, Result};
 
-/// Gives out `count` seqs of the session, creating it (with retention `expiry`) if
-/// absent, and returns its key and the last seq given. The update takes the row lock
-/// (Postgres) that orders concurrent appends.
+/// Gives out `count` seqs of the session for `steps` appends, each a revision, creating
+/// it (with retention `expiry`) if absent, and returns its key, the last seq given and
+/// its new revision.
+/// The update takes the row lock (Postgres) that orders concurrent appends.
 pub(crate) async fn reserve_seqs(
     conn: &mut Conn,
     tenant: &str,
     id: &SessionId,
-    count: i64,
+    (count, steps): (i64, i64),
     now: Timestamp,
     expiry: Option<ExpiresAfter>,
-) -> Result<(i64, i64)> {
+) -> Result<(i64, i64, i64)> {
     // The append's hot path: its statement is made once.
     static BUMP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         format!(
-            r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4, {}
+            r"update sessions set last_seq = last_seq + $3, item_count = item_count + $3, updated_at = $4,
+                                  revision = revision + $5, {}
               where tenant_id = $1 and id = $2 and {}
-              returning pk, last_seq",
+              returning pk, last_seq, revision",
             touch("$4"),
             live("sessions", NOW)
         )
     });
     let retention = expiry_columns(expiry, now, now);
     loop {
-        let bump = sqlx::query_as(&BUMP).bind(tenant).bind(id.as_str()).bind(count).bind(now);
+        let bump =
+            sqlx::query_as(&BUMP).bind(tenant).bind(id.as_str()).bind(count).bind(now).bind(steps);
         if let Some(reserved) = bump.fetch_optional(&mut *conn).await? {
             return Ok(reserved);
         }
@@ -47,15 +50,16 @@ pub(crate) async fn reserve_seqs(
         // the next update then finds the row.
         let created = sqlx::query_as(
             r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, item_count, last_seq,
-                                    expires_anchor, expires_seconds, expires_at)
-              values ($1, $2, $4, $4, $4, $3, $3, $5, $6, $7)
+                                    revision, expires_anchor, expires_seconds, expires_at)
+              values ($1, $2, $4, $4, $4, $3, $3, $5, $6, $7, $8)
               on conflict (tenant_id, id) do nothing
-              returning pk, last_seq",
+              returning pk, last_seq, revision",
         )
         .bind(tenant)
         .bind(id.as_str())
         .bind(count)
         .bind(now)
+        .bind(steps)
         .bind_expiry(retention)
         .fetch_optional(&mut *conn)
         .await?;
@@ -100,25 +104,93 @@ pub(crate) async fn append_in(
     let tenant = append.tenant.as_str();
     if let Some(key) = &append.idempotency {
         if let Some((first, _)) = claim_key(conn, codec, tenant, key, now).await? {
-            let items = match first_append(key, &first)? {
-                FirstAppend::Items(items) => items,
-                FirstAppend::Seqs(seqs) => appended_items(conn, codec, tenant, seqs).await?,
+            let (items, revision) = match first_append(key, &first)? {
+                FirstAppend::Items(items) => (items, None),
+                FirstAppend::Seqs(seqs) => {
+                    (appended_items(conn, codec, tenant, seqs).await?, seqs.revision)
+                }
             };
-            return Ok(Appended { items, replayed: true });
+            return Ok(Appended { items, replayed: true, revision, state: None });
         }
     }
+    if append.bodies.is_empty() && append.state.is_none() {
+        return record_nothing(conn, codec, append).await;
+    }
     let count = append.bodies.len() as i64;
-    let (session_pk, last_seq) =
-        reserve_seqs(conn, tenant, &append.session_id, count, now, default_expiry).await?;
+    let (session_pk, last_seq, revision) =
+        reserve_seqs(conn, tenant, &append.session_id, (count, 1), now, default_expiry).await?;
+    // At 1, the append made the session. On a mismatch the caller rolls back: nothing
+    // of the append stays, not even its key.
+    precondition(append.if_match, (revision > 1).then_some(revision - 1))?;
     let items = new_items(&append.bodies, last_seq, now.0);
-    let sealed = items
-        .iter()
-        .map(|i| codec.seal(tenant, Column::ItemBody, i.item.get()))
-        .collect::<Result<Vec<_>>>()?;
-    insert_items(conn, tenant, session_pk, &items, &sealed, now).await?;
+    if !items.is_empty() {
+        let sealed = items
+            .iter()
+            .map(|i| codec.seal(tenant, Column::ItemBody, i.item.get()))
+            .collect::<Result<Vec<_>>>()?;
+        insert_items(conn, tenant, session_pk, &items, &sealed, now).await?;
+    }
+    let state = match &append.state {
+        Some(write) => Some(write_state(conn, codec, tenant, session_pk, write).await?),
+        None => None,
+    };
     if let Some(key) = &append.idempotency {
-        let response = to_json(&AppendedSeqs::of(session_pk, &items))?;
+        let response = to_json(&AppendedSeqs::of(session_pk, &items, revision))?;
         keep_response(conn, codec, tenant, key, &response).await?;
     }
-    Ok(Appended { items, replayed: false })
+    Ok(Appended { items, replayed: false, revision: Some(revision), state })
+}
+
+/// An append of no items and no state: it changes nothing, not even the revision, but
+/// records its key, so that a client can make an empty operation once.
+async fn record_nothing(
+    conn: &mut Conn,
+    codec: &PayloadCodec,
+    append: &Append,
+) -> Result<Appended> {
+    let tenant = append.tenant.as_str();
+    let found: Option<(i64, i64)> = sqlx::query_as(&format!(
+        "select pk, revision from sessions where tenant_id = $1 and id = $2 and {}",
+        live("sessions", NOW)
+    ))
+    .bind(tenant)
+    .bind(append.session_id.as_str())
+    .fetch_optional(&mut *conn)
+    .await?;
+    let revision = found.map(|(_, revision)| revision);
+    precondition(append.if_match, revision)?;
+    if let Some(key) = &append.idempotency {
+        let session_pk = found.map_or(0, |(pk, _)| pk);
+        let mut seqs = AppendedSeqs::of(session_pk, &[], 0);
+        seqs.revision = revision;
+        keep_response(conn, codec, tenant, key, &to_json(&seqs)?).await?;
+    }
+    Ok(Appended { items: Vec::new(), replayed: false, revision, state: None })
+}
+
+/// Changes the state of the session `session_pk`, whose row the caller has locked;
+/// returns the new state.
+async fn write_state(
+    conn: &mut Conn,
+    codec: &PayloadCodec,
+    tenant: &str,
+    session_pk: i64,
+    write: &StateWrite,
+) -> Result<StateDocument> {
+    let stored: Option<String> = sqlx::query_scalar("select state from sessions where pk = $1")
+        .bind(session_pk)
+        .fetch_one(&mut *conn)
+        .await?;
+    let current = match stored {
+        Some(sealed) => StateDocument::stored(codec.open(tenant, Column::SessionState, sealed)?),
+        None => StateDocument::empty(),
+    };
+    let state = write.apply(&current)?;
+    let sealed = codec.seal(tenant, Column::SessionState, state.as_str())?;
+    sqlx::query("update sessions set state = $2 where pk = $1")
+        .bind(session_pk)
+        .bind(sealed)
+        .execute(&mut *conn)
+        .await?;
+    Ok(state)
 }

@@ -144,23 +144,23 @@ impl CompactionStore for Store {
         if inserted == 0 {
             return Err(StoreError::HistoryChanged);
         }
-        if compaction.run_id.is_none() {
-            sqlx::query(
-                r"update sessions set input_tokens = input_tokens + $3,
-                      output_tokens = output_tokens + $4, total_tokens = total_tokens + $5,
-                      llm_calls = llm_calls + $6, updated_at = $7
-                  where tenant_id = $1 and pk = $2",
-            )
-            .bind(tenant)
-            .bind(session_pk)
-            .bind(usage.input_tokens)
-            .bind(usage.output_tokens)
-            .bind(usage.total_tokens)
-            .bind(usage.llm_calls)
-            .bind(Timestamp::now())
-            .execute(&mut *tx)
-            .await?;
-        }
+        // A run's compaction counts in the run's usage, which its turn adds.
+        let usage = if compaction.run_id.is_none() { usage } else { Default::default() };
+        sqlx::query(
+            r"update sessions set input_tokens = input_tokens + $3,
+                  output_tokens = output_tokens + $4, total_tokens = total_tokens + $5,
+                  llm_calls = llm_calls + $6, updated_at = $7, revision = revision + 1
+              where tenant_id = $1 and pk = $2",
+        )
+        .bind(tenant)
+        .bind(session_pk)
+        .bind(usage.input_tokens)
+        .bind(usage.output_tokens)
+        .bind(usage.total_tokens)
+        .bind(usage.llm_calls)
+        .bind(Timestamp::now())
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
     }

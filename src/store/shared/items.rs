@@ -5,9 +5,9 @@
 use uuid::Uuid;
 
 use super::backend::{Store, NOW};
-use super::sessions::session_pk;
+use super::sessions::{session_pk, session_pk_at};
 use super::Conn;
-use crate::model::{Item, Page, PageRequest, SessionId};
+use crate::model::{IfMatch, Item, Page, PageRequest, SessionId};
 use crate::store::pages::{explain_empty_page, read_item_rows, uuid_cursor, ItemsPage};
 use crate::store::rows::{live, open_items, ItemRow, ITEM_COLUMNS};
 use crate::store::run_rows::UNFINISHED;
@@ -17,7 +17,7 @@ use crate::store::{Result, StoreError};
 /// Moves the session's item count by `change` and marks it updated.
 async fn count_items(conn: &mut Conn, tenant: &str, session_pk: i64, change: i64) -> Result<()> {
     sqlx::query(
-        r"update sessions set item_count = item_count + $3, updated_at = $4
+        r"update sessions set item_count = item_count + $3, updated_at = $4, revision = revision + 1
           where tenant_id = $1 and pk = $2",
     )
     .bind(tenant)
@@ -139,9 +139,10 @@ pub(super) async fn delete(
     tenant: &str,
     session_id: &SessionId,
     item_id: Uuid,
+    if_match: Option<IfMatch>,
 ) -> Result<()> {
     let mut tx = store.writer().begin().await?;
-    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
     let deleted: Option<(i64, Option<Uuid>)> = sqlx::query_as(
         "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq, run_id",
     )
@@ -158,9 +159,14 @@ pub(super) async fn delete(
     Ok(())
 }
 
-pub(super) async fn pop_last(store: &Store, tenant: &str, session_id: &SessionId) -> Result<Item> {
+pub(super) async fn pop_last(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    if_match: Option<IfMatch>,
+) -> Result<Item> {
     let mut tx = store.writer().begin().await?;
-    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
     let row: Option<ItemRow> = sqlx::query_as(&format!(
         r"delete from items where tenant_id = $1 and session_pk = $2 and id = (
               select id from items where tenant_id = $1 and session_pk = $2
@@ -181,9 +187,14 @@ pub(super) async fn pop_last(store: &Store, tenant: &str, session_id: &SessionId
     Ok(item)
 }
 
-pub(super) async fn clear(store: &Store, tenant: &str, session_id: &SessionId) -> Result<()> {
+pub(super) async fn clear(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    if_match: Option<IfMatch>,
+) -> Result<()> {
     let mut tx = store.writer().begin().await?;
-    let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
     let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
         .bind(tenant)
         .bind(session_pk)

@@ -42,6 +42,7 @@ mod run_store;
 mod runs;
 mod session_store;
 mod sessions;
+mod state;
 mod steering;
 mod store;
 

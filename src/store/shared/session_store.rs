@@ -8,10 +8,13 @@ use uuid::Uuid;
 use super::backend::Store;
 use super::{idempotency_keys, items, sessions};
 use crate::model::{
-    IdempotencyKey, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
+    IdempotencyKey, IfMatch, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId,
+    SessionPatch,
 };
-use crate::store::combiner::{Append, Combiner};
-use crate::store::{AppendStats, Appended, PoolStats, Result, SessionStore, StoreError, Swept};
+use crate::store::combiner::Combiner;
+use crate::store::{
+    AppendStats, Appended, PoolStats, Result, SessionStore, StateStore, StoreError, Swept,
+};
 
 #[async_trait]
 impl SessionStore for Store {
@@ -37,12 +40,18 @@ impl SessionStore for Store {
         tenant: &str,
         id: &SessionId,
         patch: SessionPatch,
+        if_match: Option<IfMatch>,
     ) -> Result<Session> {
-        sessions::update(self, tenant, id, patch).await
+        sessions::update(self, tenant, id, patch, if_match).await
     }
 
-    async fn delete_session(&self, tenant: &str, id: &SessionId) -> Result<()> {
-        sessions::delete(self, tenant, id).await
+    async fn delete_session(
+        &self,
+        tenant: &str,
+        id: &SessionId,
+        if_match: Option<IfMatch>,
+    ) -> Result<()> {
+        sessions::delete(self, tenant, id, if_match).await
     }
 
     async fn append_items(
@@ -51,14 +60,9 @@ impl SessionStore for Store {
         session_id: &SessionId,
         bodies: Vec<ItemBody>,
         idempotency: Option<IdempotencyKey>,
+        if_match: Option<IfMatch>,
     ) -> Result<Appended> {
-        let append = Append {
-            tenant: tenant.to_owned(),
-            session_id: session_id.clone(),
-            bodies,
-            idempotency,
-        };
-        self.appends().submit(append).await
+        self.append_with_state(tenant, session_id, bodies, None, idempotency, if_match).await
     }
 
     async fn list_items(
@@ -74,16 +78,32 @@ impl SessionStore for Store {
         items::get(self, tenant, session_id, item_id).await
     }
 
-    async fn delete_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<()> {
-        items::delete(self, tenant, session_id, item_id).await
+    async fn delete_item(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        item_id: Uuid,
+        if_match: Option<IfMatch>,
+    ) -> Result<()> {
+        items::delete(self, tenant, session_id, item_id, if_match).await
     }
 
-    async fn pop_last_item(&self, tenant: &str, session_id: &SessionId) -> Result<Item> {
-        items::pop_last(self, tenant, session_id).await
+    async fn pop_last_item(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        if_match: Option<IfMatch>,
+    ) -> Result<Item> {
+        items::pop_last(self, tenant, session_id, if_match).await
     }
 
-    async fn clear_items(&self, tenant: &str, session_id: &SessionId) -> Result<()> {
-        items::clear(self, tenant, session_id).await
+    async fn clear_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        if_match: Option<IfMatch>,
+    ) -> Result<()> {
+        items::clear(self, tenant, session_id, if_match).await
     }
 
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {

@@ -8,7 +8,8 @@ use sqlx::{Database, QueryBuilder};
 use super::backend::{push_listed_sessions, Db, Store, FOR_UPDATE, NOW, SKIP_LOCKED};
 use super::Conn;
 use crate::model::{
-    AgentId, Anchor, Metadata, NewSession, Page, PageRequest, Session, SessionId, SessionPatch,
+    AgentId, Anchor, IfMatch, Metadata, NewSession, Page, PageRequest, Session, SessionId,
+    SessionPatch,
 };
 use crate::store::pages::{beyond, direction};
 use crate::store::rows::{
@@ -33,6 +34,37 @@ impl<'q, O> BindExpiry for QueryAs<'q, Db, O, <Db as Database>::Arguments<'q>> {
 /// transaction, so that changes to one session queue.
 pub(super) async fn session_pk(conn: &mut Conn, tenant: &str, id: &SessionId) -> Result<i64> {
     find_pk(conn, tenant, id, FOR_UPDATE).await
+}
+
+/// The session's key as `session_pk` finds it (with its row lock), for a write that
+/// `if_match` allows only at one revision.
+pub(super) async fn session_pk_at(
+    conn: &mut Conn,
+    tenant: &str,
+    id: &SessionId,
+    if_match: Option<IfMatch>,
+) -> Result<i64> {
+    let Some(if_match) = if_match else {
+        return session_pk(conn, tenant, id).await;
+    };
+    let live = live("sessions", NOW);
+    let sql = format!(
+        "select pk, revision from sessions where tenant_id = $1 and id = $2 and {live}{FOR_UPDATE}"
+    );
+    let found: Option<(i64, i64)> =
+        sqlx::query_as(&sql).bind(tenant).bind(id.as_str()).fetch_optional(conn).await?;
+    precondition(Some(if_match), found.map(|(_, revision)| revision))?;
+    Ok(found.expect("a session that met If-Match").0)
+}
+
+/// Checks `if_match` against the revision a write found the session at (none: absent).
+pub(super) fn precondition(if_match: Option<IfMatch>, current: Option<i64>) -> Result<()> {
+    match if_match {
+        Some(if_match) if !if_match.admits(current) => {
+            Err(StoreError::RevisionMismatch { current })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The session's key, for a read: unlike `session_pk`, it takes no row lock, which on
@@ -165,6 +197,7 @@ pub(super) async fn list(
 #[derive(sqlx::FromRow)]
 struct PatchedRow {
     pk: i64,
+    revision: i64,
     metadata: Json<Metadata>,
     agent_id: Option<String>,
     created_at: Timestamp,
@@ -178,10 +211,11 @@ pub(super) async fn update(
     tenant: &str,
     id: &SessionId,
     patch: SessionPatch,
+    if_match: Option<IfMatch>,
 ) -> Result<Session> {
     let mut tx = store.writer().begin().await?;
     let current: Option<PatchedRow> = sqlx::query_as(&format!(
-        r"select pk, metadata, agent_id, created_at, last_active_at, expires_anchor, expires_seconds
+        r"select pk, revision, metadata, agent_id, created_at, last_active_at, expires_anchor, expires_seconds
           from sessions where tenant_id = $1 and id = $2 and {}{FOR_UPDATE}",
         live("sessions", NOW)
     ))
@@ -189,6 +223,7 @@ pub(super) async fn update(
     .bind(id.as_str())
     .fetch_optional(&mut *tx)
     .await?;
+    precondition(if_match, current.as_ref().map(|c| c.revision))?;
     let current = current.ok_or(StoreError::SessionNotFound)?;
     let now = Timestamp::now();
     let expiry = match patch.expires_after {
@@ -206,7 +241,7 @@ pub(super) async fn update(
     let (metadata, agent_id) = patch.apply(current.metadata.0, current.agent_id)?;
     let row: SessionRow = sqlx::query_as(&format!(
         r"update sessions set metadata = $3, agent_id = $4, updated_at = $5, last_active_at = $6,
-              expires_anchor = $7, expires_seconds = $8, expires_at = $9
+              expires_anchor = $7, expires_seconds = $8, expires_at = $9, revision = revision + 1
           where tenant_id = $1 and pk = $2
           returning {SESSION_COLUMNS}"
     ))
@@ -223,19 +258,20 @@ pub(super) async fn update(
     Ok(row.into())
 }
 
-pub(super) async fn delete(store: &Store, tenant: &str, id: &SessionId) -> Result<()> {
-    let deleted = sqlx::query(&format!(
-        "delete from sessions where tenant_id = $1 and id = $2 and {}",
-        live("sessions", NOW)
-    ))
-    .bind(tenant)
-    .bind(id.as_str())
-    .execute(store.writer())
-    .await?
-    .rows_affected();
-    if deleted == 0 {
-        return Err(StoreError::SessionNotFound);
-    }
+pub(super) async fn delete(
+    store: &Store,
+    tenant: &str,
+    id: &SessionId,
+    if_match: Option<IfMatch>,
+) -> Result<()> {
+    let mut tx = store.writer().begin().await?;
+    let pk = session_pk_at(&mut tx, tenant, id, if_match).await?;
+    sqlx::query("delete from sessions where tenant_id = $1 and pk = $2")
+        .bind(tenant)
+        .bind(pk)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
     Ok(())
 }
 

@@ -152,7 +152,8 @@ async fn settle_session(
     let last_seq: i64 = sqlx::query_scalar(&format!(
         r"update sessions set last_seq = last_seq + $2, item_count = item_count + $2,
               input_tokens = input_tokens + $3, output_tokens = output_tokens + $4,
-              total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7, {touch}
+              total_tokens = total_tokens + $5, llm_calls = llm_calls + $6, updated_at = $7,
+              revision = revision + 1, {touch}
           where pk = $1 returning last_seq",
         touch = touch("$7")
     ))

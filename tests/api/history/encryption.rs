@@ -109,6 +109,14 @@ async fn a_canary_is_found_nowhere_at_rest(db: TestDb) {
         )
         .await
         .expect(StatusCode::CREATED);
+    t.app
+        .call(
+            axum::http::Method::PUT,
+            "/v1/sessions/c/state",
+            Some(json!({"state": {"remembered": CANARY}})),
+        )
+        .await
+        .expect(StatusCode::OK);
     t.llm.push(crate::fake_llm::Reply::text(&format!("the model says {CANARY}")));
     let run = t
         .app

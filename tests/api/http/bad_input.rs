@@ -35,7 +35,7 @@ const BAD_BODIES: &[(&str, &str, &str, &str)] = &[
     ("PATCH", "/v1/sessions/s", r#"[null, null]"#, "body"),
     ("PATCH", "/v1/sessions/s", r#"{"metadata":{"":null}}"#, "metadata"),
     ("POST", "/v1/sessions/s/items", r#"{"items":{}}"#, "items"),
-    ("POST", "/v1/sessions/s/items", r#"{"items":[]}"#, "items"),
+    ("POST", "/v1/sessions/s/items", r#"{"items":[],"state_delta":1}"#, "state_delta"),
     ("POST", "/v1/sessions/s/items", r#"{"items":[1]}"#, "items[0]"),
     ("POST", "/v1/sessions/s/items", r#"{"items":[{}, [{}]]}"#, "items[1]"),
     ("POST", "/v1/sessions/s/items", r#"{"items":[{}, null]}"#, "items[1]"),

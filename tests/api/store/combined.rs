@@ -34,7 +34,9 @@ fn spawn_pair(
     let items = bodies(&texts);
     let idempotency =
         key.map(|key| IdempotencyKey::new(key, &sid(&session), &items).expect("a valid key"));
-    tokio::spawn(async move { store.append_items(T, &sid(&session), items, idempotency).await })
+    tokio::spawn(
+        async move { store.append_items(T, &sid(&session), items, idempotency, None).await },
+    )
 }
 
 /// Runs `appends` while the store's writes are held, so that they queue behind one
@@ -169,6 +171,7 @@ async fn keyed_appends_to_one_session_combine_and_replay(db: TestDb) {
                 &sid("shared"),
                 items.clone(),
                 Some(IdempotencyKey::new(&key(client), &sid("shared"), &items).unwrap()),
+                None,
             )
             .await
             .expect("the retry succeeds");
@@ -206,7 +209,7 @@ async fn one_poisoned_append_fails_alone(db: TestDb) {
             31,
             tokio::spawn(async move {
                 let items = bodies(&[r#"{"poison":true}"#.into()]);
-                store.append_items(T, &sid("p5"), items, None).await
+                store.append_items(T, &sid("p5"), items, None, None).await
             }),
         );
         tasks

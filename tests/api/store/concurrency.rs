@@ -23,7 +23,7 @@ async fn concurrent_appends_never_interleave_or_lose_items(db: TestDb) {
                 format!(r#"{{"client":{client},"part":0}}"#),
                 format!(r#"{{"client":{client},"part":1}}"#),
             ];
-            store.append_items(T, &sid("busy"), bodies(&pair), None).await
+            store.append_items(T, &sid("busy"), bodies(&pair), None, None).await
         })
     });
     for appended in join_all(appends).await {
@@ -50,7 +50,7 @@ async fn concurrent_pops_return_each_item_once(db: TestDb) {
     append_numbered(&*db.store, "race", 20).await;
     let pops = (0..30).map(|_| {
         let store = db.store.clone();
-        tokio::spawn(async move { store.pop_last_item(T, &sid("race")).await })
+        tokio::spawn(async move { store.pop_last_item(T, &sid("race"), None).await })
     });
     let mut popped = HashSet::new();
     let mut empty = 0;

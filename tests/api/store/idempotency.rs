@@ -24,7 +24,7 @@ async fn append_keyed(
     items: &[ItemBody],
 ) -> Result<Appended, StoreError> {
     let idempotency = key(key_text, session, items);
-    db.store.append_items(T, &sid(session), items.to_vec(), idempotency).await
+    db.store.append_items(T, &sid(session), items.to_vec(), idempotency, None).await
 }
 
 async fn a_repeated_key_returns_the_first_append(db: TestDb) {
@@ -42,11 +42,11 @@ async fn a_repeated_key_returns_the_first_append(db: TestDb) {
     // After a pop, the answer holds what is left of the first append, and nothing is
     // appended again; once the items are all gone, it holds none (deletion sticks: the
     // key keeps no copy of them).
-    db.store.pop_last_item(T, &sid("idem")).await.unwrap();
+    db.store.pop_last_item(T, &sid("idem"), None).await.unwrap();
     let after_pop = append_keyed(&db, "idem", "k-1", &items).await.unwrap();
     assert!(after_pop.replayed);
     assert_eq!(ids(&after_pop), ids(&first)[..1]);
-    db.store.clear_items(T, &sid("idem")).await.unwrap();
+    db.store.clear_items(T, &sid("idem"), None).await.unwrap();
     let later = append_keyed(&db, "idem", "k-1", &items).await.unwrap();
     assert!(later.replayed && later.items.is_empty());
     assert_eq!(db.store.get_session(T, &sid("idem")).await.unwrap().item_count, 0);
@@ -72,7 +72,7 @@ async fn concurrent_requests_with_one_key_append_once(db: TestDb) {
         let items = items.clone();
         tokio::spawn(async move {
             let key = key("retry", "once", &items);
-            store.append_items(T, &sid("once"), items, key).await
+            store.append_items(T, &sid("once"), items, key, None).await
         })
     });
     let results: Vec<_> = join_all(attempts)

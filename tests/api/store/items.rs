@@ -26,7 +26,8 @@ async fn items_read_back_exactly_as_given(db: TestDb) {
     ]
     .map(String::from)
     .to_vec();
-    let appended = db.store.append_items(T, &sid("exact"), bodies(&texts), None).await.unwrap();
+    let appended =
+        db.store.append_items(T, &sid("exact"), bodies(&texts), None, None).await.unwrap();
     let returned: Vec<&str> = appended.items.iter().map(|i| i.item.get()).collect();
     assert_eq!(returned, texts);
     let listed = db.store.list_items(T, &sid("exact"), &page(100, Order::Asc)).await.unwrap();
@@ -47,15 +48,24 @@ async fn append_creates_the_session_and_numbers_items(db: TestDb) {
     ));
     let first = db
         .store
-        .append_items(T, &sid("auto"), bodies(&[r#"{"a":1}"#.into(), r#"{"b":2}"#.into()]), None)
+        .append_items(
+            T,
+            &sid("auto"),
+            bodies(&[r#"{"a":1}"#.into(), r#"{"b":2}"#.into()]),
+            None,
+            None,
+        )
         .await
         .unwrap();
     assert!(!first.replayed);
     assert_eq!(first.items.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2]);
     assert!(first.items.iter().all(|i| i.run_id.is_none()));
     assert!(first.items.iter().all(|i| i.id.get_version_num() == 7));
-    let second =
-        db.store.append_items(T, &sid("auto"), bodies(&[r#"{"c":3}"#.into()]), None).await.unwrap();
+    let second = db
+        .store
+        .append_items(T, &sid("auto"), bodies(&[r#"{"c":3}"#.into()]), None, None)
+        .await
+        .unwrap();
     assert_eq!(second.items[0].seq, 3);
     let session = db.store.get_session(T, &sid("auto")).await.unwrap();
     assert_eq!(session.item_count, 3);
@@ -142,13 +152,13 @@ async fn get_and_delete_one_item(db: TestDb) {
     let items = db.store.list_items(T, &sid("one"), &page(10, Order::Asc)).await.unwrap().data;
     let middle = items[1].id;
     assert_eq!(db.store.get_item(T, &sid("one"), middle).await.unwrap().seq, 2);
-    db.store.delete_item(T, &sid("one"), middle).await.unwrap();
+    db.store.delete_item(T, &sid("one"), middle, None).await.unwrap();
     assert!(matches!(
         db.store.get_item(T, &sid("one"), middle).await,
         Err(StoreError::ItemNotFound)
     ));
     assert!(matches!(
-        db.store.delete_item(T, &sid("one"), middle).await,
+        db.store.delete_item(T, &sid("one"), middle, None).await,
         Err(StoreError::ItemNotFound)
     ));
     assert!(matches!(
@@ -156,7 +166,7 @@ async fn get_and_delete_one_item(db: TestDb) {
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        db.store.delete_item(T, &sid("none"), middle).await,
+        db.store.delete_item(T, &sid("none"), middle, None).await,
         Err(StoreError::SessionNotFound)
     ));
     let left = db.store.list_items(T, &sid("one"), &page(10, Order::Asc)).await.unwrap().data;
@@ -166,7 +176,7 @@ async fn get_and_delete_one_item(db: TestDb) {
 
 async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
     let texts = append_numbered(&*db.store, "stack", 2).await;
-    let popped = db.store.pop_last_item(T, &sid("stack")).await.unwrap();
+    let popped = db.store.pop_last_item(T, &sid("stack"), None).await.unwrap();
     assert_eq!((popped.seq, popped.item.get()), (2, texts[1].as_str()));
     assert!(matches!(
         db.store.get_item(T, &sid("stack"), popped.id).await,
@@ -176,14 +186,14 @@ async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
     let items = db.store.list_items(T, &sid("stack"), &page(10, Order::Asc)).await.unwrap().data;
     assert_eq!(items.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 3]);
     assert_eq!(items[1].item.get(), next[0]);
-    db.store.pop_last_item(T, &sid("stack")).await.unwrap();
-    db.store.pop_last_item(T, &sid("stack")).await.unwrap();
+    db.store.pop_last_item(T, &sid("stack"), None).await.unwrap();
+    db.store.pop_last_item(T, &sid("stack"), None).await.unwrap();
     assert!(matches!(
-        db.store.pop_last_item(T, &sid("stack")).await,
+        db.store.pop_last_item(T, &sid("stack"), None).await,
         Err(StoreError::SessionEmpty)
     ));
     assert!(matches!(
-        db.store.pop_last_item(T, &sid("nobody")).await,
+        db.store.pop_last_item(T, &sid("nobody"), None).await,
         Err(StoreError::SessionNotFound)
     ));
     assert_eq!(db.store.get_session(T, &sid("stack")).await.unwrap().item_count, 0);
@@ -192,7 +202,7 @@ async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
 async fn clear_keeps_the_session(db: TestDb) {
     db.store.create_session(T, new_session("wipe", &[("k", "v")])).await.unwrap();
     append_numbered(&*db.store, "wipe", 5).await;
-    db.store.clear_items(T, &sid("wipe")).await.unwrap();
+    db.store.clear_items(T, &sid("wipe"), None).await.unwrap();
     let session = db.store.get_session(T, &sid("wipe")).await.unwrap();
     assert_eq!(session.item_count, 0);
     assert_eq!(session.metadata.len(), 1);
@@ -204,7 +214,7 @@ async fn clear_keeps_the_session(db: TestDb) {
         .data
         .is_empty());
     assert!(matches!(
-        db.store.clear_items(T, &sid("nobody")).await,
+        db.store.clear_items(T, &sid("nobody"), None).await,
         Err(StoreError::SessionNotFound)
     ));
     let after = append_numbered(&*db.store, "wipe", 1).await;
@@ -217,7 +227,7 @@ async fn clear_keeps_the_session(db: TestDb) {
 async fn pages_of_large_items_stop_at_the_byte_budget(db: TestDb) {
     let large = |n: usize| format!(r#"{{"n":{n},"text":"{}"}}"#, "x".repeat(7 * 1024 * 1024));
     for n in 0..3 {
-        db.store.append_items(T, &sid("large"), bodies(&[large(n)]), None).await.unwrap();
+        db.store.append_items(T, &sid("large"), bodies(&[large(n)]), None, None).await.unwrap();
     }
     let first = db.store.list_items(T, &sid("large"), &page(100, Order::Asc)).await.unwrap();
     assert_eq!(first.data.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2]);

@@ -38,7 +38,7 @@ async fn metadata_filters_follow_creation_patch_fork_and_delete(db: TestDb) {
         agent_id: None,
         expires_after: None,
     };
-    store.update_session(T, &sid("a"), patch).await.unwrap();
+    store.update_session(T, &sid("a"), patch, None).await.unwrap();
     assert_eq!(listed(&db, T, &[("team", "red")]).await, ["b"]);
     assert_eq!(listed(&db, T, &[("team", "blue"), ("user", "ann")]).await, ["a"]);
     assert_eq!(listed(&db, T, &[("user", "ann"), ("team", "blue")]).await, ["a"]);
@@ -58,8 +58,8 @@ async fn metadata_filters_follow_creation_patch_fork_and_delete(db: TestDb) {
 
     let clear =
         SessionPatch { metadata: Some(MetadataPatch::Clear), agent_id: None, expires_after: None };
-    store.update_session(T, &sid("a-copy"), clear).await.unwrap();
-    store.delete_session(T, &sid("a")).await.unwrap();
+    store.update_session(T, &sid("a-copy"), clear, None).await.unwrap();
+    store.delete_session(T, &sid("a"), None).await.unwrap();
     assert!(listed(&db, T, &[("team", "blue")]).await.is_empty());
     store.create_session(T, new_session("a", &[("team", "red")])).await.unwrap();
     assert_eq!(listed(&db, T, &[("team", "red")]).await, ["b", "a"]);

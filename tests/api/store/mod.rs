@@ -50,6 +50,9 @@ pub fn page(limit: u32, order: Order) -> PageRequest {
 /// Appends `n` items `{"n": i}` and returns their JSON texts.
 pub async fn append_numbered(store: &dyn SessionStore, session: &str, n: usize) -> Vec<String> {
     let texts: Vec<String> = (0..n).map(|i| format!(r#"{{"n":{i}}}"#)).collect();
-    store.append_items(T, &sid(session), bodies(&texts), None).await.expect("the append succeeds");
+    store
+        .append_items(T, &sid(session), bodies(&texts), None, None)
+        .await
+        .expect("the append succeeds");
     texts
 }

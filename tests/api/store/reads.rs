@@ -18,12 +18,12 @@ fn texts(session: usize) -> Vec<String> {
 async fn concurrent_page_reads_each_get_their_own_session(db: TestDb) {
     for s in 0..8 {
         let id = sid(&format!("s{s}"));
-        db.store.append_items(T, &id, bodies(&texts(s)), None).await.unwrap();
+        db.store.append_items(T, &id, bodies(&texts(s)), None, None).await.unwrap();
     }
     let large = format!(r#"{{"text":"{}"}}"#, "x".repeat(9 * 1024 * 1024));
     for _ in 0..2 {
         db.store
-            .append_items(T, &sid("large"), bodies(std::slice::from_ref(&large)), None)
+            .append_items(T, &sid("large"), bodies(std::slice::from_ref(&large)), None, None)
             .await
             .unwrap();
     }
@@ -49,7 +49,7 @@ async fn concurrent_page_reads_each_get_their_own_session(db: TestDb) {
 async fn page_reads_recover_when_kept_connections_are_closed(pool: PgPool) {
     let db = TestDb::postgres(pool.clone());
     let id = sid("kept");
-    db.store.append_items(T, &id, bodies(&texts(0)), None).await.unwrap();
+    db.store.append_items(T, &id, bodies(&texts(0)), None, None).await.unwrap();
     let newest = page(100, Order::Asc);
     let read = || db.store.list_items(T, &id, &newest);
     // Reads at once take, and then keep, a connection each.

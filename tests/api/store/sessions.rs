@@ -170,6 +170,7 @@ async fn patch_merges_metadata_and_sets_agent(db: TestDb) {
                 agent_id: Some(Some(AgentId::parse("agent_id", "helper".into()).unwrap())),
                 expires_after: None,
             },
+            None,
         )
         .await
         .unwrap();
@@ -180,7 +181,8 @@ async fn patch_merges_metadata_and_sets_agent(db: TestDb) {
     assert!(patched.updated_at >= created.updated_at);
     assert_eq!(patched.created_at, created.created_at);
 
-    let untouched = db.store.update_session(T, &sid("p"), SessionPatch::default()).await.unwrap();
+    let untouched =
+        db.store.update_session(T, &sid("p"), SessionPatch::default(), None).await.unwrap();
     assert_eq!(untouched.metadata, patched.metadata);
     assert_eq!(untouched.agent_id.as_deref(), Some("helper"));
 
@@ -194,12 +196,13 @@ async fn patch_merges_metadata_and_sets_agent(db: TestDb) {
                 agent_id: Some(None),
                 expires_after: None,
             },
+            None,
         )
         .await
         .unwrap();
     assert!(cleared.metadata.is_empty());
     assert_eq!(cleared.agent_id, None);
-    let missing = db.store.update_session(T, &sid("nope"), SessionPatch::default()).await;
+    let missing = db.store.update_session(T, &sid("nope"), SessionPatch::default(), None).await;
     assert!(matches!(missing, Err(StoreError::SessionNotFound)));
 }
 
@@ -218,6 +221,7 @@ async fn patch_over_the_key_limit_changes_nothing(db: TestDb) {
                 agent_id: None,
                 expires_after: None,
             },
+            None,
         )
         .await;
     match result {
@@ -230,7 +234,7 @@ async fn patch_over_the_key_limit_changes_nothing(db: TestDb) {
 async fn delete_removes_the_session_with_its_items(db: TestDb) {
     append_numbered(&*db.store, "gone", 3).await;
     append_numbered(&*db.store, "kept", 2).await;
-    db.store.delete_session(T, &sid("gone")).await.unwrap();
+    db.store.delete_session(T, &sid("gone"), None).await.unwrap();
     assert!(matches!(
         db.store.get_session(T, &sid("gone")).await,
         Err(StoreError::SessionNotFound)
@@ -240,7 +244,7 @@ async fn delete_removes_the_session_with_its_items(db: TestDb) {
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        db.store.delete_session(T, &sid("gone")).await,
+        db.store.delete_session(T, &sid("gone"), None).await,
         Err(StoreError::SessionNotFound)
     ));
     let kept = db.store.list_items(T, &sid("kept"), &page(10, Order::Asc)).await.unwrap();
@@ -259,6 +263,7 @@ async fn tenants_never_see_each_other(db: TestDb) {
             "acme",
             &sid("shared-id"),
             super::bodies(&[r#"{"secret":true}"#.into()]),
+            None,
             None,
         )
         .await
@@ -280,15 +285,15 @@ async fn tenants_never_see_each_other(db: TestDb) {
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        store.pop_last_item("umbrella", &sid("shared-id")).await,
+        store.pop_last_item("umbrella", &sid("shared-id"), None).await,
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        store.clear_items("umbrella", &sid("shared-id")).await,
+        store.clear_items("umbrella", &sid("shared-id"), None).await,
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        store.delete_session("umbrella", &sid("shared-id")).await,
+        store.delete_session("umbrella", &sid("shared-id"), None).await,
         Err(StoreError::SessionNotFound)
     ));
     let acme_items =
@@ -305,7 +310,7 @@ async fn tenants_never_see_each_other(db: TestDb) {
         Err(StoreError::ItemNotFound)
     ));
     assert!(matches!(
-        store.delete_item("umbrella", &sid("shared-id"), item_id).await,
+        store.delete_item("umbrella", &sid("shared-id"), item_id, None).await,
         Err(StoreError::ItemNotFound)
     ));
     assert_eq!(store.get_session("acme", &sid("shared-id")).await.unwrap().item_count, 1);

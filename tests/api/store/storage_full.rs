@@ -33,7 +33,7 @@ async fn append_until_full(
     while errors.len() < failures {
         n += 1;
         let text = format!(r#"{{"session":"{session}","n":{n},"pad":"{}"}}"#, "x".repeat(1024));
-        match store.append_items(T, &sid(&session), vec![body(&text)], None).await {
+        match store.append_items(T, &sid(&session), vec![body(&text)], None, None).await {
             Ok(_) => acknowledged.push(text),
             Err(error) => errors.push(error),
         }
@@ -73,9 +73,12 @@ async fn a_full_disk_acknowledges_only_what_it_stored_and_heals() {
         }
     }
     // Space returns: a deleted session's pages are free for new items.
-    store.delete_session(T, &sid("client-0")).await.expect("a delete needs no new pages");
+    store.delete_session(T, &sid("client-0"), None).await.expect("a delete needs no new pages");
     let text = r#"{"after":"space returned"}"#;
-    store.append_items(T, &sid("client-1"), vec![body(text)], None).await.expect("appends again");
+    store
+        .append_items(T, &sid("client-1"), vec![body(text)], None, None)
+        .await
+        .expect("appends again");
     let mut expected = outcomes[1].0.clone();
     expected.push(text.to_owned());
     assert_eq!(stored(&*store, "client-1").await, expected);

@@ -19,6 +19,7 @@ from .errors import (
     NotFound,
     PayloadTooLarge,
     RateLimited,
+    RevisionMismatch,
     ServerError,
     ServiceUnavailable,
     Unauthorized,
@@ -31,6 +32,7 @@ from .types import (
     Page,
     RunEvent,
     RunStatusEvent,
+    SessionState,
 )
 
 __all__ = [
@@ -52,10 +54,12 @@ __all__ = [
     "PayloadTooLarge",
     "RateLimited",
     "RetryPolicy",
+    "RevisionMismatch",
     "RunEvent",
     "RunStatusEvent",
     "ServerError",
     "ServiceUnavailable",
+    "SessionState",
     "SyncAgentSessionsSession",
     "Unauthorized",
     "__version__",

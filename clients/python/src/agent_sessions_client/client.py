@@ -29,6 +29,7 @@ from .types import (
     RunEvent,
     RunStatusEvent,
     Session,
+    SessionState,
     ToolOutput,
     make_event,
 )
@@ -68,6 +69,17 @@ def _drop_unset(**fields: Any) -> JSONObject:
 
 def _drop_none(**fields: Any) -> JSONObject:
     return {k: v for k, v in fields.items() if v is not None}
+
+
+IfMatch = Union[int, str, None]
+"""A session revision (an ``int``, as ``Session["revision"]`` gives it), ``"*"`` (the
+session exists), or ``None`` (no condition)."""
+
+
+def _if_match(if_match: IfMatch) -> dict[str, str]:
+    if if_match is None:
+        return {}
+    return {"if-match": if_match if if_match == "*" else f'"{int(if_match)}"'}
 
 
 def _page(body: Any) -> Page[Any]:
@@ -170,17 +182,27 @@ class Sessions(_Resource):
         metadata: Optional[Mapping[str, Optional[str]]] = UNSET,
         agent_id: Optional[str] = UNSET,
         expires_after: Optional[Mapping[str, Any]] = UNSET,
+        if_match: IfMatch = None,
     ) -> Session:
         """Change a session. ``metadata`` is a JSON merge patch (a ``None`` value deletes
         that key, ``metadata=None`` deletes all); ``agent_id=None`` detaches the agent;
-        ``expires_after=None`` keeps the session until it is deleted."""
+        ``expires_after=None`` keeps the session until it is deleted. With ``if_match``
+        only at that revision, else ``RevisionMismatch``."""
         body = _drop_unset(metadata=metadata, agent_id=agent_id, expires_after=expires_after)
-        call = Call("PATCH", _p("v1", "sessions", session_id), json=body, replay_safe=True)
+        call = Call(
+            "PATCH",
+            _p("v1", "sessions", session_id),
+            json=body,
+            headers=_if_match(if_match),
+            replay_safe=if_match is None,
+        )
         return cast(Session, await self._json(call))
 
-    async def delete(self, session_id: str) -> None:
-        """Delete a session with all its items and runs."""
-        await self._t.send(Call("DELETE", _p("v1", "sessions", session_id)))
+    async def delete(self, session_id: str, *, if_match: IfMatch = None) -> None:
+        """Delete a session with all its items and runs (with ``if_match``, only at that
+        revision)."""
+        call = Call("DELETE", _p("v1", "sessions", session_id), headers=_if_match(if_match))
+        await self._t.send(call)
 
     async def fork(
         self,
@@ -262,6 +284,7 @@ class Items(_Resource):
         items: Sequence[Mapping[str, Any]],
         *,
         idempotency_key: Optional[str] = None,
+        if_match: IfMatch = None,
     ) -> List[Item]:
         """Append ``items`` in order, creating the session if needed.
 
@@ -269,11 +292,14 @@ class Items(_Resource):
         ``Idempotency-Key``, kept across that request's retries, so a retry after a lost
         response appends nothing twice. With ``idempotency_key`` the keys are derived from
         it (``key``, or ``key:1``, ``key:2``… for several batches), which makes a repeat of
-        the whole call safe too.
+        the whole call safe too. With ``if_match`` the append happens only at that
+        revision (else ``RevisionMismatch``), so it must fit in one request.
         """
         path = _p("v1", "sessions", session_id, "items")
         created: List[Item] = []
         batches = [items[i : i + MAX_BATCH] for i in range(0, len(items), MAX_BATCH)]
+        if if_match is not None and len(batches) > 1:
+            raise ValueError(f"an append with if_match holds at most {MAX_BATCH} items")
         for n, batch in enumerate(batches):
             if idempotency_key is None:
                 key = str(uuid.uuid4())
@@ -283,7 +309,7 @@ class Items(_Resource):
                 "POST",
                 path,
                 json={"items": list(batch)},
-                headers={"idempotency-key": key},
+                headers={"idempotency-key": key, **_if_match(if_match)},
                 replay_safe=True,
             )
             body = await self._json(call)
@@ -316,6 +342,41 @@ class Items(_Resource):
         """Remove every item and keep the session (replay-safe: clearing twice is clearing)."""
         call = Call("DELETE", _p("v1", "sessions", session_id, "items"), replay_safe=True)
         await self._t.send(call)
+
+
+class States(_Resource):
+    """``/v1/sessions/{id}/state``: a JSON object kept beside a session."""
+
+    async def get(self, session_id: str) -> SessionState:
+        call = Call("GET", _p("v1", "sessions", session_id, "state"), replay_safe=True)
+        return cast(SessionState, await self._json(call))
+
+    async def replace(
+        self, session_id: str, state: Mapping[str, Any], *, if_match: IfMatch = None
+    ) -> SessionState:
+        """Replace the state (creating the session if needed); with ``if_match`` only at
+        that revision, else ``RevisionMismatch``."""
+        return await self._write("PUT", session_id, state, if_match)
+
+    async def merge(
+        self, session_id: str, patch: Mapping[str, Any], *, if_match: IfMatch = None
+    ) -> SessionState:
+        """Apply ``patch`` as a JSON merge patch (``None`` removes a key, objects merge)."""
+        return await self._write("PATCH", session_id, patch, if_match)
+
+    async def _write(
+        self, method: str, session_id: str, state: Mapping[str, Any], if_match: IfMatch
+    ) -> SessionState:
+        # Writing the same state twice leaves it as once; with If-Match a repeat after a
+        # lost answer would be refused, so only a conditional write is not repeated.
+        call = Call(
+            method,
+            _p("v1", "sessions", session_id, "state"),
+            json={"state": dict(state)},
+            headers=_if_match(if_match),
+            replay_safe=if_match is None,
+        )
+        return cast(SessionState, await self._json(call))
 
 
 class Agents(_Resource):
@@ -626,6 +687,7 @@ class AgentSessionsClient:
         )
         self.sessions = Sessions(self._transport)
         self.items = Items(self._transport)
+        self.state = States(self._transport)
         self.agents = Agents(self._transport)
         self.runs = Runs(self._transport)
 
@@ -655,4 +717,5 @@ __all__ = [
     "Items",
     "Runs",
     "Sessions",
+    "States",
 ]

@@ -99,6 +99,11 @@ class Conflict(APIError):
     """409: the resource's state forbids it (``session_exists``, ``session_busy``…)."""
 
 
+class RevisionMismatch(Conflict):
+    """412 ``revision_mismatch``: ``if_match`` named another revision than the session's,
+    or the session does not exist; nothing was written. Read again and retry."""
+
+
 class IdempotencyKeyReused(Conflict):
     """422 ``idempotency_key_reused``: the key was used before with another request."""
 
@@ -124,6 +129,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     404: NotFound,
     405: InvalidRequest,
     409: Conflict,
+    412: RevisionMismatch,
     413: PayloadTooLarge,
     415: InvalidRequest,
     422: IdempotencyKeyReused,

@@ -34,6 +34,14 @@ class Session(TypedDict, total=False):
     last_active_at: str
     expires_after: Optional[JSONObject]
     expires_at: Optional[str]
+    revision: int
+
+
+class SessionState(TypedDict, total=False):
+    """A session's state document and the session's revision."""
+
+    state: JSONObject
+    revision: int
 
 
 class Item(TypedDict, total=False):

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RetrieveModelData, RetrieveModelErrors, RetrieveModelResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
+import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStateData, GetSessionStateErrors, GetSessionStateResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, MergeSessionStateData, MergeSessionStateErrors, MergeSessionStateResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReplaceSessionStateData, ReplaceSessionStateErrors, ReplaceSessionStateResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RetrieveModelData, RetrieveModelErrors, RetrieveModelResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -608,6 +608,42 @@ export const runEvents = <ThrowOnError extends boolean = false>(options: Options
 export const submitToolOutputs = <ThrowOnError extends boolean = false>(options: Options<SubmitToolOutputsData, ThrowOnError>) => (options.client ?? client).post<SubmitToolOutputsResponses, SubmitToolOutputsErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/sessions/{session_id}/runs/{run_id}/tool_outputs',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Get a session's state.
+ */
+export const getSessionState = <ThrowOnError extends boolean = false>(options: Options<GetSessionStateData, ThrowOnError>) => (options.client ?? client).get<GetSessionStateResponses, GetSessionStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/state',
+    ...options
+});
+
+/**
+ * Apply a JSON merge patch to a session's state, creating the session if it does not
+ * exist.
+ */
+export const mergeSessionState = <ThrowOnError extends boolean = false>(options: Options<MergeSessionStateData, ThrowOnError>) => (options.client ?? client).patch<MergeSessionStateResponses, MergeSessionStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/state',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Replace a session's state, creating the session if it does not exist.
+ */
+export const replaceSessionState = <ThrowOnError extends boolean = false>(options: Options<ReplaceSessionStateData, ThrowOnError>) => (options.client ?? client).put<ReplaceSessionStateResponses, ReplaceSessionStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/state',
     ...options,
     headers: {
         'Content-Type': 'application/json',

@@ -1031,6 +1031,11 @@ export type PageSession = {
          */
         last_active_at: string;
         metadata: Metadata;
+        /**
+         * Raised by one with every committed change to the session, its state or its
+         * items; the `ETag` of its reads and writes, what `If-Match` compares.
+         */
+        revision: number;
         updated_at: string;
         usage: Usage;
     }>;
@@ -1211,8 +1216,36 @@ export type Session = {
      */
     last_active_at: string;
     metadata: Metadata;
+    /**
+     * Raised by one with every committed change to the session, its state or its
+     * items; the `ETag` of its reads and writes, what `If-Match` compares.
+     */
+    revision: number;
     updated_at: string;
     usage: Usage;
+};
+
+export type SessionState = {
+    /**
+     * The session's revision; also the answer's `ETag`.
+     */
+    revision: number;
+    /**
+     * The state, exactly as it was given (key order, numbers, escapes).
+     */
+    state: {
+        [key: string]: unknown;
+    };
+};
+
+export type StateRequest = {
+    /**
+     * A JSON object: on `PUT` the whole state, on `PATCH` a JSON merge patch (RFC
+     * 7396: `null` removes a member, objects merge, anything else replaces).
+     */
+    state: {
+        [key: string]: unknown;
+    };
 };
 
 /**
@@ -3565,6 +3598,12 @@ export type CreateSessionResponse = CreateSessionResponses[keyof CreateSessionRe
 
 export type DeleteSessionData = {
     body?: never;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
     path: {
         /**
          * The session id
@@ -3592,6 +3631,10 @@ export type DeleteSessionErrors = {
      * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
      */
     404: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
@@ -3677,6 +3720,12 @@ export type GetSessionResponse = GetSessionResponses[keyof GetSessionResponses];
 
 export type UpdateSessionData = {
     body: UpdateSessionRequest;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
     path: {
         /**
          * The session id
@@ -3704,6 +3753,10 @@ export type UpdateSessionErrors = {
      * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
      */
     404: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
     /**
      * `payload_too_large`: the body is over MAX_BODY_BYTES
      */
@@ -4026,6 +4079,12 @@ export type ForkSessionResponse = ForkSessionResponses[keyof ForkSessionResponse
 
 export type ClearItemsData = {
     body?: never;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
     path: {
         /**
          * The session id
@@ -4053,6 +4112,10 @@ export type ClearItemsErrors = {
      * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
      */
     404: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
@@ -4160,6 +4223,10 @@ export type AppendItemsData = {
          * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
          */
         'Idempotency-Key'?: string;
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
     };
     path: {
         /**
@@ -4184,6 +4251,10 @@ export type AppendItemsErrors = {
      * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
      */
     403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
     /**
      * `payload_too_large`: the body is over MAX_BODY_BYTES
      */
@@ -4227,6 +4298,12 @@ export type AppendItemsResponse2 = AppendItemsResponses[keyof AppendItemsRespons
 
 export type PopLastItemData = {
     body?: never;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
     path: {
         /**
          * The session id
@@ -4254,6 +4331,10 @@ export type PopLastItemErrors = {
      * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
      */
     404: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
@@ -4285,6 +4366,12 @@ export type PopLastItemResponse = PopLastItemResponses[keyof PopLastItemResponse
 
 export type DeleteItemData = {
     body?: never;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
     path: {
         /**
          * The session id
@@ -4316,6 +4403,10 @@ export type DeleteItemErrors = {
      * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
      */
     404: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
@@ -4906,3 +4997,201 @@ export type SubmitToolOutputsResponses = {
 };
 
 export type SubmitToolOutputsResponse = SubmitToolOutputsResponses[keyof SubmitToolOutputsResponses];
+
+export type GetSessionStateData = {
+    body?: never;
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/state';
+};
+
+export type GetSessionStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type GetSessionStateError = GetSessionStateErrors[keyof GetSessionStateErrors];
+
+export type GetSessionStateResponses = {
+    /**
+     * The state and revision
+     */
+    200: SessionState;
+};
+
+export type GetSessionStateResponse = GetSessionStateResponses[keyof GetSessionStateResponses];
+
+export type MergeSessionStateData = {
+    body: StateRequest;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/state';
+};
+
+export type MergeSessionStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type MergeSessionStateError = MergeSessionStateErrors[keyof MergeSessionStateErrors];
+
+export type MergeSessionStateResponses = {
+    /**
+     * The new state and revision
+     */
+    200: SessionState;
+};
+
+export type MergeSessionStateResponse = MergeSessionStateResponses[keyof MergeSessionStateResponses];
+
+export type ReplaceSessionStateData = {
+    body: StateRequest;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/state';
+};
+
+export type ReplaceSessionStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type ReplaceSessionStateError = ReplaceSessionStateErrors[keyof ReplaceSessionStateErrors];
+
+export type ReplaceSessionStateResponses = {
+    /**
+     * The new state and revision
+     */
+    200: SessionState;
+};
+
+export type ReplaceSessionStateResponse = ReplaceSessionStateResponses[keyof ReplaceSessionStateResponses];

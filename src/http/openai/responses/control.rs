@@ -44,7 +44,7 @@ pub(super) async fn remove(
         .into());
     }
     let deleted = if session.as_str() == ids::own_session(record.run.id) {
-        state.store.delete_session(&tenant, &session).await.map_err(RunsError::from)
+        state.store.delete_session(&tenant, &session, None).await.map_err(RunsError::from)
     } else {
         state.runs.delete(&tenant, &session, record.run.id).await
     };

@@ -1,0 +1,79 @@
+"""Revisions, If-Match and session state through the client, against the real service."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from agent_sessions_client import (
+    AgentSessionsClient,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    RevisionMismatch,
+)
+
+
+async def test_state_round_trips_and_merges(client: AgentSessionsClient) -> None:
+    sid = f"state-{uuid.uuid4().hex}"
+    with pytest.raises(NotFound):
+        await client.state.get(sid)
+    made = await client.state.replace(sid, {"step": "triage", "order": "4711", "n": 2**70})
+    assert made == {"state": {"step": "triage", "order": "4711", "n": 2**70}, "revision": 1}
+    merged = await client.state.merge(sid, {"order": None, "plan": {"a": 1}}, if_match=1)
+    assert merged == {"state": {"step": "triage", "n": 2**70, "plan": {"a": 1}}, "revision": 2}
+    assert await client.state.get(sid) == merged
+    session = await client.sessions.get(sid)
+    assert session["revision"] == 2 and session["item_count"] == 0
+
+    with pytest.raises(InvalidRequest) as not_object:
+        await client.state.replace(sid, [1])  # type: ignore[arg-type]
+    assert "state" in not_object.value.detail
+    with pytest.raises(PayloadTooLarge) as too_large:
+        await client.state.merge(sid, {"big": "x" * (1 << 20)})
+    assert too_large.value.detail.startswith("state")
+
+
+async def test_a_stale_revision_writes_nothing(client: AgentSessionsClient) -> None:
+    sid = f"rev-{uuid.uuid4().hex}"
+    await client.items.add(sid, [{"role": "user", "content": "one"}])
+    with pytest.raises(RevisionMismatch) as stale:
+        await client.items.add(sid, [{"role": "user", "content": "two"}], if_match=5)
+    assert stale.value.status == 412 and stale.value.code == "revision_mismatch"
+    assert "revision 1" in stale.value.detail
+    with pytest.raises(RevisionMismatch):
+        await client.sessions.update(sid, metadata={"k": "v"}, if_match=0)
+    with pytest.raises(RevisionMismatch):
+        await client.sessions.delete(sid, if_match=3)
+    session = await client.sessions.get(sid)
+    assert (session["revision"], session["item_count"], session["metadata"]) == (1, 1, {})
+    await client.items.add(sid, [{"role": "user", "content": "two"}], if_match=1)
+    await client.sessions.update(sid, metadata={"k": "v"}, if_match="*")
+    await client.sessions.delete(sid, if_match=3)
+    with pytest.raises(NotFound):
+        await client.sessions.get(sid)
+    with pytest.raises(RevisionMismatch):
+        await client.state.replace(sid, {"a": 1}, if_match="*")
+
+
+async def test_concurrent_writers_with_if_match_lose_nothing(client: AgentSessionsClient) -> None:
+    sid = f"counter-{uuid.uuid4().hex}"
+    await client.state.replace(sid, {"counter": 0})
+
+    async def writer() -> None:
+        for _ in range(10):
+            while True:
+                read = await client.state.get(sid)
+                try:
+                    await client.state.merge(
+                        sid, {"counter": read["state"]["counter"] + 1}, if_match=read["revision"]
+                    )
+                    break
+                except RevisionMismatch:
+                    continue
+
+    await asyncio.gather(*(writer() for _ in range(6)))
+    final = await client.state.get(sid)
+    assert final == {"state": {"counter": 60}, "revision": 61}
