@@ -5,10 +5,12 @@
 //! The service runs as a process of its own (so that its memory and descriptors are its
 //! own); this process holds the load and the fake LLM. For `minutes`: four clients
 //! append 2-item batches under Idempotency-Keys to 200 sessions, two read tails and
-//! sessions, one forks a session and deletes the fork, and one streams runs one after
-//! another, every second one calling a client tool it answers. Every 10 s it samples
+//! sessions, one forks a session and deletes the fork, two count in the state of 20
+//! sessions (read, then a state delta with `If-Match` and an Idempotency-Key, again on
+//! 412), and one streams runs one after another, every second one calling a client tool
+//! it answers. Every 10 s it samples
 //! the service's RSS, open file descriptors and database connections (`/metrics`).
-//! At the end it checks that every acknowledged append and run is there, and prints,
+//! At the end it checks that every acknowledged append, count and run is there, and prints,
 //! for each series after the first third (the warm-up), its least, median and most,
 //! and whether every sample is within ±10% of the median.
 
@@ -33,6 +35,7 @@ use post::post_json;
 use process::{answers, free_port};
 
 const SESSIONS: usize = 200;
+const COUNTERS: usize = 20;
 const SAMPLE_EVERY: Duration = Duration::from_secs(10);
 
 struct Load {
@@ -41,6 +44,8 @@ struct Load {
     stop: AtomicBool,
     /// Items acknowledged per session.
     appended: Mutex<HashMap<String, u64>>,
+    /// Increments of each counter session's state acknowledged.
+    counted: Mutex<HashMap<String, u64>>,
     runs_completed: AtomicU64,
     /// `<session>/runs/<id>` of each run told completed.
     run_ids: Mutex<Vec<String>>,
@@ -81,6 +86,44 @@ impl Load {
                 }
             }
             *self.appended.lock().unwrap().entry(session).or_default() += 2;
+        }
+    }
+
+    /// Read a counter, write it one higher at the revision read; a 412 means another
+    /// writer came first, a 503 is sent again as it was (its key makes it once).
+    async fn count(&self, client: usize) {
+        for n in 0.. {
+            if !self.going() {
+                return;
+            }
+            let session = format!("counter-{}", (n * 3 + client) % COUNTERS);
+            let state = self.http.get(self.url(&format!("/v1/sessions/{session}/state")));
+            let state = state.send().await.unwrap();
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            if state.status() != 200 {
+                // A read that timed out under load: read again.
+                assert_eq!(state.status(), 503, "state read");
+                continue;
+            }
+            let tag = state.headers()["etag"].to_str().unwrap().to_owned();
+            let counter = state.json::<Value>().await.unwrap()["state"]["n"].as_u64().unwrap();
+            let body = json!({"items": [], "state_delta": {"n": counter + 1}});
+            let url = self.url(&format!("/v1/sessions/{session}/items"));
+            loop {
+                let request = self.http.post(&url).header("if-match", &tag);
+                let request = request.header("idempotency-key", format!("c{client}-{n}"));
+                let answer = request.json(&body).send().await;
+                self.requests.fetch_add(1, Ordering::Relaxed);
+                match answer.map(|a| a.status().as_u16()) {
+                    Ok(201) => {
+                        *self.counted.lock().unwrap().entry(session).or_default() += 1;
+                        break;
+                    }
+                    Ok(412) => break,
+                    Ok(503) | Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                    Ok(status) => panic!("count: {status}"),
+                }
+            }
         }
     }
 
@@ -251,10 +294,16 @@ async fn main() {
         base: base.clone(),
         stop: AtomicBool::new(false),
         appended: Mutex::default(),
+        counted: Mutex::default(),
         runs_completed: AtomicU64::new(0),
         run_ids: Mutex::default(),
         requests: AtomicU64::new(0),
     });
+    for counter in 0..COUNTERS {
+        let url = format!("{base}/v1/sessions/counter-{counter}/state");
+        let made = http.put(url).json(&json!({"state": {"n": 0}})).send().await.unwrap();
+        assert_eq!(made.status(), 200, "a counter");
+    }
     let mut tasks = Vec::new();
     for client in 0..4 {
         let load = load.clone();
@@ -263,6 +312,10 @@ async fn main() {
     for client in 0..2 {
         let load = load.clone();
         tasks.push(tokio::spawn(async move { load.read(client).await }));
+    }
+    for client in 0..2 {
+        let load = load.clone();
+        tasks.push(tokio::spawn(async move { load.count(client).await }));
     }
     let forks = load.clone();
     tasks.push(tokio::spawn(async move { forks.fork().await }));
@@ -303,6 +356,11 @@ async fn main() {
         let info = get_json(&http, format!("{base}/v1/sessions/{session}")).await;
         missing += items.abs_diff(info["item_count"].as_u64().unwrap());
     }
+    let counted = load.counted.lock().unwrap().clone();
+    for (session, increments) in &counted {
+        let state = get_json(&http, format!("{base}/v1/sessions/{session}/state")).await;
+        missing += increments.abs_diff(state["state"]["n"].as_u64().unwrap());
+    }
     let mut completed = 0;
     let run_ids = load.run_ids.lock().unwrap().clone();
     for run in run_ids {
@@ -322,13 +380,14 @@ async fn main() {
         );
     }
     let acknowledged: u64 = appended.values().sum();
+    let increments: u64 = counted.values().sum();
     let runs = load.runs_completed.load(Ordering::Relaxed);
     println!(
-        "acknowledged items {acknowledged}, missing or extra {missing}; runs completed {runs}, stored completed {completed}"
+        "acknowledged items {acknowledged} and state increments {increments}, missing or extra {missing}; runs completed {runs}, stored completed {completed}"
     );
     let _ = service.start_kill();
     let _ = service.wait().await;
     database.drop().await;
-    assert_eq!(missing, 0, "acknowledged appends are missing");
+    assert_eq!(missing, 0, "acknowledged appends or state increments are missing");
     assert_eq!(completed, runs, "completed runs are missing");
 }

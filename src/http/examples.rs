@@ -21,6 +21,11 @@ pub fn request_body(operation_id: &str) -> Option<Value> {
         "append_items" => json!({"items": [
             {"role": "user", "content": "Where is my order #4711?"},
         ]}),
+        "replace_item" => json!({"item": {"role": "user", "content": "Where is my order #4712?"}}),
+        "replace_items" => json!({"items": [
+            {"role": "user", "content": "Where is my order #4712?"},
+            {"role": "assistant", "content": "It is on its way."},
+        ]}),
         "create_agent" => json!({
             "name": "support",
             "instructions": "You are a concise support agent. Look orders up before answering.",

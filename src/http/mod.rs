@@ -12,6 +12,7 @@ mod event_stream;
 mod examples;
 mod extract;
 mod forks;
+mod history;
 mod items;
 mod list_query;
 mod metrics;
@@ -83,6 +84,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         .merge(sessions::router())
         .merge(items::router())
         .merge(state::router())
+        .merge(history::router())
         .merge(forks::router())
         .merge(compactions::router())
         .merge(agents::router())

@@ -23,8 +23,8 @@ use super::examples::Examples;
 use super::openai::{self, ErrorBody, OpenAiErrors, Schemas as OpenAiSchemas};
 use super::runs::RunStreamEvent;
 use super::{
-    agents, api_keys, chat, compactions, forks, items, metrics, operations, runs, sessions, state,
-    AppState,
+    agents, api_keys, chat, compactions, forks, history, items, metrics, operations, runs,
+    sessions, state, AppState,
 };
 use crate::model::Identifier;
 
@@ -49,6 +49,8 @@ use crate::model::Identifier;
         items::delete_item,
         items::pop_last_item,
         items::clear_items,
+        history::replace_item,
+        history::replace_items,
         state::read,
         state::replace,
         state::merge,

@@ -54,6 +54,7 @@ fn operations() -> &'static Operations {
             let methods = [
                 (Method::GET, item.get),
                 (Method::POST, item.post),
+                (Method::PUT, item.put),
                 (Method::PATCH, item.patch),
                 (Method::DELETE, item.delete),
             ];

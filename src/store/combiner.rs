@@ -43,13 +43,33 @@ pub(super) struct Append {
     pub if_match: Option<IfMatch>,
     /// A change to the session's state made with the items (also written alone).
     pub state: Option<StateWrite>,
+    /// What of the history the items replace (also written alone).
+    pub replacing: Replacing,
+}
+
+/// The items an append removes before it adds its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replacing {
+    Nothing,
+    /// The whole history.
+    All,
+    /// What follows this item.
+    After(uuid::Uuid),
 }
 
 impl Append {
-    /// Whether a combined batch may take it: one with a condition, a state change or no
-    /// items is written in a transaction of its own.
+    /// Whether a combined batch may take it: one with a condition, a state change, a
+    /// replacement or no items is written in a transaction of its own.
     pub fn combinable(&self) -> bool {
-        self.if_match.is_none() && self.state.is_none() && !self.bodies.is_empty()
+        self.if_match.is_none()
+            && self.state.is_none()
+            && self.replacing == Replacing::Nothing
+            && !self.bodies.is_empty()
+    }
+
+    /// Whether it changes nothing: no items, no state, nothing replaced.
+    pub fn is_empty(&self) -> bool {
+        self.bodies.is_empty() && self.state.is_none() && self.replacing == Replacing::Nothing
     }
 }
 

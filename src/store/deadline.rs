@@ -142,6 +142,14 @@ within_deadline!(SessionStore {
     write fn pop_last_item(
         &self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>
     ) -> Item;
+    write fn replace_item(
+        &self, tenant: &str, session_id: &SessionId, item_id: Uuid, body: ItemBody,
+        if_match: Option<IfMatch>
+    ) -> (Item, i64);
+    bulk fn replace_items(
+        &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>, after: Option<Uuid>,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
+    ) -> Appended;
     bulk fn clear_items(&self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>) -> ();
     bulk fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> u64;
     bulk fn sweep_expired(&self, batch: i64) -> Swept;

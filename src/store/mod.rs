@@ -142,6 +142,31 @@ pub trait SessionStore:
         if_match: Option<IfMatch>,
     ) -> Result<Item>;
 
+    /// Replaces one item's stored object in place (same id and seq); the compactions and
+    /// the finished run made from it go, as on a delete. Returns the item and the new
+    /// revision.
+    async fn replace_item(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        item_id: Uuid,
+        body: ItemBody,
+        if_match: Option<IfMatch>,
+    ) -> Result<(Item, i64)>;
+
+    /// Replaces the whole history, or what follows the item `after`, with `items`, in
+    /// one transaction (creating the session if absent, as an append): the new items
+    /// get seqs above every seq the session has used.
+    async fn replace_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        items: Vec<ItemBody>,
+        after: Option<Uuid>,
+        idempotency: Option<IdempotencyKey>,
+        if_match: Option<IfMatch>,
+    ) -> Result<Appended>;
+
     /// Removes every item and keeps the session; its compactions go with them.
     async fn clear_items(
         &self,

@@ -4,6 +4,7 @@
 
 use super::backend::{insert_items, touch, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
+use super::items::remove;
 use super::sessions::{forget_expired, precondition, BindExpiry};
 use super::Conn;
 use crate::model::{ExpiresAfter, Item, SessionId, StateDocument, StateWrite};
@@ -113,7 +114,7 @@ pub(crate) async fn append_in(
             return Ok(Appended { items, replayed: true, revision, state: None });
         }
     }
-    if append.bodies.is_empty() && append.state.is_none() {
+    if append.is_empty() {
         return record_nothing(conn, codec, append).await;
     }
     let count = append.bodies.len() as i64;
@@ -122,6 +123,7 @@ pub(crate) async fn append_in(
     // At 1, the append made the session. On a mismatch the caller rolls back: nothing
     // of the append stays, not even its key.
     precondition(append.if_match, (revision > 1).then_some(revision - 1))?;
+    remove(conn, tenant, session_pk, append.replacing).await?;
     let items = new_items(&append.bodies, last_seq, now.0);
     if !items.is_empty() {
         let sealed = items

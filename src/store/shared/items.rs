@@ -5,28 +5,31 @@
 use uuid::Uuid;
 
 use super::backend::{Store, NOW};
-use super::sessions::{session_pk, session_pk_at};
+use super::sessions::{row_value, session_pk, session_pk_at};
 use super::Conn;
-use crate::model::{IfMatch, Item, Page, PageRequest, SessionId};
+use crate::model::{IfMatch, Item, ItemBody, Page, PageRequest, SessionId};
+use crate::store::combiner::Replacing;
 use crate::store::pages::{explain_empty_page, read_item_rows, uuid_cursor, ItemsPage};
+use crate::store::payload::Column;
 use crate::store::rows::{live, open_items, ItemRow, ITEM_COLUMNS};
 use crate::store::run_rows::UNFINISHED;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError};
 
-/// Moves the session's item count by `change` and marks it updated.
-async fn count_items(conn: &mut Conn, tenant: &str, session_pk: i64, change: i64) -> Result<()> {
-    sqlx::query(
+/// Moves the session's item count by `change` and marks it updated, as a revision;
+/// returns the new revision.
+async fn count_items(conn: &mut Conn, tenant: &str, session_pk: i64, change: i64) -> Result<i64> {
+    let revision = sqlx::query_scalar(
         r"update sessions set item_count = item_count + $3, updated_at = $4, revision = revision + 1
-          where tenant_id = $1 and pk = $2",
+          where tenant_id = $1 and pk = $2 returning revision",
     )
     .bind(tenant)
     .bind(session_pk)
     .bind(change)
     .bind(Timestamp::now())
-    .execute(conn)
+    .fetch_one(conn)
     .await?;
-    Ok(())
+    Ok(revision)
 }
 
 /// Deletes the compactions that summarise the item at `seq` (every one from 0): a
@@ -206,4 +209,81 @@ pub(super) async fn clear(
     count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Removes what `replacing` names from the session `session_pk` (whose row the caller
+/// has locked), with the compactions and finished runs made from it.
+pub(super) async fn remove(
+    conn: &mut Conn,
+    tenant: &str,
+    session_pk: i64,
+    replacing: Replacing,
+) -> Result<()> {
+    let after = match replacing {
+        Replacing::Nothing => return Ok(()),
+        Replacing::All => 0,
+        Replacing::After(item_id) => {
+            let seq = row_value(conn, "select seq from items", "id", (tenant, session_pk), item_id);
+            seq.await?.ok_or(StoreError::ItemNotFound)?
+        }
+    };
+    sqlx::query(&format!(
+        r"delete from runs where tenant_id = $1 and session_pk = $2 and status not in {UNFINISHED}
+          and id in (select run_id from items where tenant_id = $1 and session_pk = $2 and seq > $3)"
+    ))
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(after)
+    .execute(&mut *conn)
+    .await?;
+    drop_compactions(conn, tenant, session_pk, after + 1).await?;
+    let removed =
+        sqlx::query("delete from items where tenant_id = $1 and session_pk = $2 and seq > $3")
+            .bind(tenant)
+            .bind(session_pk)
+            .bind(after)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+    sqlx::query(
+        "update sessions set item_count = item_count - $3 where tenant_id = $1 and pk = $2",
+    )
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(removed as i64)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Replaces one item's stored object in place, as one revision; what was made from the
+/// item (compactions, the finished run that appended it) goes, as on a delete.
+pub(super) async fn replace(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    item_id: Uuid,
+    body: &ItemBody,
+    if_match: Option<IfMatch>,
+) -> Result<(Item, i64)> {
+    let mut tx = store.writer().begin().await?;
+    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
+    let sealed = store.codec.seal(tenant, Column::ItemBody, body.as_str())?;
+    let row: Option<ItemRow> = sqlx::query_as(&format!(
+        r"update items set body = $4 where tenant_id = $1 and session_pk = $2 and id = $3
+          returning {ITEM_COLUMNS}"
+    ))
+    .bind(tenant)
+    .bind(session_pk)
+    .bind(item_id)
+    .bind(&*sealed)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let mut item = row.ok_or(StoreError::ItemNotFound)?.into_item(&store.codec, tenant)?;
+    drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
+    drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(item.run_id)).await?;
+    let revision = count_items(&mut tx, tenant, session_pk, 0).await?;
+    tx.commit().await?;
+    item.item = body.to_raw();
+    Ok((item, revision))
 }

@@ -11,7 +11,7 @@ use crate::model::{
     IdempotencyKey, IfMatch, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId,
     SessionPatch,
 };
-use crate::store::combiner::Combiner;
+use crate::store::combiner::{Append, Combiner, Replacing};
 use crate::store::{
     AppendStats, Appended, PoolStats, Result, SessionStore, StateStore, StoreError, Swept,
 };
@@ -95,6 +95,38 @@ impl SessionStore for Store {
         if_match: Option<IfMatch>,
     ) -> Result<Item> {
         items::pop_last(self, tenant, session_id, if_match).await
+    }
+
+    async fn replace_item(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        item_id: Uuid,
+        body: ItemBody,
+        if_match: Option<IfMatch>,
+    ) -> Result<(Item, i64)> {
+        items::replace(self, tenant, session_id, item_id, &body, if_match).await
+    }
+
+    async fn replace_items(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        bodies: Vec<ItemBody>,
+        after: Option<Uuid>,
+        idempotency: Option<IdempotencyKey>,
+        if_match: Option<IfMatch>,
+    ) -> Result<Appended> {
+        self.append(Append {
+            tenant: tenant.to_owned(),
+            session_id: session_id.clone(),
+            bodies,
+            idempotency,
+            if_match,
+            state: None,
+            replacing: after.map_or(Replacing::All, Replacing::After),
+        })
+        .await
     }
 
     async fn clear_items(

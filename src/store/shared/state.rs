@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::backend::{Store, NOW};
 use crate::model::{IdempotencyKey, IfMatch, ItemBody, SessionId, StateDocument, StateWrite};
-use crate::store::combiner::Append;
+use crate::store::combiner::{Append, Replacing};
 use crate::store::payload::Column;
 use crate::store::rows::live;
 use crate::store::{Appended, Result, StateStore, StoreError};
@@ -56,6 +56,7 @@ impl StateStore for Store {
             idempotency,
             if_match,
             state,
+            replacing: Replacing::Nothing,
         };
         self.append(append).await
     }

@@ -36,6 +36,7 @@ const WALK: &[(&str, &str)] = &[
     ("POST", "/v1/sessions/{session_id}/items"),
     ("GET", "/v1/sessions/{session_id}/items"),
     ("GET", "/v1/sessions/{session_id}/items/{item_id}"),
+    ("PUT", "/v1/sessions/{session_id}/items/{item_id}"),
     // The model calls the example's client tool: the run waits for its output.
     ("POST", "/v1/sessions/{session_id}/runs"),
     ("GET", "/v1/sessions/{session_id}/runs"),
@@ -54,6 +55,7 @@ const WALK: &[(&str, &str)] = &[
     ("POST", "/v1/chat"),
     ("GET", "/v1/chat/{session_id}/messages"),
     ("GET", "/v1/chat/{session_id}/stream"),
+    ("PUT", "/v1/sessions/{session_id}/items"),
     ("DELETE", "/v1/sessions/{session_id}/items/last"),
     ("DELETE", "/v1/sessions/{session_id}/items/{item_id}"),
     ("DELETE", "/v1/sessions/{session_id}/items"),
@@ -180,7 +182,8 @@ async fn every_example_request_succeeds_in_order() {
                 assert_eq!(answer["status"], "completed", "{answer}");
                 ids.insert("response_id", answer["id"].as_str().unwrap().into())
             }
-            ("POST", "/v1/sessions/{session_id}/items") => {
+            ("POST", "/v1/sessions/{session_id}/items")
+            | ("PUT", "/v1/sessions/{session_id}/items") => {
                 ids.insert("item_id", answer["data"][0]["id"].as_str().unwrap().into())
             }
             ("POST", "/v1/sessions/{session_id}/runs") => {

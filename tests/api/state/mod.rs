@@ -1,6 +1,7 @@
 //! Agent state: session revisions with `ETag` / `If-Match`, and the state document.
 
 mod documents;
+mod history;
 mod revisions;
 
 use axum::body::Body;

@@ -320,6 +320,44 @@ class Items(_Resource):
         call = Call("GET", _p("v1", "sessions", session_id, "items", item_id), replay_safe=True)
         return cast(Item, await self._json(call))
 
+    async def replace(
+        self,
+        session_id: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        after: Optional[str] = None,
+        if_match: IfMatch = None,
+        idempotency_key: Optional[str] = None,
+    ) -> List[Item]:
+        """Replace the whole history (or what follows the item ``after``) with ``items``
+        (at most 1,000), at once; the new items get new ids and seqs. With ``if_match``
+        only at that revision: compare-and-swap on the history."""
+        if len(items) > MAX_BATCH:
+            raise ValueError(f"a replacement holds at most {MAX_BATCH} items")
+        key = idempotency_key or str(uuid.uuid4())
+        call = Call(
+            "PUT",
+            _p("v1", "sessions", session_id, "items"),
+            params=[("after", after)] if after is not None else (),
+            json={"items": list(items)},
+            headers={"idempotency-key": key, **_if_match(if_match)},
+            replay_safe=True,
+        )
+        return cast(List[Item], (await self._json(call)).get("data", []))
+
+    async def replace_one(
+        self, session_id: str, item_id: str, item: Mapping[str, Any], *, if_match: IfMatch = None
+    ) -> Item:
+        """Replace one item's object in place (its id and seq stay)."""
+        call = Call(
+            "PUT",
+            _p("v1", "sessions", session_id, "items", item_id),
+            json={"item": item},
+            headers=_if_match(if_match),
+            replay_safe=if_match is None,
+        )
+        return cast(Item, await self._json(call))
+
     async def delete(self, session_id: str, item_id: str) -> None:
         await self._t.send(Call("DELETE", _p("v1", "sessions", session_id, "items", item_id)))
 
@@ -372,7 +410,7 @@ class States(_Resource):
         call = Call(
             method,
             _p("v1", "sessions", session_id, "state"),
-            json={"state": dict(state)},
+            json={"state": state},
             headers=_if_match(if_match),
             replay_safe=if_match is None,
         )

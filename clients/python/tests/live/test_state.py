@@ -77,3 +77,18 @@ async def test_concurrent_writers_with_if_match_lose_nothing(client: AgentSessio
     await asyncio.gather(*(writer() for _ in range(6)))
     final = await client.state.get(sid)
     assert final == {"state": {"counter": 60}, "revision": 61}
+
+
+async def test_history_is_replaced_whole_or_after_an_item(client: AgentSessionsClient) -> None:
+    sid = f"history-{uuid.uuid4().hex}"
+    first, _ = await client.items.add(sid, [{"n": 1}, {"n": 2}])
+    edited = await client.items.replace_one(sid, first["id"], {"n": 1, "edited": True}, if_match=1)
+    assert (edited["id"], edited["seq"], edited["item"]) == (first["id"], 1, {"n": 1, "edited": True})
+    new = await client.items.replace(sid, [{"n": "b"}], after=first["id"], if_match=2)
+    assert [i["seq"] for i in new] == [3]
+    assert [i["item"]["n"] async for i in client.items.list(sid)] == [1, "b"]
+    with pytest.raises(RevisionMismatch):
+        await client.items.replace(sid, [{"n": "x"}], if_match=2)
+    whole = await client.items.replace(sid, [{"n": "x"}, {"n": "y"}])
+    assert [i["seq"] for i in whole] == [4, 5]
+    assert (await client.sessions.get(sid))["revision"] == 4

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStateData, GetSessionStateErrors, GetSessionStateResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, MergeSessionStateData, MergeSessionStateErrors, MergeSessionStateResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReplaceSessionStateData, ReplaceSessionStateErrors, ReplaceSessionStateResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RetrieveModelData, RetrieveModelErrors, RetrieveModelResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
+import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStateData, GetSessionStateErrors, GetSessionStateResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, MergeSessionStateData, MergeSessionStateErrors, MergeSessionStateResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReplaceItemData, ReplaceItemErrors, ReplaceItemResponses, ReplaceItemsData, ReplaceItemsErrors, ReplaceItemsResponses, ReplaceSessionStateData, ReplaceSessionStateErrors, ReplaceSessionStateResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RetrieveModelData, RetrieveModelErrors, RetrieveModelResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -499,6 +499,22 @@ export const appendItems = <ThrowOnError extends boolean = false>(options: Optio
 });
 
 /**
+ * Replace a session's history, or what follows one of its items.
+ *
+ * Atomic: the old items go and the new ones come in one transaction, creating the
+ * session if it does not exist. With `If-Match` this is compare-and-swap on the history.
+ */
+export const replaceItems = <ThrowOnError extends boolean = false>(options: Options<ReplaceItemsData, ThrowOnError>) => (options.client ?? client).put<ReplaceItemsResponses, ReplaceItemsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/items',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
  * Remove and return the newest item (the SDKs' `pop_item`).
  */
 export const popLastItem = <ThrowOnError extends boolean = false>(options: Options<PopLastItemData, ThrowOnError>) => (options.client ?? client).delete<PopLastItemResponses, PopLastItemErrors, ThrowOnError>({
@@ -523,6 +539,19 @@ export const getItem = <ThrowOnError extends boolean = false>(options: Options<G
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/sessions/{session_id}/items/{item_id}',
     ...options
+});
+
+/**
+ * Replace one item in place.
+ */
+export const replaceItem = <ThrowOnError extends boolean = false>(options: Options<ReplaceItemData, ThrowOnError>) => (options.client ?? client).put<ReplaceItemResponses, ReplaceItemErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/items/{item_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**

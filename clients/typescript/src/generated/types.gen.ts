@@ -111,11 +111,32 @@ export type ApiKey = {
 
 export type AppendItemsRequest = {
     /**
-     * 1 to 1000 JSON objects, appended in this order.
+     * A merge patch of the state of the session's app; refused while the session has no
+     * `app_id`.
+     */
+    app_state_delta?: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * Up to 1000 JSON objects, appended in this order. With none and no state delta the
+     * append changes nothing but records its `Idempotency-Key`.
      */
     items: Array<{
         [key: string]: unknown;
     }>;
+    /**
+     * A JSON merge patch of the session's state, committed with the items or not at all.
+     */
+    state_delta?: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * A merge patch of the state of the session's user; refused while the session has
+     * no `user_id`.
+     */
+    user_state_delta?: {
+        [key: string]: unknown;
+    } | null;
 };
 
 export type AppendItemsResponse = {
@@ -1065,6 +1086,31 @@ export type Problem = {
      * A URI naming the kind of problem: `urn:agent-sessions:problem:<code>`.
      */
     type: string;
+};
+
+export type ReplaceItemRequest = {
+    /**
+     * The item's new JSON object; its id, seq and time stay.
+     */
+    item: {
+        [key: string]: unknown;
+    };
+};
+
+export type ReplaceItemsRequest = {
+    /**
+     * Up to 1000 JSON objects: the new history (or what follows `after`), in order.
+     */
+    items: Array<{
+        [key: string]: unknown;
+    }>;
+};
+
+export type ReplaceItemsResponse = {
+    /**
+     * The new items, with new ids and seqs above every seq the session has used.
+     */
+    data: Array<Item>;
 };
 
 /**
@@ -4296,6 +4342,95 @@ export type AppendItemsResponses = {
 
 export type AppendItemsResponse2 = AppendItemsResponses[keyof AppendItemsResponses];
 
+export type ReplaceItemsData = {
+    body: ReplaceItemsRequest;
+    headers?: {
+        /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+    };
+    query?: {
+        /**
+         * Replace only the items that follow this one (a suffix); without it, every item.
+         */
+        after?: string;
+    };
+    url: '/v1/sessions/{session_id}/items';
+};
+
+export type ReplaceItemsErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type ReplaceItemsError = ReplaceItemsErrors[keyof ReplaceItemsErrors];
+
+export type ReplaceItemsResponses = {
+    /**
+     * The new items
+     */
+    200: ReplaceItemsResponse;
+};
+
+export type ReplaceItemsResponse2 = ReplaceItemsResponses[keyof ReplaceItemsResponses];
+
 export type PopLastItemData = {
     body?: never;
     headers?: {
@@ -4493,6 +4628,86 @@ export type GetItemResponses = {
 };
 
 export type GetItemResponse = GetItemResponses[keyof GetItemResponses];
+
+export type ReplaceItemData = {
+    body: ReplaceItemRequest;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+        /**
+         * The item id
+         */
+        item_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/items/{item_id}';
+};
+
+export type ReplaceItemErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type ReplaceItemError = ReplaceItemErrors[keyof ReplaceItemErrors];
+
+export type ReplaceItemResponses = {
+    /**
+     * The item as it is now
+     */
+    200: Item;
+};
+
+export type ReplaceItemResponse = ReplaceItemResponses[keyof ReplaceItemResponses];
 
 export type ListRunsData = {
     body?: never;
