@@ -83,7 +83,11 @@ async def test_history_is_replaced_whole_or_after_an_item(client: AgentSessionsC
     sid = f"history-{uuid.uuid4().hex}"
     first, _ = await client.items.add(sid, [{"n": 1}, {"n": 2}])
     edited = await client.items.replace_one(sid, first["id"], {"n": 1, "edited": True}, if_match=1)
-    assert (edited["id"], edited["seq"], edited["item"]) == (first["id"], 1, {"n": 1, "edited": True})
+    assert (edited["id"], edited["seq"], edited["item"]) == (
+        first["id"],
+        1,
+        {"n": 1, "edited": True},
+    )
     new = await client.items.replace(sid, [{"n": "b"}], after=first["id"], if_match=2)
     assert [i["seq"] for i in new] == [3]
     assert [i["item"]["n"] async for i in client.items.list(sid)] == [1, "b"]
