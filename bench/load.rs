@@ -53,7 +53,24 @@ async fn main() {
         }
     })
     .await;
-    report("append 1 item (own session)", &append, seconds);
+    let plain = report("append 1 item (own session)", &append, seconds);
+
+    // The same append with a merge patch of the session's state in its transaction.
+    let with_state = run_phase(clients, seconds, |client, n| {
+        let http = http.clone();
+        let url = format!("{base}/v1/sessions/bench-{client}/items");
+        async move {
+            let body = json!({
+                "items": [{"role": "user", "content": format!("message {n} of client {client}")}],
+                "state_delta": {"turn": n, "last": format!("message {n}")},
+            });
+            let response = http.post(url).json(&body).send().await.unwrap();
+            assert_eq!(response.status(), 201);
+        }
+    })
+    .await;
+    let delta = report("append 1 item with a state_delta", &with_state, seconds);
+    println!("{:<40} {:>8.2}x the plain append's throughput", "  ratio", delta / plain);
 
     let shared = run_phase(clients, seconds, |client, n| {
         let http = http.clone();

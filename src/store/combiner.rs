@@ -58,8 +58,9 @@ pub enum Replacing {
 }
 
 impl Append {
-    /// Whether a combined batch may take it: one with a condition, a state change, a
-    /// replacement or no items is written in a transaction of its own.
+    /// Whether every backend's combined batch may take it: one with a condition, a state
+    /// change, a replacement or no items is written in a transaction of its own where
+    /// the batch writes in bulk.
     pub fn combinable(&self) -> bool {
         self.if_match.is_none()
             && self.state.is_none()

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::appends::append_in;
 use super::backend::appends::append_many;
-use super::backend::{Db, Store};
+use super::backend::{self, Db, Store};
 use crate::model::ExpiresAfter;
 use crate::store::combiner::{Append, BatchFailed, Combiner, Writer};
 use crate::store::held::HeldConnections;
@@ -58,7 +58,7 @@ impl Writer for Writes {
 impl Store {
     /// Makes an append: combined with others when it can be, else alone.
     pub(super) async fn append(&self, append: Append) -> Result<Appended> {
-        if append.combinable() {
+        if append.combinable() || backend::COMBINES_EVERY_APPEND {
             self.appends().submit(append).await
         } else {
             self.append_alone(&append).await
