@@ -58,10 +58,8 @@ pub enum Replacing {
 }
 
 impl Append {
-    /// Whether every backend's combined batch may take it: one with a condition, a state
-    /// change, a replacement or no items is written in a transaction of its own where
-    /// the batch writes in bulk.
-    pub fn combinable(&self) -> bool {
+    /// Whether it only adds items: what a batch can write in bulk.
+    pub fn is_plain(&self) -> bool {
         self.if_match.is_none()
             && self.state.is_none()
             && self.replacing == Replacing::Nothing

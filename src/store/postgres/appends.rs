@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::shared::appends::reserve_seqs;
+use super::shared::appends::{append_in, reserve_seqs};
 use super::{touch, NOW};
 use crate::model::{ExpiresAfter, IdempotencyKey, Item};
 use crate::store::combiner::Append;
@@ -28,6 +28,9 @@ pub(super) async fn append_many(
     appends: &[Append],
     now: Timestamp,
 ) -> Result<Vec<Option<Appended>>> {
+    if !appends.iter().all(Append::is_plain) {
+        return append_one_by_one(conn, codec, default_expiry, appends, now).await;
+    }
     let claimed = claim_keys(conn, appends, now).await?;
     let writing: Vec<&Append> = appends
         .iter()
@@ -98,6 +101,35 @@ pub(super) async fn append_many(
             })
         })
         .collect())
+}
+
+/// A batch with an append that the bulk statements do not make (a condition, a state
+/// change, a replacement, no items): each append as a single one is made, in queue
+/// order, after the batch's sessions are locked in `pk` order, as the bulk path locks
+/// them, so that two batches never deadlock.
+async fn append_one_by_one(
+    conn: &mut PgConnection,
+    codec: &PayloadCodec,
+    default_expiry: Option<ExpiresAfter>,
+    appends: &[Append],
+    now: Timestamp,
+) -> Result<Vec<Option<Appended>>> {
+    let tenants: Vec<&str> = appends.iter().map(|a| a.tenant.as_str()).collect();
+    let ids: Vec<&str> = appends.iter().map(|a| a.session_id.as_str()).collect();
+    sqlx::query(
+        r"select s.pk from sessions s join unnest($1::text[], $2::text[]) as w (tenant_id, id)
+              on s.tenant_id = w.tenant_id and s.id = w.id
+          order by s.pk for update of s",
+    )
+    .bind(&tenants)
+    .bind(&ids)
+    .execute(&mut *conn)
+    .await?;
+    let mut made = Vec::with_capacity(appends.len());
+    for append in appends {
+        made.push(Some(append_in(conn, codec, default_expiry, append, now).await?));
+    }
+    Ok(made)
 }
 
 /// Claims the appends' idempotency keys; false for an append whose key an earlier

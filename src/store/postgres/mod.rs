@@ -84,10 +84,6 @@ fn new_id(prefix: &str, rank: &str) -> String {
 /// A fork copies the source as of one snapshot while runs may commit to it.
 const SNAPSHOT: Option<&str> = Some("set transaction isolation level repeatable read");
 
-/// A combined batch writes its appends' items in bulk statements (`appends::append_many`),
-/// which know nothing of conditions, state changes or replacements: those go alone.
-const COMBINES_EVERY_APPEND: bool = false;
-
 pub struct PgStore {
     pool: PgPool,
     codec: PayloadCodec,

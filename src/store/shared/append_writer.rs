@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::appends::append_in;
 use super::backend::appends::append_many;
-use super::backend::{self, Db, Store};
+use super::backend::{Db, Store};
 use crate::model::ExpiresAfter;
 use crate::store::combiner::{Append, BatchFailed, Combiner, Writer};
 use crate::store::held::HeldConnections;
@@ -56,23 +56,9 @@ impl Writer for Writes {
 }
 
 impl Store {
-    /// Makes an append: combined with others when it can be, else alone.
+    /// Makes an append, combined with those that wait with it.
     pub(super) async fn append(&self, append: Append) -> Result<Appended> {
-        if append.combinable() || backend::COMBINES_EVERY_APPEND {
-            self.appends().submit(append).await
-        } else {
-            self.append_alone(&append).await
-        }
-    }
-
-    /// Makes an append in a transaction of its own, outside the queue: one with what a
-    /// combined batch does not do (`If-Match`, a state change, no items).
-    async fn append_alone(&self, append: &Append) -> Result<Appended> {
-        let mut tx = self.writer().begin().await?;
-        let appended =
-            append_in(&mut tx, &self.codec, self.default_expiry, append, Timestamp::now()).await?;
-        tx.commit().await?;
-        Ok(appended)
+        self.appends().submit(append).await
     }
 
     /// The queue that combines appends, started by the first one.

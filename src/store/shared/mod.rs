@@ -16,8 +16,7 @@
 //! - `FOR_UPDATE`, `FOR_NO_KEY_UPDATE` and `SKIP_LOCKED`, the row locks its transactions
 //!   and sweeps take, if any; `NOW`, its SQL for the current time; `touch`, the SQL that records activity;
 //! - `insert_items` and `appends::append_many`, how it writes one append's items and a
-//!   combined batch of appends, and `COMBINES_EVERY_APPEND`, whether that batch takes
-//!   appends with a condition, a state change or a replacement; `push_listed_sessions`, a listing's sessions and the
+//!   combined batch of appends; `push_listed_sessions`, a listing's sessions and the
 //!   metadata filter over them;
 //! - `new_id` and `SNAPSHOT`, ids made in SQL and a fork's one snapshot;
 //! - `runs::{insert_run, write_run, save_events}`, the statements of runs that differ;

@@ -75,10 +75,6 @@ fn new_id(prefix: &str, rank: &str) -> String {
 /// The single writer's transaction sees no other writes.
 const SNAPSHOT: Option<&str> = None;
 
-/// A combined batch makes its appends one by one (`appends::append_many`), so it takes
-/// every kind: one with a condition, a state change or a replacement too.
-const COMBINES_EVERY_APPEND: bool = true;
-
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,

@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_sessions::model::{IdempotencyKey, Order};
-use agent_sessions::store::{Appended, PayloadCodec, SessionStore, StoreError};
+use agent_sessions::model::{
+    IdempotencyKey, IfMatch, Order, StateChange, StateDocument, StateWrite,
+};
+use agent_sessions::store::{Appended, PayloadCodec, SessionStore, StateStore, StoreError};
 use futures::future::join_all;
 use tokio::task::JoinHandle;
 
@@ -19,6 +21,7 @@ on_both_backends!(
     keyed_appends_to_one_session_combine_and_replay,
     one_poisoned_append_fails_alone,
     two_replicas_combining_on_one_database_never_deadlock,
+    state_changes_conditions_and_plain_appends_combine_in_queue_order,
 );
 
 /// An append of `{"session":…,"client":…,"part":0|1}` pairs, spawned.
@@ -263,4 +266,47 @@ async fn two_replicas_combining_on_one_database_never_deadlock(db: TestDb) {
         let clients: Vec<usize> = (0..192).filter(|c| c % 8 == s).collect();
         assert_pairs(&db, &format!("r{s}"), &clients).await;
     }
+}
+
+/// A batch that holds appends with a state delta, a stale `If-Match` and plain ones: each
+/// each append lands once, in one order for items and state, and the stale one fails
+/// alone.
+async fn state_changes_conditions_and_plain_appends_combine_in_queue_order(db: TestDb) {
+    let delta = |n: i64| StateWrite {
+        change: StateChange::Merge(StateDocument::stored(format!(r#"{{"n":{n}}}"#))),
+        max_bytes: 1 << 20,
+    };
+    let before = db.store.append_stats();
+    let results = combined(&db, || {
+        (0..6)
+            .map(|n: i64| {
+                let store = db.store.clone();
+                let items = bodies(&[format!(r#"{{"client":{n},"part":0}}"#)]);
+                let (state, if_match) = match n {
+                    1 | 4 => (Some(delta(n)), None),
+                    3 => (None, Some(IfMatch::Revision(99))),
+                    _ => (None, None),
+                };
+                tokio::spawn(async move {
+                    store.append_with_state(T, &sid("mixed"), items, state, None, if_match).await
+                })
+            })
+            .collect()
+    })
+    .await;
+    assert!(db.store.append_stats().transactions - before.transactions < 7, "combined");
+    for (n, result) in results.iter().enumerate() {
+        match (n, result) {
+            (3, Err(StoreError::RevisionMismatch { .. })) => {}
+            (3, other) => panic!("the stale append answered {other:?}"),
+            (_, other) => assert!(other.is_ok(), "{n}: {other:?}"),
+        }
+    }
+    let mut clients: Vec<i64> = stored(&db, "mixed").await.iter().map(|i| i.0).collect();
+    // The state is the delta of the later of the two in the session's order.
+    let last_delta = *clients.iter().rev().find(|c| [1, 4].contains(*c)).unwrap();
+    clients.sort_unstable();
+    assert_eq!(clients, [0, 1, 2, 4, 5], "every append but the stale one");
+    let (state, revision) = db.store.session_state(T, &sid("mixed")).await.unwrap();
+    assert_eq!((state.as_str(), revision), (format!(r#"{{"n":{last_delta}}}"#).as_str(), 5));
 }
