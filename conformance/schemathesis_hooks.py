@@ -78,7 +78,6 @@ CREATE_SESSION = "POST /v1/sessions"
 UPDATE_SESSION = "PATCH /v1/sessions/{session_id}"
 CREATE_RUN = "POST /v1/sessions/{session_id}/runs"
 COMPACT = "POST /v1/sessions/{session_id}/compact"
-FORK = "POST /v1/sessions/{session_id}/fork"
 CHAT = "POST /v1/chat"
 
 # What the checks cannot see, recorded by `after_call`:
@@ -221,12 +220,17 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
         # 1. A reused Idempotency-Key. The key is valid, but Schemathesis sent it before
         #    with another body; the contract answers 422 `idempotency_key_reused`. That
         #    depends on earlier requests, so no schema can rule it out.
-        if (
-            label in (APPEND, CREATE_RUN, FORK)
-            and status == 422
-            and code == "idempotency_key_reused"
-        ):
+        if status == 422 and code == "idempotency_key_reused":
             return _drop(f"ST202 {label} 422 idempotency_key_reused")
+        # 1b. A well-formed If-Match that names another revision, or a session that does
+        #     not exist: the contract answers 412 `revision_mismatch`. Whether it holds
+        #     depends on the session's writes so far, which no schema can say.
+        if status == 412 and code == "revision_mismatch":
+            return _drop(f"ST202 {label} 412 revision_mismatch")
+        # 1c. A user or app state delta on a session without that owner: the contract
+        #     answers 400 naming the field. Whether the session has one is its state.
+        if status == 400 and detail.split(":")[0] in ("user_state_delta", "app_state_delta"):
+            return _drop(f"ST202 {label} 400 owner delta on a session without the owner")
         if label in LIST_OPERATIONS and status == 400 and code == "invalid_request":
             # 2. `after` and `before` together: each is valid, together they are 400 (a
             #    page has one anchor). OpenAPI 3.1 cannot say that two parameters

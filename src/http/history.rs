@@ -57,6 +57,7 @@ pub struct ReplaceItemsRequest {
 #[into_params(parameter_in = Query)]
 pub struct ReplaceQuery {
     /// Replace only the items that follow this one (a suffix); without it, every item.
+    #[param(value_type = Option<String>, format = Uuid)]
     after: Option<String>,
 }
 

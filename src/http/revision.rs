@@ -15,7 +15,8 @@ use super::error::ApiError;
 use crate::model::{entity_tag, IfMatch};
 
 /// The request's `If-Match`: none, `*`, or a revision in quotes. A value that is none
-/// of these is 400 naming the header.
+/// of these is 400 naming the header; an empty one is an empty list of tags, which
+/// HTTP's list syntax allows, and asks nothing.
 pub struct IfMatchHeader(pub Option<IfMatch>);
 
 impl<S: Send + Sync> FromRequestParts<S> for IfMatchHeader {
@@ -26,6 +27,9 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatchHeader {
             return Ok(Self(None));
         };
         let value = value.to_str().map_err(|_| ApiError::invalid("If-Match", "must be ASCII"))?;
+        if value.trim().is_empty() {
+            return Ok(Self(None));
+        }
         Ok(Self(Some(IfMatch::parse(value)?)))
     }
 }
@@ -33,7 +37,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatchHeader {
 impl IntoParams for IfMatchHeader {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
         let tag =
-            ObjectBuilder::new().schema_type(Type::String).pattern(Some(r#"^(\*|(W/)?"[0-9]+")$"#));
+            ObjectBuilder::new().schema_type(Type::String).pattern(Some(r#"^(\*|(W/)?"[0-9]+")?$"#));
         vec![ParameterBuilder::new()
             .name("If-Match")
             .parameter_in(ParameterIn::Header)

@@ -103,6 +103,10 @@ async fn if_match_on_a_session_that_does_not_exist_creates_nothing(db: TestDb) {
         refused.expect_problem(StatusCode::PRECONDITION_FAILED, "revision_mismatch");
     }
     app.get("/v1/sessions/ghost").await.expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+    // An empty If-Match is an empty list of tags: it asks nothing.
+    let append = Some(json!({"items": [{"n": 1}]}));
+    let made = send(&app, Method::POST, "/v1/sessions/open/items", Some(""), append).await;
+    assert_eq!(etag(&made), 1);
 }
 
 /// Eight clients each read the counter, write it one higher with `If-Match`, and read
