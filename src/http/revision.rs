@@ -36,8 +36,9 @@ impl<S: Send + Sync> FromRequestParts<S> for IfMatchHeader {
 
 impl IntoParams for IfMatchHeader {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        let tag =
-            ObjectBuilder::new().schema_type(Type::String).pattern(Some(r#"^(\*|(W/)?"[0-9]+")?$"#));
+        let tag = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(r#"^(\*|(W/)?"[0-9]+")?$"#));
         vec![ParameterBuilder::new()
             .name("If-Match")
             .parameter_in(ParameterIn::Header)

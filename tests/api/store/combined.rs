@@ -9,7 +9,7 @@ use std::time::Duration;
 use agent_sessions::model::{
     IdempotencyKey, IfMatch, Order, StateChange, StateDocument, StateWrite,
 };
-use agent_sessions::store::{Appended, PayloadCodec, SessionStore, StateStore, StoreError};
+use agent_sessions::store::{Appended, PayloadCodec, SessionStore, StoreError};
 use futures::future::join_all;
 use tokio::task::JoinHandle;
 
