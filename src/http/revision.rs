@@ -38,7 +38,7 @@ impl IntoParams for IfMatchHeader {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
         let tag = ObjectBuilder::new()
             .schema_type(Type::String)
-            .pattern(Some(r#"^(\*|(W/)?"[0-9]+")?$"#));
+            .pattern(Some(r#"^(\*|(W/)?"[0-9]{1,18}")?$"#));
         vec![ParameterBuilder::new()
             .name("If-Match")
             .parameter_in(ParameterIn::Header)

@@ -21,15 +21,22 @@ impl IfMatch {
             return Ok(Self::Any);
         }
         let tag = value.strip_prefix("W/").unwrap_or(value);
-        tag.strip_prefix('"')
-            .and_then(|tag| tag.strip_suffix('"'))
-            .and_then(|revision| revision.parse::<i64>().ok())
-            .filter(|revision| *revision >= 0)
-            .map(Self::Revision)
-            .ok_or_else(|| {
-                InvalidField::new("If-Match", "must be * or a revision in quotes, such as \"3\"")
-            })
+        let digits = tag.strip_prefix('"').and_then(|tag| tag.strip_suffix('"'));
+        match digits {
+            Some(digits) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => {
+                // A tag too large for any revision names one that no session is at.
+                Ok(Self::Revision(digits.parse().unwrap_or(Self::NO_REVISION)))
+            }
+            _ => Err(InvalidField::new(
+                "If-Match",
+                "must be * or a revision in quotes, such as \"3\"",
+            )),
+        }
     }
+
+    /// What a tag of more digits than a revision can have asks for: no session is ever
+    /// at a negative revision.
+    const NO_REVISION: i64 = -1;
 
     /// Whether a session at `current` (none: absent) may be written.
     pub fn admits(self, current: Option<i64>) -> bool {
@@ -56,6 +63,12 @@ mod tests {
         assert_eq!(IfMatch::parse("\"12\"").unwrap(), IfMatch::Revision(12));
         assert_eq!(IfMatch::parse("W/\"3\"").unwrap(), IfMatch::Revision(3));
         assert_eq!(IfMatch::parse(&entity_tag(7)).unwrap(), IfMatch::Revision(7));
+    }
+
+    #[test]
+    fn a_tag_larger_than_any_revision_matches_none() {
+        let huge = IfMatch::parse("\"48130271901900089494127763240\"").unwrap();
+        assert!(!huge.admits(Some(i64::MAX)) && !huge.admits(Some(0)));
     }
 
     #[test]
