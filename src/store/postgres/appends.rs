@@ -29,7 +29,16 @@ pub(super) async fn append_many(
     now: Timestamp,
 ) -> Result<Vec<Option<Appended>>> {
     if !appends.iter().all(Append::is_plain) {
-        return append_one_by_one(conn, codec, default_expiry, appends, now).await;
+        // An append the bulk statements do not make (a condition, a state change, a
+        // replacement, no items): each as a single one, in queue order, after the
+        // batch's sessions are locked in `pk` order as the bulk path locks them, so that
+        // two batches never deadlock.
+        lock_sessions(conn, appends).await?;
+        let mut made = Vec::with_capacity(appends.len());
+        for append in appends {
+            made.push(Some(append_in(conn, codec, default_expiry, append, now).await?));
+        }
+        return Ok(made);
     }
     let claimed = claim_keys(conn, appends, now).await?;
     let writing: Vec<&Append> = appends
@@ -103,17 +112,8 @@ pub(super) async fn append_many(
         .collect())
 }
 
-/// A batch with an append that the bulk statements do not make (a condition, a state
-/// change, a replacement, no items): each append as a single one is made, in queue
-/// order, after the batch's sessions are locked in `pk` order, as the bulk path locks
-/// them, so that two batches never deadlock.
-async fn append_one_by_one(
-    conn: &mut PgConnection,
-    codec: &PayloadCodec,
-    default_expiry: Option<ExpiresAfter>,
-    appends: &[Append],
-    now: Timestamp,
-) -> Result<Vec<Option<Appended>>> {
+/// Locks the live sessions the appends name, in `pk` order.
+async fn lock_sessions(conn: &mut PgConnection, appends: &[Append]) -> Result<()> {
     let tenants: Vec<&str> = appends.iter().map(|a| a.tenant.as_str()).collect();
     let ids: Vec<&str> = appends.iter().map(|a| a.session_id.as_str()).collect();
     sqlx::query(
@@ -123,13 +123,9 @@ async fn append_one_by_one(
     )
     .bind(&tenants)
     .bind(&ids)
-    .execute(&mut *conn)
+    .execute(conn)
     .await?;
-    let mut made = Vec::with_capacity(appends.len());
-    for append in appends {
-        made.push(Some(append_in(conn, codec, default_expiry, append, now).await?));
-    }
-    Ok(made)
+    Ok(())
 }
 
 /// Claims the appends' idempotency keys; false for an append whose key an earlier

@@ -183,11 +183,7 @@ async fn write_state(
         .bind(session_pk)
         .fetch_one(&mut *conn)
         .await?;
-    let current = match stored {
-        Some(sealed) => StateDocument::stored(codec.open(tenant, Column::SessionState, sealed)?),
-        None => StateDocument::empty(),
-    };
-    let state = write.apply(&current)?;
+    let state = write.apply(&open_state(codec, tenant, stored)?)?;
     let sealed = codec.seal(tenant, Column::SessionState, state.as_str())?;
     sqlx::query("update sessions set state = $2 where pk = $1")
         .bind(session_pk)
@@ -195,4 +191,18 @@ async fn write_state(
         .execute(&mut *conn)
         .await?;
     Ok(state)
+}
+
+/// A session's state as its column holds it: sealed, or null for the empty object.
+pub(super) fn open_state(
+    codec: &PayloadCodec,
+    tenant: &str,
+    stored: Option<String>,
+) -> Result<StateDocument> {
+    match stored {
+        Some(sealed) => {
+            Ok(StateDocument::stored(codec.open(tenant, Column::SessionState, sealed)?))
+        }
+        None => Ok(StateDocument::empty()),
+    }
 }

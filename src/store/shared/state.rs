@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 
+use super::appends::open_state;
 use super::backend::{Store, NOW};
 use crate::model::{IdempotencyKey, IfMatch, ItemBody, SessionId, StateDocument, StateWrite};
 use crate::store::combiner::{Append, Replacing};
-use crate::store::payload::Column;
 use crate::store::rows::live;
 use crate::store::{Appended, Result, StateStore, StoreError};
 
@@ -21,7 +21,7 @@ impl StateStore for Store {
         .fetch_optional(self.reader())
         .await?;
         let (state, revision) = row.ok_or(StoreError::SessionNotFound)?;
-        Ok((self.open_state(tenant, state)?, revision))
+        Ok((open_state(&self.codec, tenant, state)?, revision))
     }
 
     async fn write_session_state(
@@ -59,16 +59,5 @@ impl StateStore for Store {
             replacing: Replacing::Nothing,
         };
         self.append(append).await
-    }
-}
-
-impl Store {
-    fn open_state(&self, tenant: &str, stored: Option<String>) -> Result<StateDocument> {
-        match stored {
-            Some(sealed) => {
-                Ok(StateDocument::stored(self.codec.open(tenant, Column::SessionState, sealed)?))
-            }
-            None => Ok(StateDocument::empty()),
-        }
     }
 }
