@@ -264,14 +264,26 @@ pub(super) async fn delete(
     id: &SessionId,
     if_match: Option<IfMatch>,
 ) -> Result<()> {
-    let mut tx = store.writer().begin().await?;
-    let pk = session_pk_at(&mut tx, tenant, id, if_match).await?;
-    sqlx::query("delete from sessions where tenant_id = $1 and pk = $2")
-        .bind(tenant)
-        .bind(pk)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
+    // A delete without a condition stays one statement; a condition is checked on the
+    // row its transaction locks.
+    let delete = format!(
+        "delete from sessions where tenant_id = $1 and id = $2 and {}",
+        live("sessions", NOW)
+    );
+    let delete = sqlx::query(&delete).bind(tenant).bind(id.as_str());
+    let deleted = match if_match {
+        None => delete.execute(store.writer()).await?.rows_affected(),
+        Some(_) => {
+            let mut tx = store.writer().begin().await?;
+            session_pk_at(&mut tx, tenant, id, if_match).await?;
+            let deleted = delete.execute(&mut *tx).await?.rows_affected();
+            tx.commit().await?;
+            deleted
+        }
+    };
+    if deleted == 0 {
+        return Err(StoreError::SessionNotFound);
+    }
     Ok(())
 }
 
