@@ -49,7 +49,12 @@ async fn create(
 /// header: what `cut` and `column -t` read.
 async fn list(store: &dyn SessionStore, tenant: Option<&str>) -> anyhow::Result<()> {
     println!("id\ttenant\tname\tprefix\tscopes\tcreated_at\texpires_at\tlast_used_at");
-    let mut page = PageRequest { limit: PageRequest::MAX_LIMIT, order: Order::Asc, cursor: None };
+    let mut page = PageRequest {
+        limit: PageRequest::MAX_LIMIT,
+        order: Order::Asc,
+        cursor: None,
+        created_after: None,
+    };
     loop {
         let keys = store.list_api_keys(tenant, &page).await?;
         for key in &keys.data {

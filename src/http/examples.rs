@@ -10,14 +10,23 @@ use utoipa::Modify;
 
 /// The example id of a session.
 pub const SESSION_ID: &str = "support-4711";
+/// The example owners of that session.
+const APP_ID: &str = "support-bot";
+const USER_ID: &str = "alice";
 
 /// The example request body of each operation, by operation id.
 pub fn request_body(operation_id: &str) -> Option<Value> {
     Some(match operation_id {
-        "create_session" => json!({"id": SESSION_ID, "metadata": {"user": "alice"}}),
+        "create_session" => json!({
+            "id": SESSION_ID, "metadata": {"user": "alice"}, "app_id": APP_ID, "user_id": USER_ID,
+        }),
         "update_session" => json!({"metadata": {"priority": "high"}}),
         "replace_session_state" => json!({"state": {"step": "triage", "order": "4711"}}),
         "merge_session_state" => json!({"state": {"step": "answered", "order": null}}),
+        "replace_app_state" => json!({"state": {"greeting": "Hello", "escalate_after": 3}}),
+        "merge_app_state" => json!({"state": {"escalate_after": 5}}),
+        "replace_user_state" => json!({"state": {"name": "Alice", "language": "en"}}),
+        "merge_user_state" => json!({"state": {"language": "de"}}),
         "append_items" => json!({"items": [
             {"role": "user", "content": "Where is my order #4711?"},
         ]}),
@@ -88,6 +97,8 @@ fn order_lookup_tool() -> Value {
 fn parameter_example(name: &str) -> Option<Value> {
     match name {
         "session_id" => Some(json!(SESSION_ID)),
+        "app_id" => Some(json!(APP_ID)),
+        "user_id" => Some(json!(USER_ID)),
         "limit" => Some(json!(20)),
         _ => None,
     }

@@ -10,16 +10,16 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::answer::Created;
-use super::error::ApiError;
 use super::error::Result;
 use super::error::{JsonBody, KeyReused, Lookup};
 use super::extract::{AppJson, IdempotencyHeader, TenantItem, TenantSession};
 use super::list_query::ListQuery;
-use super::revision::IfMatchHeader;
+use super::revision::{ETag, IfMatchHeader};
 use super::state::StateLimit;
 use super::AppState;
 use crate::model::{
-    IdempotencyKey, Item, ItemBody, Order, Page, StateChange, StateDocument, StateWrite,
+    IdempotencyKey, Identifier, Item, ItemBody, Order, Owners, Page, StateChange, StateChanges,
+    StateDocument, StateWrite,
 };
 
 pub fn router() -> Router<AppState> {
@@ -42,38 +42,42 @@ pub struct AppendItemsRequest {
     /// A JSON merge patch of the session's state, committed with the items or not at all.
     #[schema(value_type = Option<Object>)]
     state_delta: Option<Box<RawValue>>,
-    /// A merge patch of the state of the session's user; refused while the session has
-    /// no `user_id`.
+    /// A merge patch of the state of the session's user (of its app), in the same
+    /// transaction; 400 while the session has no `user_id` and `app_id`.
     #[schema(value_type = Option<Object>)]
     user_state_delta: Option<Box<RawValue>>,
-    /// A merge patch of the state of the session's app; refused while the session has no
-    /// `app_id`.
+    /// A merge patch of the state of the session's app, in the same transaction; 400
+    /// while the session has no `app_id`.
     #[schema(value_type = Option<Object>)]
     app_state_delta: Option<Box<RawValue>>,
+    /// The app the session belongs to, taken by a session that has none (409
+    /// `owner_mismatch` when it has another).
+    #[schema(value_type = Option<Identifier>, inline)]
+    app_id: Option<String>,
+    /// The user of that app the session belongs to, taken like `app_id`.
+    #[schema(value_type = Option<Identifier>, inline)]
+    user_id: Option<String>,
 }
 
 impl AppendItemsRequest {
-    /// The items, checked, and the state change.
-    fn into_parts(self, max_state_bytes: usize) -> Result<(Vec<ItemBody>, Option<StateWrite>)> {
-        // Sessions have no owners yet: a delta for one has nowhere to go.
-        if self.user_state_delta.is_some() {
-            return Err(ApiError::invalid("user_state_delta", "the session has no user_id"));
-        }
-        if self.app_state_delta.is_some() {
-            return Err(ApiError::invalid("app_state_delta", "the session has no app_id"));
-        }
+    /// The items, checked, and what the append changes besides them.
+    fn into_parts(self, max_bytes: usize) -> Result<(Vec<ItemBody>, StateChanges)> {
         let bodies = match self.items.is_empty() {
             true => Vec::new(),
             false => ItemBody::batch("items", self.items)?,
         };
-        let state = match self.state_delta {
-            Some(delta) => Some(StateWrite {
-                change: StateChange::Merge(StateDocument::new("state_delta", &delta)?),
-                max_bytes: max_state_bytes,
-            }),
-            None => None,
+        let merge = |field: &str, delta: Option<Box<RawValue>>| -> Result<Option<StateWrite>> {
+            let Some(delta) = delta else { return Ok(None) };
+            let change = StateChange::Merge(StateDocument::new(field, &delta)?);
+            Ok(Some(StateWrite { change, max_bytes }))
         };
-        Ok((bodies, state))
+        let changes = StateChanges {
+            owners: Owners::parse(self.app_id, self.user_id)?,
+            session: merge("state_delta", self.state_delta)?,
+            user: merge("user_state_delta", self.user_state_delta)?,
+            app: merge("app_state_delta", self.app_state_delta)?,
+        };
+        Ok((bodies, changes))
     }
 }
 
@@ -86,16 +90,21 @@ pub struct AppendItemsResponse {
 
 /// List a session's items.
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/items", tag = "items",
-    params(TenantSession, ListQuery),
+    params(
+        TenantSession,
+        ListQuery,
+        ("created_after" = Option<String>, Query, format = DateTime, description = "Only the items created after this instant (RFC 3339)"),
+    ),
     responses((status = 200, description = "A page of items", body = Page<Item>), Lookup))]
 async fn list_items(
     State(state): State<AppState>,
     session: TenantSession,
     query: ListQuery,
-) -> Result<Json<Page<Item>>> {
+) -> Result<(Option<ETag>, Json<Page<Item>>)> {
     let answer =
         state.store.list_items(&session.tenant, &session.id, &query.page(Order::Asc)).await;
-    answer.map(Json).map_err(|e| query.store_error(e, Some(session.id.as_str())))
+    let page = answer.map_err(|e| query.store_error(e, Some(session.id.as_str())))?;
+    Ok((page.revision.map(ETag), Json(page)))
 }
 
 /// Append items to a session, creating the session if it does not exist.
@@ -118,18 +127,16 @@ async fn append_items(
     IfMatchHeader(if_match): IfMatchHeader,
     AppJson(request): AppJson<AppendItemsRequest>,
 ) -> Result<Created<AppendItemsResponse>> {
-    let (bodies, change) = request.into_parts(limit)?;
+    let (bodies, changes) = request.into_parts(limit)?;
     let idempotency = idempotency.key(|key| {
         // What the request asks besides its items: part of what a retry must repeat.
-        let rest = (change.is_some() || if_match.is_some()).then(|| {
-            let delta = change.as_ref().map(|c| c.change.document().as_str());
-            format!("{}\0{:?}", delta.unwrap_or(""), if_match)
-        });
+        let rest = (!changes.is_empty() || if_match.is_some())
+            .then(|| format!("{}\0{:?}", changes.fingerprint(), if_match));
         IdempotencyKey::for_append(key, &session.id, &bodies, rest.as_deref())
     })?;
     let appended = state
         .store
-        .append_with_state(&session.tenant, &session.id, bodies, change, idempotency, if_match)
+        .append_with_state(&session.tenant, &session.id, bodies, changes, idempotency, if_match)
         .await
         .map_err(|e| session.store_error(e))?;
     let data = appended.items;

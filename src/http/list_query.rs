@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
+
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
@@ -11,26 +13,34 @@ use utoipa::openapi::Required;
 use utoipa::IntoParams;
 
 use super::error::ApiError;
-use crate::model::{Cursor, Metadata, Order, PageRequest};
+use crate::model::{Cursor, Metadata, Order, OwnerId, Owners, PageRequest, SessionFilter};
 use crate::store::StoreError;
 
 /// The query of a listing: `limit`, `order`, `after`/`before` and, for sessions,
-/// `metadata[KEY]=VALUE` filters. Unknown parameters never get here
-/// (`query_params` refuses them).
+/// `metadata[KEY]=VALUE`, `app_id` and `user_id` filters. Unknown parameters never get
+/// here (`query_params` refuses them).
 pub struct ListQuery {
     limit: u32,
     order: Option<Order>,
     cursor: Option<Cursor>,
-    pub metadata: Vec<(String, String)>,
+    metadata: Vec<(String, String)>,
+    owners: Owners,
+    created_after: Option<DateTime<Utc>>,
 }
 
 impl ListQuery {
+    /// The sessions a listing keeps.
+    pub fn session_filter(&self) -> SessionFilter {
+        SessionFilter { metadata: self.metadata.clone(), owners: self.owners.clone() }
+    }
+
     /// The page to read, in `default_order` unless the query chose one.
     pub fn page(&self, default_order: Order) -> PageRequest {
         PageRequest {
             limit: self.limit,
             order: self.order.unwrap_or(default_order),
             cursor: self.cursor.clone(),
+            created_after: self.created_after,
         }
     }
 
@@ -57,12 +67,17 @@ impl ListQuery {
         let mut after = None;
         let mut before = None;
         let mut metadata = Vec::new();
+        let mut owners = Owners::default();
+        let mut created_after = None;
         for (name, value) in form_urlencoded::parse(query.as_bytes()) {
             match &*name {
                 "limit" => limit = page_limit(&value, PageRequest::MAX_LIMIT)?,
                 "order" => order = Some(page_order(&value)?),
                 "after" => after = Some(cursor_id("after", value.into_owned())?),
                 "before" => before = Some(cursor_id("before", value.into_owned())?),
+                "created_after" => created_after = Some(instant("created_after", &value)?),
+                "app_id" => owners.app_id = Some(OwnerId::parse("app_id", value.into_owned())?),
+                "user_id" => owners.user_id = Some(OwnerId::parse("user_id", value.into_owned())?),
                 _ => {
                     if let Some(key) =
                         name.strip_prefix("metadata[").and_then(|rest| rest.strip_suffix(']'))
@@ -86,7 +101,7 @@ impl ListQuery {
             (None, Some(id)) => Some(Cursor::Before(id)),
             (None, None) => None,
         };
-        Ok(Self { limit, order, cursor, metadata })
+        Ok(Self { limit, order, cursor, metadata, owners, created_after })
     }
 }
 
@@ -95,6 +110,13 @@ pub fn page_limit(value: &str, max: u32) -> Result<u32, ApiError> {
     value.parse().ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| {
         ApiError::invalid("limit", format!("must be an integer from 1 to {max}, got `{value}`"))
     })
+}
+
+/// An instant in RFC 3339, such as `2026-11-22T10:00:00Z`.
+fn instant(field: &str, value: &str) -> Result<DateTime<Utc>, ApiError> {
+    DateTime::parse_from_rfc3339(value)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|_| ApiError::invalid(field, format!("must be an RFC 3339 time, got `{value}`")))
 }
 
 /// An `order` parameter.

@@ -19,6 +19,7 @@ mod metrics;
 mod openai;
 pub mod openapi;
 mod operations;
+mod owner_state;
 mod query_params;
 mod revision;
 mod runs;
@@ -84,6 +85,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         .merge(sessions::router())
         .merge(items::router())
         .merge(state::router())
+        .merge(owner_state::router())
         .merge(history::router())
         .merge(forks::router())
         .merge(compactions::router())

@@ -23,8 +23,8 @@ use super::examples::Examples;
 use super::openai::{self, ErrorBody, OpenAiErrors, Schemas as OpenAiSchemas};
 use super::runs::RunStreamEvent;
 use super::{
-    agents, api_keys, chat, compactions, forks, history, items, metrics, operations, runs,
-    sessions, state, AppState,
+    agents, api_keys, chat, compactions, forks, history, items, metrics, operations, owner_state,
+    runs, sessions, state, AppState,
 };
 use crate::model::Identifier;
 
@@ -54,6 +54,12 @@ use crate::model::Identifier;
         state::read,
         state::replace,
         state::merge,
+        owner_state::read_app,
+        owner_state::replace_app,
+        owner_state::merge_app,
+        owner_state::read_user,
+        owner_state::replace_user,
+        owner_state::merge_user,
         forks::fork_session,
         compactions::compact,
         compactions::list_compactions,
@@ -122,7 +128,7 @@ use crate::model::Identifier;
     tags(
         (name = "sessions", description = "Conversation sessions"),
         (name = "items", description = "A session's history"),
-        (name = "state", description = "A JSON document kept beside a session, written with its revision"),
+        (name = "state", description = "JSON documents kept beside a session and shared by its app and user, each written with its revision"),
         (name = "agents", description = "Reusable run configuration"),
         (name = "runs", description = "Running the agent's next turn over a session"),
         (name = "compactions", description = "Summaries of a session's older items, and what runs send"),
@@ -155,14 +161,15 @@ impl Modify for ContractDetails {
             HeaderBuilder::new()
                 .schema(ObjectBuilder::new().schema_type(Type::String))
                 .description(Some(
-                    "The session's revision after this answer, in quotes: what `If-Match` takes",
+                    "The revision of the session (of the app's or user's document on their routes) after this answer, in quotes: what `If-Match` takes",
                 ))
                 .build()
         };
         for (path, item) in openapi.paths.paths.iter_mut() {
-            // A session's own reads answer its revision.
-            let tagged_read =
-                path == "/v1/sessions/{session_id}" || path == "/v1/sessions/{session_id}/state";
+            // A session's own reads answer its revision, a state document's read its own.
+            let tagged_read = path == "/v1/sessions/{session_id}"
+                || path == "/v1/sessions/{session_id}/items"
+                || path.ends_with("/state");
             let operations = [
                 (&mut item.get, false),
                 (&mut item.post, true),
@@ -205,7 +212,9 @@ impl Modify for ContractDetails {
                 let (mut idempotent, mut conditional) = (false, false);
                 for parameter in operation.parameters.iter_mut().flatten() {
                     match parameter.name.as_str() {
-                        "session_id" => parameter.schema = Some(Identifier::schema()),
+                        "session_id" | "app_id" | "user_id" => {
+                            parameter.schema = Some(Identifier::schema())
+                        }
                         "Last-Event-ID" => parameter.schema = Some(event_id_schema().into()),
                         "Idempotency-Key" => idempotent = true,
                         "If-Match" => conditional = true,

@@ -18,8 +18,8 @@ use super::list_query::ListQuery;
 use super::revision::{ETag, IfMatchHeader};
 use super::AppState;
 use crate::model::{
-    AgentId, ExpiresAfter, Identifier, Metadata, MetadataPatch, NewSession, Order, Page, Session,
-    SessionId, SessionPatch,
+    AgentId, ExpiresAfter, Identifier, Metadata, MetadataPatch, NewSession, Order, Owners, Page,
+    Session, SessionId, SessionPatch,
 };
 
 pub fn router() -> Router<AppState> {
@@ -42,6 +42,13 @@ pub struct CreateSessionRequest {
     /// the id here: a run on the session is then 404 `agent_not_found`.
     #[schema(value_type = Option<Identifier>, inline)]
     agent_id: Option<String>,
+    /// The app the session belongs to: its appends may change the app's state document
+    /// (`app_state_delta`). Fixed once set.
+    #[schema(value_type = Option<Identifier>, inline)]
+    app_id: Option<String>,
+    /// The user of that app the session belongs to (`user_state_delta`). Fixed once set.
+    #[schema(value_type = Option<Identifier>, inline)]
+    user_id: Option<String>,
     /// When the session is deleted; null keeps it until it is deleted, absent takes the
     /// server's default (`SESSION_EXPIRES_AFTER_SECS` of inactivity, if set).
     #[serde(default, deserialize_with = "present")]
@@ -58,6 +65,7 @@ impl CreateSessionRequest {
             },
             metadata: Metadata::new(self.metadata.unwrap_or_default())?,
             agent_id: self.agent_id.map(|id| AgentId::parse("agent_id", id)).transpose()?,
+            owners: Owners::parse(self.app_id, self.user_id)?,
             expires_after: checked_expiry(self.expires_after)?,
         })
     }
@@ -133,6 +141,8 @@ async fn create_session(
     params(
         ListQuery,
         ("metadata" = Option<Metadata>, Query, style = DeepObject, explode, description = "Only sessions whose metadata holds all these pairs: `metadata[user]=alice`"),
+        ("app_id" = Option<String>, Query, description = "Only the sessions of this app"),
+        ("user_id" = Option<String>, Query, description = "Only the sessions of this user"),
     ),
     responses(
         (status = 200, description = "A page of sessions", body = Page<Session>),
@@ -145,7 +155,7 @@ async fn list_sessions(
 ) -> Result<Json<Page<Session>>> {
     let page = state
         .store
-        .list_sessions(tenant, &query.metadata, &query.page(Order::Desc))
+        .list_sessions(tenant, &query.session_filter(), &query.page(Order::Desc))
         .await
         .map_err(|e| query.store_error(e, None))?;
     Ok(Json(page))

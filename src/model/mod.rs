@@ -13,6 +13,7 @@ pub mod mcp_items;
 mod mcp_tool;
 mod metadata;
 mod outbound;
+mod owner;
 mod page;
 mod retention;
 mod revision;
@@ -43,6 +44,7 @@ pub use item_ids::{turn_item_id, turn_item_ids, TurnPart};
 pub use mcp_tool::{AllowedTools, ApprovalMode, McpApproval, McpTool, ToolNames};
 pub use metadata::{Metadata, MetadataPatch};
 pub use outbound::{WebhookPolicy, REDACTED};
+pub use owner::{OwnerDocument, OwnerId, Owners};
 pub use page::{Cursor, Order, Page, PageRequest};
 pub use retention::{Anchor, ExpiresAfter, MAX_EXPIRES_AFTER_SECS};
 pub use revision::{entity_tag, IfMatch};
@@ -56,9 +58,10 @@ pub use run_event::{
 };
 pub use run_record::{NewRun, RunConfig, RunRecord, Sampling, Steer};
 pub use session::{
-    AgentId, ForkedFrom, NewSession, Session, SessionId, SessionPatch, Usage, DEFAULT_TENANT,
+    AgentId, ForkedFrom, NewSession, Session, SessionFilter, SessionId, SessionPatch, Usage,
+    DEFAULT_TENANT,
 };
-pub use state::{StateChange, StateDocument, StateTooLarge, StateWrite};
+pub use state::{StateChange, StateChanges, StateDocument, StateTooLarge, StateWrite};
 pub use tool::{FunctionTool, RequireApproval, Tool, Webhook};
 pub use webhook::{CompletionWebhook, DeliveryStatus, WebhookDelivery};
 pub(crate) use whole_number::{

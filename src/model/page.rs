@@ -1,3 +1,4 @@
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -31,6 +32,8 @@ pub struct PageRequest {
     pub limit: u32,
     pub order: Order,
     pub cursor: Option<Cursor>,
+    /// Only rows created after this instant (items' `created_after`).
+    pub created_after: Option<DateTime<Utc>>,
 }
 
 impl PageRequest {
@@ -77,6 +80,7 @@ impl PageRequest {
             last_id: rows.last().map(&id),
             has_more,
             data: rows,
+            revision: None,
         }
     }
 }
@@ -92,6 +96,10 @@ pub struct Page<T> {
     #[schema(required = true)]
     pub last_id: Option<String>,
     pub has_more: bool,
+    /// The revision of the session whose rows these are, read with them: the answer's
+    /// `ETag`, not part of the body.
+    #[serde(skip)]
+    pub revision: Option<i64>,
 }
 
 impl<T> Page<T> {
@@ -102,6 +110,7 @@ impl<T> Page<T> {
             first_id: self.first_id,
             last_id: self.last_id,
             has_more: self.has_more,
+            revision: self.revision,
         }
     }
 }

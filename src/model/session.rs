@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use super::field::{check_identifier, InvalidField};
 use super::metadata::{Metadata, MetadataPatch};
+use super::owner::Owners;
 use super::retention::ExpiresAfter;
 
 /// The tenant every request acts as until API-key authentication exists.
@@ -87,6 +88,8 @@ pub struct ForkedFrom {
     "updated_at": "2026-11-22T10:05:00.000000Z",
     "metadata": {"user": "alice"},
     "agent_id": null,
+    "app_id": "support-bot",
+    "user_id": "alice",
     "item_count": 2,
     "forked_from": null,
     "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "llm_calls": 0},
@@ -101,6 +104,12 @@ pub struct Session {
     pub metadata: Metadata,
     #[schema(required = true)]
     pub agent_id: Option<String>,
+    /// The app the session belongs to, whose state document its appends may change.
+    #[schema(required = true)]
+    pub app_id: Option<String>,
+    /// The user of that app the session belongs to.
+    #[schema(required = true)]
+    pub user_id: Option<String>,
     pub item_count: i64,
     /// Set when the session was made by forking another.
     #[schema(required = true)]
@@ -127,8 +136,17 @@ pub struct NewSession {
     pub id: SessionId,
     pub metadata: Metadata,
     pub agent_id: Option<AgentId>,
+    pub owners: Owners,
     /// `None` takes the server's default; `Some(None)` keeps the session forever.
     pub expires_after: Option<Option<ExpiresAfter>>,
+}
+
+/// What a listing of sessions keeps: those whose metadata holds every pair, of the
+/// owners named.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFilter {
+    pub metadata: Vec<(String, String)>,
+    pub owners: Owners,
 }
 
 /// A change to a session: `None` leaves a field alone.

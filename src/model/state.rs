@@ -9,7 +9,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use super::InvalidField;
+use super::{InvalidField, Owners};
 
 /// A JSON object's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +20,41 @@ pub struct StateDocument(String);
 pub struct StateWrite {
     pub change: StateChange,
     pub max_bytes: usize,
+}
+
+/// What a write changes besides items, all in its transaction: the owners it names
+/// and the state documents (the session's, its user's, its app's) it changes.
+#[derive(Debug, Clone, Default)]
+pub struct StateChanges {
+    pub owners: Owners,
+    pub session: Option<StateWrite>,
+    pub user: Option<StateWrite>,
+    pub app: Option<StateWrite>,
+}
+
+impl StateChanges {
+    pub fn is_empty(&self) -> bool {
+        self.owners.is_empty()
+            && self.session.is_none()
+            && self.user.is_none()
+            && self.app.is_none()
+    }
+
+    /// What a retry must repeat of them, for an Idempotency-Key's fingerprint.
+    pub fn fingerprint(&self) -> String {
+        let document = |write: &Option<StateWrite>| match write {
+            Some(write) => format!("{:?}", write.change),
+            None => String::new(),
+        };
+        format!(
+            "{:?}\0{:?}\0{}\0{}\0{}",
+            self.owners.app(),
+            self.owners.user(),
+            document(&self.session),
+            document(&self.user),
+            document(&self.app)
+        )
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -60,6 +60,7 @@ impl Runs {
                         id: own.clone(),
                         metadata: Default::default(),
                         agent_id: None,
+                        owners: Default::default(),
                         expires_after: Some(expiry),
                     };
                     self.store().create_session(tenant, new).await?;

@@ -216,7 +216,12 @@ async fn load_history(
     session_id: &SessionId,
     budget: Option<u64>,
 ) -> Result<History, StoreError> {
-    let mut page = PageRequest { limit: PageRequest::MAX_LIMIT, order: Order::Desc, cursor: None };
+    let mut page = PageRequest {
+        limit: PageRequest::MAX_LIMIT,
+        order: Order::Desc,
+        cursor: None,
+        created_after: None,
+    };
     let mut found = match engine.store.list_items(tenant, session_id, &page).await {
         Ok(found) => found,
         Err(StoreError::SessionNotFound) => return Ok(History::default()),

@@ -20,12 +20,20 @@ pub(super) struct PayloadColumn {
     pub tenant: &'static str,
 }
 
-pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 9] = [
+pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 10] = [
     PayloadColumn {
         column: Column::SessionState,
         table: "sessions",
         value: "state",
         from: "sessions p",
+        alias: "p",
+        tenant: "p.tenant_id",
+    },
+    PayloadColumn {
+        column: Column::OwnerState,
+        table: "owner_states",
+        value: "state",
+        from: "owner_states p",
         alias: "p",
         tenant: "p.tenant_id",
     },

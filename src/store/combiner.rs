@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::deadline::within;
 use super::{Result, StartNow, StoreError};
-use crate::model::{IdempotencyKey, IfBusy, IfMatch, ItemBody, NewRun, SessionId, StateWrite};
+use crate::model::{IdempotencyKey, IfBusy, IfMatch, ItemBody, NewRun, SessionId, StateChanges};
 
 /// The most writes one transaction combines, and the most item text: a batch is
 /// bounded in memory and in how long it holds its sessions' row locks.
@@ -41,8 +41,8 @@ pub(super) struct Append {
     pub idempotency: Option<IdempotencyKey>,
     /// Made only at this revision; such an append is written alone, not combined.
     pub if_match: Option<IfMatch>,
-    /// A change to the session's state made with the items (also written alone).
-    pub state: Option<StateWrite>,
+    /// Owners named and state documents changed with the items (also written alone).
+    pub state: StateChanges,
     /// What of the history the items replace (also written alone).
     pub replacing: Replacing,
 }
@@ -61,14 +61,14 @@ impl Append {
     /// Whether it only adds items: what a batch can write in bulk.
     pub fn is_plain(&self) -> bool {
         self.if_match.is_none()
-            && self.state.is_none()
+            && self.state.is_empty()
             && self.replacing == Replacing::Nothing
             && !self.bodies.is_empty()
     }
 
-    /// Whether it changes nothing: no items, no state, nothing replaced.
+    /// Whether it changes nothing: no items, no owners or state, nothing replaced.
     pub fn is_empty(&self) -> bool {
-        self.bodies.is_empty() && self.state.is_none() && self.replacing == Replacing::Nothing
+        self.bodies.is_empty() && self.state.is_empty() && self.replacing == Replacing::Nothing
     }
 }
 

@@ -22,12 +22,14 @@ use uuid::Uuid;
 use super::{
     outage, AgentStore, ApiKeyStore, AppendStats, Appended, AtRestStore, Attempt, Claim,
     CompactionStore, Context, CreatedRun, Delivery, DeliveryStore, Finished, Forked, PoolStats,
-    Progress, Result, RunFlush, RunStore, SessionStore, StartNow, StateStore, StoreError, Swept,
+    Progress, Result, RunFlush, RunStore, SessionStore, StartNow, StateSnapshot, StateStore,
+    StoreError, Swept,
 };
 use crate::model::{
     Agent, AgentPatch, ApiKey, Compaction, IdempotencyKey, IfBusy, IfMatch, Item, ItemBody,
-    KeyHash, NewFork, NewRun, NewSession, Page, PageRequest, Run, RunAnswer, RunEvent, RunRecord,
-    RunStatus, Session, SessionId, SessionPatch, StateDocument, StateWrite, Steer, StopAction,
+    KeyHash, NewFork, NewRun, NewSession, OwnerDocument, Page, PageRequest, Run, RunAnswer,
+    RunEvent, RunRecord, RunStatus, Session, SessionFilter, SessionId, SessionPatch, StateChanges,
+    StateDocument, StateWrite, Steer, StopAction,
 };
 
 /// A store whose operations each fail after `limit`.
@@ -110,21 +112,22 @@ macro_rules! within_deadline {
 }
 
 within_deadline!(StateStore {
-    read fn session_state(&self, tenant: &str, id: &SessionId) -> (StateDocument, i64);
-    write fn write_session_state(
-        &self, tenant: &str, id: &SessionId, write: StateWrite, if_match: Option<IfMatch>
-    ) -> (StateDocument, i64);
+    read fn session_state(&self, tenant: &str, id: &SessionId, owners: bool) -> StateSnapshot;
     write fn append_with_state(
         &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>,
-        state: Option<StateWrite>, idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
+        changes: StateChanges, idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
     ) -> Appended;
+    read fn owner_state(&self, tenant: &str, document: &OwnerDocument) -> (StateDocument, i64);
+    write fn write_owner_state(
+        &self, tenant: &str, document: &OwnerDocument, write: StateWrite, if_match: Option<IfMatch>
+    ) -> (StateDocument, i64);
 });
 
 within_deadline!(SessionStore {
     write fn create_session(&self, tenant: &str, session: NewSession) -> Session;
     read fn get_session(&self, tenant: &str, id: &SessionId) -> Session;
     read fn list_sessions(
-        &self, tenant: &str, metadata: &[(String, String)], page: &PageRequest
+        &self, tenant: &str, filter: &SessionFilter, page: &PageRequest
     ) -> Page<Session>;
     write fn update_session(
         &self, tenant: &str, id: &SessionId, patch: SessionPatch, if_match: Option<IfMatch>

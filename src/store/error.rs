@@ -46,6 +46,16 @@ pub enum StoreError {
     RevisionMismatch { current: Option<i64> },
     #[error(transparent)]
     StateTooLarge(#[from] StateTooLarge),
+    /// A write named an owner (`field`: `app_id` or `user_id`) other than the one the
+    /// session has (`stored`).
+    #[error("the session's {field} is `{stored}`")]
+    OwnerMismatch { field: &'static str, stored: String },
+    /// A delta for an owner's document on a session without that owner (`field`
+    /// names the delta, `owner` the missing owner).
+    #[error("{field}: the session has no {owner}")]
+    NoOwner { field: &'static str, owner: &'static str },
+    #[error("no such state document")]
+    StateNotFound,
     #[error(transparent)]
     Invalid(#[from] InvalidField),
     #[error("DATABASE_URL must start with sqlite:, postgres: or postgresql:")]

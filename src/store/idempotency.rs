@@ -24,7 +24,7 @@ pub(super) fn first_response(
 
 /// What a key's response records of the append its request made: where the items
 /// went, not what they say, so that deleting them leaves no copy here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct AppendedSeqs {
     pub session_pk: i64,
     pub first_seq: i64,
@@ -33,6 +33,9 @@ pub(super) struct AppendedSeqs {
     /// 2026-11-29.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
+    /// The session's state after a write that changed it, which a state write answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
 }
 
 impl AppendedSeqs {
@@ -44,6 +47,7 @@ impl AppendedSeqs {
             first_seq: items.first().map_or(0, |i| i.seq),
             last_seq: items.last().map_or(0, |i| i.seq),
             revision: Some(revision),
+            state: None,
         }
     }
 }

@@ -43,12 +43,12 @@ pub use payload::{Column, PayloadCodec};
 pub use postgres::PgStore;
 pub use runs::{Claim, CreatedRun, Finished, RunFlush, RunLease, RunStore, StartNow};
 pub use sqlite::SqliteStore;
-pub use state::StateStore;
+pub use state::{StateSnapshot, StateStore};
 pub use timestamp::now;
 
 use crate::model::{
     ExpiresAfter, IdempotencyKey, IfMatch, Item, ItemBody, NewSession, Page, PageRequest, Session,
-    SessionId, SessionPatch,
+    SessionFilter, SessionId, SessionPatch,
 };
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -78,7 +78,7 @@ pub trait SessionStore:
     async fn list_sessions(
         &self,
         tenant: &str,
-        metadata: &[(String, String)],
+        filter: &SessionFilter,
         page: &PageRequest,
     ) -> Result<Page<Session>>;
 
@@ -208,7 +208,8 @@ pub struct Appended {
     /// The session's revision after the append (unknown for a replay of an append made
     /// before revisions were kept, and for an empty append to no session).
     pub revision: Option<i64>,
-    /// The session's state after an append that changed it (not kept for replays).
+    /// The session's state after an append that changed it; for the replay of a state
+    /// write, the state its first answer held.
     pub state: Option<crate::model::StateDocument>,
 }
 

@@ -33,17 +33,19 @@ pub(super) fn uuid_cursor(page: &PageRequest) -> Option<Uuid> {
 }
 
 /// The statements that read one page of a session's items, the hot path of every agent
-/// turn: one for each scan order, with and without a cursor, made once per backend so
-/// that a read builds no SQL. An unknown session or cursor yields no rows; the caller
-/// then finds out which.
-pub(super) struct ItemsPage([String; 4]);
+/// turn: one for each scan order, with and without a cursor and a `created_after`, made
+/// once per backend so that a read builds no SQL. Each row carries the session's
+/// revision, read in the same snapshot as the items. An unknown session or cursor yields
+/// no rows; the caller then finds out which.
+pub(super) struct ItemsPage([String; 8]);
 
 impl ItemsPage {
     /// The statements for a backend whose SQL for the current time is `now`. They bind
-    /// the tenant (`$1`), the session id (`$2`), the limit (`$3`) and, with a cursor, the
-    /// cursor's item id (`$4`).
+    /// the tenant (`$1`), the session id (`$2`), the limit (`$3`), with a cursor the
+    /// cursor's item id (`$4`), and then with `created_after` that instant.
     pub fn new(now: &str) -> Self {
-        let statement = |scan: Order, cursor: bool| {
+        let statement = |n: usize| {
+            let (scan, cursor, created_after) = Self::variant(n);
             let after = if cursor {
                 format!(
                     " and seq {} (select c.seq from items c join sessions s on s.pk = c.session_pk \
@@ -53,24 +55,35 @@ impl ItemsPage {
             } else {
                 String::new()
             };
+            let since = match created_after {
+                true => format!(" and created_at > ${}", 4 + usize::from(cursor)),
+                false => String::new(),
+            };
             format!(
-                "select {ITEM_COLUMNS} from items where tenant_id = $1 \
-                 and session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {}){after} \
+                "select {ITEM_COLUMNS}, \
+                 (select revision from sessions where tenant_id = $1 and id = $2) as revision \
+                 from items where tenant_id = $1 \
+                 and session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {}){after}{since} \
                  order by seq {} limit $3",
                 live("sessions", now),
                 direction(scan)
             )
         };
-        Self([
-            statement(Order::Asc, false),
-            statement(Order::Desc, false),
-            statement(Order::Asc, true),
-            statement(Order::Desc, true),
-        ])
+        Self(std::array::from_fn(statement))
     }
 
-    pub fn sql(&self, scan: Order, cursor: bool) -> &str {
-        &self.0[usize::from(scan == Order::Desc) + 2 * usize::from(cursor)]
+    /// What the statement at `n` reads: its scan order, and whether it takes a cursor
+    /// and a `created_after`.
+    fn variant(n: usize) -> (Order, bool, bool) {
+        let scan = if n & 1 == 1 { Order::Desc } else { Order::Asc };
+        (scan, n & 2 == 2, n & 4 == 4)
+    }
+
+    pub fn sql(&self, scan: Order, cursor: bool, created_after: bool) -> &str {
+        let n = usize::from(scan == Order::Desc)
+            + 2 * usize::from(cursor)
+            + 4 * usize::from(created_after);
+        &self.0[n]
     }
 }
 
@@ -104,11 +117,11 @@ pub(super) async fn explain_empty_page<T>(
     tenant: &str,
     session_id: &SessionId,
     cursor_row: Option<impl Future<Output = Result<T>>>,
-) -> Result<()> {
-    match cursor_row {
-        Some(lookup) => cursor_named(lookup.await),
-        None => store.get_session(tenant, session_id).await.map(drop),
+) -> Result<i64> {
+    if let Some(lookup) = cursor_row {
+        cursor_named(lookup.await)?;
     }
+    Ok(store.get_session(tenant, session_id).await?.revision)
 }
 
 /// Finds why a page of agents after or before `cursor` came back empty: the cursor names

@@ -23,6 +23,7 @@ pub enum Column {
     SteeringBody,
     WebhookPayload,
     SessionState,
+    OwnerState,
 }
 
 impl Column {
@@ -38,6 +39,7 @@ impl Column {
             Self::SteeringBody => "run_steering.body",
             Self::WebhookPayload => "webhook_deliveries.payload",
             Self::SessionState => "sessions.state",
+            Self::OwnerState => "owner_states.state",
         }
     }
 }

@@ -21,7 +21,7 @@ pub(super) const SESSION_COLUMNS: &str =
     "id, created_at, updated_at, metadata, agent_id, item_count, \
      input_tokens, output_tokens, total_tokens, llm_calls, \
      forked_from_session_id, forked_from_item_id, \
-     last_active_at, expires_anchor, expires_seconds, expires_at, revision";
+     last_active_at, expires_anchor, expires_seconds, expires_at, revision, app_id, user_id";
 pub(super) const ITEM_COLUMNS: &str = "id, seq, created_at, run_id, body";
 
 #[derive(sqlx::FromRow)]
@@ -46,6 +46,8 @@ pub(super) struct SessionRow {
     expires_seconds: Option<i64>,
     expires_at: Option<Timestamp>,
     revision: i64,
+    app_id: Option<String>,
+    user_id: Option<String>,
 }
 
 impl From<SessionRow> for Session {
@@ -56,6 +58,8 @@ impl From<SessionRow> for Session {
             updated_at: row.updated_at.0,
             metadata: row.metadata.0,
             agent_id: row.agent_id,
+            app_id: row.app_id,
+            user_id: row.user_id,
             item_count: row.item_count,
             forked_from: row
                 .forked_from_session_id
@@ -123,6 +127,9 @@ pub(super) struct ItemRow {
     created_at: Timestamp,
     run_id: Option<Uuid>,
     pub body: String,
+    /// The session's revision, where a page's statement reads it with the items.
+    #[sqlx(default)]
+    pub revision: Option<i64>,
 }
 
 impl ItemRow {

@@ -9,7 +9,9 @@ import {
   getRun,
   getSession,
   getSessionState,
+  getUserState,
   listItems,
+  mergeAppState,
   mergeSessionState,
   popLastItem,
   replaceSessionState,
@@ -77,6 +79,40 @@ test('state is written with If-Match, and a stale revision is refused', async ()
   assert.equal(stale.error?.code, 'revision_mismatch');
   const read = await getSessionState({ client, path: { session_id: id } });
   assert.deepEqual(read.data?.state, { step: 2, plan: ['a'] });
+});
+
+test("an append's deltas reach the documents its app and user share", async () => {
+  const client = connect({ baseUrl: service.url });
+  const id = sessionId();
+  const app = `app-${id}`;
+  const appended = await appendItems({
+    client,
+    path: { session_id: id },
+    body: {
+      items: [{ role: 'user', content: 'hi' }],
+      app_id: app,
+      user_id: 'ada',
+      user_state_delta: { name: 'Ada' },
+      app_state_delta: { tier: 'pro' },
+    },
+  });
+  assert.equal(appended.response.status, 201);
+  const user = await getUserState({ client, path: { app_id: app, user_id: 'ada' } });
+  assert.deepEqual(user.data, { state: { name: 'Ada' }, revision: 1 });
+  const merged = await mergeAppState({
+    client,
+    path: { app_id: app },
+    headers: { 'If-Match': '"1"' },
+    body: { state: { tier: null, seats: 3 } },
+  });
+  assert.deepEqual(merged.data, { state: { seats: 3 }, revision: 2 });
+  const read = await getSessionState({ client, path: { session_id: id }, query: { include: 'user,app' } });
+  assert.deepEqual(read.data, {
+    state: {},
+    revision: 1,
+    user_state: { name: 'Ada' },
+    app_state: { seats: 3 },
+  });
 });
 
 test('an append whose answer was lost is sent again with its key, and lands once', async () => {

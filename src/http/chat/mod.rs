@@ -185,7 +185,7 @@ pub(super) async fn chat_messages(
     // The run first: a turn it finishes before the items are read is in them, and is
     // then not shown twice.
     let newest = newest_run(&state, &session).await?;
-    let page = PageRequest { limit, order: Order::Desc, cursor: None };
+    let page = PageRequest { limit, order: Order::Desc, cursor: None, created_after: None };
     let mut items = state
         .store
         .list_items(&session.tenant, &session.id, &page)
@@ -201,7 +201,7 @@ pub(super) async fn chat_messages(
 
 /// The session's newest run; none in a session without runs, or without the session.
 async fn newest_run(state: &AppState, session: &TenantSession) -> Result<Option<Run>> {
-    let page = PageRequest { limit: 1, order: Order::Desc, cursor: None };
+    let page = PageRequest { limit: 1, order: Order::Desc, cursor: None, created_after: None };
     match state.runs.list(&session.tenant, &session.id, &page).await {
         Ok(runs) => Ok(runs.data.into_iter().next()),
         Err(crate::runs::RunsError::Store(StoreError::SessionNotFound)) => Ok(None),

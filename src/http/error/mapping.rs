@@ -99,6 +99,16 @@ impl From<StoreError> for ApiError {
                 None => "the session does not exist".into(),
             }),
             StoreError::StateTooLarge(too_large) => Self::StateTooLarge(too_large.to_string()),
+            StoreError::OwnerMismatch { field, stored } => Self::OwnerMismatch {
+                field,
+                message: format!(
+                    "the session's {field} is `{stored}`; a session's owners never change"
+                ),
+            },
+            StoreError::NoOwner { field, owner } => {
+                Self::invalid(field, format!("the session has no {owner}"))
+            }
+            StoreError::StateNotFound => Self::StateNotFound("no such state document".into()),
             StoreError::HistoryChanged => Self::HistoryChanged(
                 "the session's history changed while it was being compacted; try again".into(),
             ),

@@ -62,6 +62,11 @@ pub enum ApiError {
     /// `If-Match` named another revision than the session's; nothing was written.
     #[error("{0}")]
     RevisionMismatch(String),
+    /// A write named another app or user than the session's (`field`).
+    #[error("{field}: {message}")]
+    OwnerMismatch { field: &'static str, message: String },
+    #[error("{0}")]
+    StateNotFound(String),
     /// A state write whose result is over `MAX_STATE_BYTES`.
     #[error("state: {0}")]
     StateTooLarge(String),
@@ -136,7 +141,8 @@ impl ApiError {
             | Self::ItemNotFound(_)
             | Self::SessionEmpty(_)
             | Self::RouteNotFound => StatusCode::NOT_FOUND,
-            Self::SessionExists(_) => StatusCode::CONFLICT,
+            Self::SessionExists(_) | Self::OwnerMismatch { .. } => StatusCode::CONFLICT,
+            Self::StateNotFound(_) => StatusCode::NOT_FOUND,
             Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RevisionMismatch(_) => StatusCode::PRECONDITION_FAILED,
             Self::PayloadTooLarge(_) | Self::StateTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -173,6 +179,8 @@ impl ApiError {
             Self::Llm(code, _) => code.as_str(),
             Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::RevisionMismatch(_) => "revision_mismatch",
+            Self::OwnerMismatch { .. } => "owner_mismatch",
+            Self::StateNotFound(_) => "state_not_found",
             Self::PayloadTooLarge(_) | Self::StateTooLarge(_) => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::RouteNotFound => "not_found",
@@ -195,6 +203,7 @@ impl ApiError {
         match self {
             Self::InvalidRequest { field, .. } => Some(field),
             Self::StateTooLarge(_) => Some("state"),
+            Self::OwnerMismatch { field, .. } => Some(field),
             _ => None,
         }
     }

@@ -23,13 +23,13 @@ macro_rules! problem_responses {
 
 problem_responses! {
     BadRequest => "`invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise",
-    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either",
+    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either",
     Unauthorized => "`unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one",
     Forbidden => "`forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`",
     RateLimited => "`rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows",
-    Conflict => "`session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted",
+    Conflict => "`session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)",
     KeyReused => "`idempotency_key_reused`: the key came with a different request before",
-    RevisionMismatch => "`revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written",
+    RevisionMismatch => "`revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written",
     LlmFailed => "`llm_rate_limited` (429), `llm_timeout` (504), `llm_unavailable`, `llm_bad_response` or `llm_auth_failed` (502), `llm_bad_request` or `context_too_long` (400): the summarising LLM call failed and nothing was stored",
     PayloadTooLarge => "`payload_too_large`: the body is over MAX_BODY_BYTES",
     UnsupportedMediaType => "`unsupported_media_type`: the body is not JSON",

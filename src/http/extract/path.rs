@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::auth::Caller;
 use crate::http::error::ApiError;
-use crate::model::SessionId;
+use crate::model::{OwnerDocument, OwnerId, SessionId};
 use crate::runs::RunsError;
 use crate::store::StoreError;
 
@@ -183,6 +183,50 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantAgent {
 impl IntoParams for TenantAgent {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
         vec![path_doc("agent_id", "The agent id")]
+    }
+}
+
+/// The app's or user's state document of the `{app_id}` (and `{user_id}`) of the path,
+/// in the caller's tenant.
+pub struct TenantOwner {
+    pub tenant: String,
+    pub document: OwnerDocument,
+}
+
+impl TenantOwner {
+    /// A store error of a request about this document.
+    pub fn store_error(&self, error: StoreError) -> ApiError {
+        let whose = match &self.document {
+            OwnerDocument::App(app) => format!("app `{}`", app.as_str()),
+            OwnerDocument::User(app, user) => {
+                format!("user `{}` of app `{}`", user.as_str(), app.as_str())
+            }
+        };
+        match error {
+            StoreError::StateNotFound => ApiError::StateNotFound(format!("{whose} has no state")),
+            StoreError::RevisionMismatch { current: Some(current) } => ApiError::RevisionMismatch(
+                format!("the state of {whose} is at revision {current}, not the one If-Match names; nothing was written"),
+            ),
+            StoreError::RevisionMismatch { current: None } => ApiError::RevisionMismatch(format!(
+                "{whose} has no state, and If-Match asks that it has"
+            )),
+            other => other.into(),
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for TenantOwner {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let tenant = Tenant::of(parts)?;
+        let mut params = path_params(parts, state, "app_id").await?;
+        let app = OwnerId::parse("app_id", take(&mut params, "app_id")?)?;
+        let document = match params.remove("user_id") {
+            Some(user) => OwnerDocument::User(app, OwnerId::parse("user_id", user)?),
+            None => OwnerDocument::App(app),
+        };
+        Ok(Self { tenant, document })
     }
 }
 

@@ -108,7 +108,12 @@ async fn chain(state: &AppState, tenant: &str, previous: &str) -> Result<Vec<Val
     let run = record.run.id;
     let session = SessionId::parse("session_id", record.run.session_id.clone())?;
     let mut items: Vec<Item> = Vec::new();
-    let mut page = PageRequest { limit: PageRequest::MAX_LIMIT, order: Order::Asc, cursor: None };
+    let mut page = PageRequest {
+        limit: PageRequest::MAX_LIMIT,
+        order: Order::Asc,
+        cursor: None,
+        created_after: None,
+    };
     loop {
         let found = state.store.list_items(tenant, &session, &page).await;
         let found = found.map_err(|e| ApiError::from_store(e, session.as_str(), None))?;

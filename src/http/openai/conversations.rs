@@ -142,7 +142,13 @@ async fn create(
         Some(items) => taken(&state, &tenant, items).await?,
     };
     let id = SessionId::parse("id", super::ids::new_conversation())?;
-    let new = NewSession { id: id.clone(), metadata, agent_id: None, expires_after: None };
+    let new = NewSession {
+        id: id.clone(),
+        metadata,
+        agent_id: None,
+        owners: Default::default(),
+        expires_after: None,
+    };
     let session = state.store.create_session(&tenant, new).await?;
     if !items.is_empty() {
         if let Err(error) = state.store.append_items(&tenant, &id, items, None, None).await {

@@ -28,6 +28,7 @@ impl ListQuery {
             limit: self.limit,
             order: self.order,
             cursor: self.after.clone().map(Cursor::After),
+            created_after: None,
         }
     }
 }

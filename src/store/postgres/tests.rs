@@ -15,7 +15,7 @@ fn item(text: String) -> ItemBody {
 }
 
 fn newest(limit: u32) -> PageRequest {
-    PageRequest { limit, order: Order::Desc, cursor: None }
+    PageRequest { limit, order: Order::Desc, cursor: None, created_after: None }
 }
 
 /// Sessions of 300 items, pages of 20: left to choose, Postgres would plan every read.
@@ -36,7 +36,7 @@ async fn page_reads_are_planned_once_per_connection(pool: PgPool) {
     let mut conn = store.page_readers.take().await.unwrap();
     let (generic, custom): (i64, i64) = sqlx::query_as(
         "select generic_plans, custom_plans from pg_prepared_statements \
-         where statement like 'select id, seq, created_at, run_id, body from items%'",
+         where statement like 'select id, seq, created_at, run_id, body, (select revision%'",
     )
     .fetch_one(&mut *conn)
     .await
@@ -144,7 +144,7 @@ async fn appends_recover_when_the_writers_connection_is_closed(pool: PgPool) {
     assert_eq!(failures + fallbacks, 1, "{failures} failed, {fallbacks} made again");
     append(9).await.unwrap();
     made += 1;
-    let page = PageRequest { limit: 100, order: Order::Asc, cursor: None };
+    let page = PageRequest { limit: 100, order: Order::Asc, cursor: None, created_after: None };
     let seqs: Vec<i64> =
         store.list_items(T, &id, &page).await.unwrap().data.iter().map(|i| i.seq).collect();
     assert_eq!(seqs, (1..=made).collect::<Vec<i64>>());

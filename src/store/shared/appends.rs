@@ -5,6 +5,7 @@
 use super::backend::{insert_items, touch, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
 use super::items::remove;
+use super::owners::{take_owners, write_owner_documents};
 use super::sessions::{forget_expired, precondition, BindExpiry};
 use super::Conn;
 use crate::model::{ExpiresAfter, Item, SessionId, StateDocument, StateWrite};
@@ -77,7 +78,7 @@ async fn appended_items(
     conn: &mut Conn,
     codec: &PayloadCodec,
     tenant: &str,
-    seqs: AppendedSeqs,
+    seqs: &AppendedSeqs,
 ) -> Result<Vec<Item>> {
     let rows: Vec<ItemRow> = sqlx::query_as(&format!(
         r"select {ITEM_COLUMNS} from items
@@ -105,13 +106,14 @@ pub(crate) async fn append_in(
     let tenant = append.tenant.as_str();
     if let Some(key) = &append.idempotency {
         if let Some((first, _)) = claim_key(conn, codec, tenant, key, now).await? {
-            let (items, revision) = match first_append(key, &first)? {
-                FirstAppend::Items(items) => (items, None),
+            let (items, revision, state) = match first_append(key, &first)? {
+                FirstAppend::Items(items) => (items, None, None),
                 FirstAppend::Seqs(seqs) => {
-                    (appended_items(conn, codec, tenant, seqs).await?, seqs.revision)
+                    let state = seqs.state.clone().map(StateDocument::stored);
+                    (appended_items(conn, codec, tenant, &seqs).await?, seqs.revision, state)
                 }
             };
-            return Ok(Appended { items, replayed: true, revision, state: None });
+            return Ok(Appended { items, replayed: true, revision, state });
         }
     }
     if append.is_empty() {
@@ -132,13 +134,20 @@ pub(crate) async fn append_in(
             .collect::<Result<Vec<_>>>()?;
         insert_items(conn, tenant, session_pk, &items, &sealed, now).await?;
     }
-    let state = match &append.state {
+    let changes = &append.state;
+    if !changes.owners.is_empty() || changes.user.is_some() || changes.app.is_some() {
+        let (app, user) = take_owners(conn, session_pk, &changes.owners).await?;
+        let owners = (app.as_deref(), user.as_deref());
+        write_owner_documents(conn, codec, tenant, owners, changes, now).await?;
+    }
+    let state = match &changes.session {
         Some(write) => Some(write_state(conn, codec, tenant, session_pk, write).await?),
         None => None,
     };
     if let Some(key) = &append.idempotency {
-        let response = to_json(&AppendedSeqs::of(session_pk, &items, revision))?;
-        keep_response(conn, codec, tenant, key, &response).await?;
+        let mut seqs = AppendedSeqs::of(session_pk, &items, revision);
+        seqs.state = state.as_ref().map(|s| s.as_str().to_owned());
+        keep_response(conn, codec, tenant, key, &to_json(&seqs)?).await?;
     }
     Ok(Appended { items, replayed: false, revision: Some(revision), state })
 }
@@ -183,7 +192,7 @@ async fn write_state(
         .bind(session_pk)
         .fetch_one(&mut *conn)
         .await?;
-    let state = write.apply(&open_state(codec, tenant, stored)?)?;
+    let state = write.apply(&open_state(codec, tenant, Column::SessionState, stored)?)?;
     let sealed = codec.seal(tenant, Column::SessionState, state.as_str())?;
     sqlx::query("update sessions set state = $2 where pk = $1")
         .bind(session_pk)
@@ -193,16 +202,15 @@ async fn write_state(
     Ok(state)
 }
 
-/// A session's state as its column holds it: sealed, or null for the empty object.
+/// A state document as `column` holds it: sealed, or null for the empty object.
 pub(super) fn open_state(
     codec: &PayloadCodec,
     tenant: &str,
+    column: Column,
     stored: Option<String>,
 ) -> Result<StateDocument> {
     match stored {
-        Some(sealed) => {
-            Ok(StateDocument::stored(codec.open(tenant, Column::SessionState, sealed)?))
-        }
+        Some(sealed) => Ok(StateDocument::stored(codec.open(tenant, column, sealed)?)),
         None => Ok(StateDocument::empty()),
     }
 }

@@ -103,9 +103,9 @@ pub(super) async fn fork(
     let created: Option<SessionRow> = sqlx::query_as(&format!(
         r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, metadata, agent_id,
               item_count, last_seq, forked_from_session_id, forked_from_item_id,
-              expires_anchor, expires_seconds, expires_at, state)
-          values ($1, $2, $3, $3, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11,
-                  (select state from sessions where pk = $12))
+              expires_anchor, expires_seconds, expires_at, state, app_id, user_id)
+          select $1, $2, $3, $3, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11, state, app_id, user_id
+          from sessions where pk = $12
           on conflict (tenant_id, id) do nothing
           returning pk, {SESSION_COLUMNS}"
     ))
@@ -118,7 +118,8 @@ pub(super) async fn fork(
     .bind(source.as_str())
     .bind(newest_id)
     .bind_expiry(retention)
-    // The state goes with the items, sealed as it is: both sessions are the tenant's.
+    // The state and owners go with the items, the state sealed as it is: both sessions
+    // are the tenant's.
     .bind(source_pk)
     .fetch_optional(&mut *tx)
     .await?;

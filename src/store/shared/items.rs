@@ -89,12 +89,15 @@ pub(super) async fn list(
     static ITEMS_PAGE: std::sync::LazyLock<ItemsPage> =
         std::sync::LazyLock::new(|| ItemsPage::new(NOW));
     let cursor = uuid_cursor(page);
-    let mut query = sqlx::query_as(ITEMS_PAGE.sql(page.scan_order(), cursor.is_some()))
-        .bind(tenant)
-        .bind(session_id.as_str())
-        .bind(page.fetch_limit());
+    let since = page.created_after.map(Timestamp);
+    let sql = ITEMS_PAGE.sql(page.scan_order(), cursor.is_some(), since.is_some());
+    let mut query =
+        sqlx::query_as(sql).bind(tenant).bind(session_id.as_str()).bind(page.fetch_limit());
     if let Some(cursor) = cursor {
         query = query.bind(cursor);
+    }
+    if let Some(since) = since {
+        query = query.bind(since);
     }
     let mut conn = store.page_readers.take().await?;
     let (rows, cut_short) = read_item_rows(query.fetch(&mut *conn)).await?;
@@ -103,12 +106,17 @@ pub(super) async fn list(
     if !cut_short {
         conn.keep();
     }
-    if rows.is_empty() {
-        let cursor_item = cursor.map(|id| get(store, tenant, session_id, id));
-        explain_empty_page(store, tenant, session_id, cursor_item).await?;
-    }
+    let revision = match rows.first() {
+        Some(row) => row.revision,
+        None => {
+            let cursor_item = cursor.map(|id| get(store, tenant, session_id, id));
+            Some(explain_empty_page(store, tenant, session_id, cursor_item).await?)
+        }
+    };
     let items = open_items(&store.codec, tenant, rows)?;
-    Ok(page.finish(items, cut_short, |i| i.id.to_string()))
+    let mut page = page.finish(items, cut_short, |i| i.id.to_string());
+    page.revision = revision;
+    Ok(page)
 }
 
 pub(super) async fn get(

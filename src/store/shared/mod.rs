@@ -37,6 +37,7 @@ mod deliveries;
 mod forks;
 mod idempotency_keys;
 mod items;
+mod owners;
 mod run_creation;
 mod run_store;
 mod runs;

@@ -8,8 +8,8 @@ use uuid::Uuid;
 use super::backend::Store;
 use super::{idempotency_keys, items, sessions};
 use crate::model::{
-    IdempotencyKey, IfMatch, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionId,
-    SessionPatch,
+    IdempotencyKey, IfMatch, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionFilter,
+    SessionId, SessionPatch, StateChanges,
 };
 use crate::store::combiner::{Append, Combiner, Replacing};
 use crate::store::{
@@ -29,10 +29,10 @@ impl SessionStore for Store {
     async fn list_sessions(
         &self,
         tenant: &str,
-        metadata: &[(String, String)],
+        filter: &SessionFilter,
         page: &PageRequest,
     ) -> Result<Page<Session>> {
-        sessions::list(self, tenant, metadata, page).await
+        sessions::list(self, tenant, filter, page).await
     }
 
     async fn update_session(
@@ -62,7 +62,8 @@ impl SessionStore for Store {
         idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<Appended> {
-        self.append_with_state(tenant, session_id, bodies, None, idempotency, if_match).await
+        let changes = StateChanges::default();
+        self.append_with_state(tenant, session_id, bodies, changes, idempotency, if_match).await
     }
 
     async fn list_items(
@@ -123,7 +124,7 @@ impl SessionStore for Store {
             bodies,
             idempotency,
             if_match,
-            state: None,
+            state: StateChanges::default(),
             replacing: after.map_or(Replacing::All, Replacing::After),
         })
         .await

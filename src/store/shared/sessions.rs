@@ -8,8 +8,8 @@ use sqlx::{Database, QueryBuilder};
 use super::backend::{push_listed_sessions, Db, Store, FOR_UPDATE, NOW, SKIP_LOCKED};
 use super::Conn;
 use crate::model::{
-    AgentId, Anchor, IfMatch, Metadata, NewSession, Page, PageRequest, Session, SessionId,
-    SessionPatch,
+    AgentId, Anchor, IfMatch, Metadata, NewSession, Page, PageRequest, Session, SessionFilter,
+    SessionId, SessionPatch,
 };
 use crate::store::pages::{beyond, direction};
 use crate::store::rows::{
@@ -119,8 +119,8 @@ pub(super) async fn create(store: &Store, tenant: &str, session: NewSession) -> 
     let row = loop {
         let row: Option<SessionRow> = sqlx::query_as(&format!(
             r"insert into sessions (tenant_id, id, created_at, updated_at, last_active_at, metadata, agent_id,
-                                    expires_anchor, expires_seconds, expires_at)
-              values ($1, $2, $3, $3, $3, $4, $5, $6, $7, $8)
+                                    expires_anchor, expires_seconds, expires_at, app_id, user_id)
+              values ($1, $2, $3, $3, $3, $4, $5, $6, $7, $8, $9, $10)
               on conflict (tenant_id, id) do nothing
               returning {SESSION_COLUMNS}"
         ))
@@ -130,6 +130,8 @@ pub(super) async fn create(store: &Store, tenant: &str, session: NewSession) -> 
         .bind(Json(&session.metadata))
         .bind(session.agent_id.as_ref().map(AgentId::as_str))
         .bind_expiry(retention)
+        .bind(session.owners.app())
+        .bind(session.owners.user())
         .fetch_optional(&mut *tx)
         .await?;
         if row.is_some() || !forget_expired(&mut tx, tenant, &session.id).await? {
@@ -155,7 +157,7 @@ pub(super) async fn get(store: &Store, tenant: &str, id: &SessionId) -> Result<S
 pub(super) async fn list(
     store: &Store,
     tenant: &str,
-    metadata: &[(String, String)],
+    filter: &SessionFilter,
     page: &PageRequest,
 ) -> Result<Page<Session>> {
     let cursor: Option<(Timestamp, i64)> = match page.cursor_id() {
@@ -174,7 +176,13 @@ pub(super) async fn list(
     };
     let scan = page.scan_order();
     let mut query = QueryBuilder::<Db>::new(format!("select {SESSION_COLUMNS} from "));
-    let [created_at_column, pk_column] = push_listed_sessions(&mut query, tenant, metadata);
+    let [created_at_column, pk_column] = push_listed_sessions(&mut query, tenant, &filter.metadata);
+    if let Some(app) = filter.owners.app() {
+        query.push(" and sessions.app_id = ").push_bind(app.to_owned());
+    }
+    if let Some(user) = filter.owners.user() {
+        query.push(" and sessions.user_id = ").push_bind(user.to_owned());
+    }
     query.push(format!(" and {}", live("sessions", NOW)));
     if let Some((created_at, pk)) = cursor {
         query.push(format!(" and ({created_at_column}, {pk_column}) {} (", beyond(scan)));
@@ -186,7 +194,7 @@ pub(super) async fn list(
     // A filter is planned for its values: on Postgres a plan kept for the statement would
     // serve a filter most sessions match the way it serves one few match (a scan of the
     // matches and a sort, where the listing index finds a page at once), or the reverse.
-    let persistent = metadata.is_empty();
+    let persistent = filter.metadata.is_empty() && filter.owners.is_empty();
     let rows: Vec<SessionRow> =
         query.build_query_as().persistent(persistent).fetch_all(store.reader()).await?;
     let sessions = rows.into_iter().map(Session::from).collect();

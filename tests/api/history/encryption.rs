@@ -113,10 +113,18 @@ async fn a_canary_is_found_nowhere_at_rest(db: TestDb) {
         .call(
             axum::http::Method::PUT,
             "/v1/sessions/c/state",
-            Some(json!({"state": {"remembered": CANARY}})),
+            Some(json!({"state": {"remembered": CANARY}, "app_id": "a", "user_id": "u"})),
         )
         .await
         .expect(StatusCode::OK);
+    let delta = json!({"items": [], "user_state_delta": {"user": CANARY},
+        "app_state_delta": {"app": CANARY}});
+    t.app.post("/v1/sessions/c/items", delta).await.expect(StatusCode::CREATED);
+    let read = t.app.get("/v1/sessions/c/state?include=user,app").await.expect(StatusCode::OK);
+    assert_eq!(
+        (&read["user_state"]["user"], &read["app_state"]["app"]),
+        (&json!(CANARY), &json!(CANARY))
+    );
     t.llm.push(crate::fake_llm::Reply::text(&format!("the model says {CANARY}")));
     let run = t
         .app
@@ -160,15 +168,18 @@ async fn reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them(db: TestD
         .expect(StatusCode::CREATED);
     let agent_path = format!("/v1/agents/{}", agent["id"].as_str().unwrap());
     let state = Some(json!({"state": {"plan": "kept sealed"}}));
-    old.call(axum::http::Method::PUT, "/v1/sessions/s1/state", state).await.expect(StatusCode::OK);
+    old.call(axum::http::Method::PUT, "/v1/sessions/s1/state", state.clone())
+        .await
+        .expect(StatusCode::OK);
+    old.call(axum::http::Method::PUT, "/v1/apps/a/state", state).await.expect(StatusCode::OK);
     let before = db.strings("select body from items order by id").await;
 
     let both = db.reopen(codec(&format!("{K2},{K1}"))).await;
     let counts = both.store.count_values_by_key().await.unwrap();
-    assert_eq!(counts.get(&Some("k1".into())), Some(&9), "{counts:?}");
+    assert_eq!(counts.get(&Some("k1".into())), Some(&10), "{counts:?}");
     let reports = std::sync::Mutex::new(Vec::new());
     let rewritten = both.store.reencrypt(3, &|p| reports.lock().unwrap().push(p)).await.unwrap();
-    assert_eq!(rewritten, 9);
+    assert_eq!(rewritten, 10);
     let reports = reports.into_inner().unwrap();
     let items: Vec<_> = reports.iter().filter(|p| p.column == "items.body").collect();
     assert_eq!(
@@ -181,6 +192,8 @@ async fn reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them(db: TestD
     assert!(after.iter().all(|v| v.starts_with("enc:v1:k2:")));
     let states = db.strings("select state from sessions where state is not null").await;
     assert!(states.len() == 1 && states[0].starts_with("enc:v1:k2:"), "{states:?}");
+    let apps = db.strings("select state from owner_states").await;
+    assert!(apps.len() == 1 && apps[0].starts_with("enc:v1:k2:"), "{apps:?}");
     assert_ne!(before, after);
     // Run again (after a kill, say): nothing is left to do.
     assert_eq!(both.store.reencrypt(3, &|_| {}).await.unwrap(), 0);
@@ -196,11 +209,13 @@ async fn reencrypt_moves_every_value_to_the_new_key_and_aad_binds_them(db: TestD
     );
     let state = new_only.get("/v1/sessions/s1/state").await.expect(StatusCode::OK);
     assert_eq!(state["state"]["plan"], "kept sealed");
+    let app_state = new_only.get("/v1/apps/a/state").await.expect(StatusCode::OK);
+    assert_eq!(app_state["state"]["plan"], "kept sealed");
     // /readyz is ready: every stored key id is configured.
     new_only.key_census.count(&*new_only.store, &new_only.metrics).await;
     new_only.get("/readyz").await.expect(StatusCode::OK);
     let metrics = new_only.get("/metrics").await.text;
-    assert!(metrics.contains(r#"agent_sessions_stored_values{key_id="k2"} 9"#), "{metrics}");
+    assert!(metrics.contains(r#"agent_sessions_stored_values{key_id="k2"} 10"#), "{metrics}");
 
     // Bound to tenant and column: moved elsewhere, a value does not decrypt.
     let listed = new_only.get("/v1/sessions/s0/items").await.json();

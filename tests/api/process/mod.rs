@@ -305,6 +305,7 @@ async fn migrate_applies_the_schema_and_exits() {
             "compactions",
             "idempotency_keys",
             "items",
+            "owner_states",
             "run_events",
             "run_steering",
             "runs",

@@ -251,7 +251,7 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
     assert!(store.finish_run(&claim, &record, &[last], None).await.unwrap().written);
     let stored = store.get_run(DEFAULT_TENANT, &session, record.run.id).await.unwrap();
     assert_eq!(stored.status, RunStatus::Completed);
-    let newest = PageRequest { limit: 10, order: Order::Asc, cursor: None };
+    let newest = PageRequest { limit: 10, order: Order::Asc, cursor: None, created_after: None };
     let items = store.list_items(DEFAULT_TENANT, &session, &newest).await.unwrap();
     assert_eq!(items.data.len(), 2);
     raw.close().await.unwrap();

@@ -2,6 +2,7 @@
 
 mod documents;
 mod history;
+mod owners;
 mod revisions;
 
 use axum::body::Body;

@@ -12,7 +12,54 @@ on_both_backends!(
     a_stale_if_match_writes_nothing_on_every_write_route,
     if_match_on_a_session_that_does_not_exist_creates_nothing,
     eight_writers_with_if_match_lose_no_update,
+    a_page_of_items_names_its_revision_and_keeps_what_came_after_an_instant,
 );
+
+async fn a_page_of_items_names_its_revision_and_keeps_what_came_after_an_instant(db: TestDb) {
+    let app = TestApp::new(db, &test_config());
+    app.post("/v1/sessions", json!({"id": "p"})).await.expect(StatusCode::CREATED);
+    let empty = app.get("/v1/sessions/p/items").await;
+    empty.expect(StatusCode::OK);
+    assert_eq!(etag(&empty), 1, "an empty page names the revision too");
+    app.post("/v1/sessions/p/items", json!({"items": [{"n": 1}]}))
+        .await
+        .expect(StatusCode::CREATED);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let later = app.post("/v1/sessions/p/items", json!({"items": [{"n": 2}, {"n": 3}]})).await;
+    let later = later.expect(StatusCode::CREATED);
+    let page = app.get("/v1/sessions/p/items?limit=1").await;
+    assert_eq!(
+        (page.expect(StatusCode::OK)["data"][0]["item"]["n"].as_i64(), etag(&page)),
+        (Some(1), 3)
+    );
+
+    let first = app.get("/v1/sessions/p/items").await.expect(StatusCode::OK);
+    let cut = first["data"][0]["created_at"].as_str().unwrap().to_owned();
+    let since = format!("/v1/sessions/p/items?created_after={}", cut.replace('+', "%2B"));
+    let newer = app.get(&since).await;
+    let numbers: Vec<_> = newer.expect(StatusCode::OK)["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["item"]["n"].as_i64().unwrap())
+        .collect();
+    assert_eq!(numbers, [2, 3]);
+    assert_eq!(etag(&newer), 3);
+    // With a cursor and the newest first, too.
+    let after_id = later["data"][1]["id"].as_str().unwrap();
+    let desc = app.get(&format!("{since}&order=desc&after={after_id}")).await;
+    let desc = desc.expect(StatusCode::OK);
+    assert_eq!(desc["data"][0]["item"]["n"], 2);
+    assert_eq!(desc["data"].as_array().unwrap().len(), 1);
+    let future = app.get("/v1/sessions/p/items?created_after=2999-01-01T00:00:00Z").await;
+    assert!(future.expect(StatusCode::OK)["data"].as_array().unwrap().is_empty());
+    let bad = app.get("/v1/sessions/p/items?created_after=yesterday").await;
+    let detail = bad.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("created_after"), "{detail}");
+    // Only the items listing takes it.
+    let refused = app.get("/v1/sessions?created_after=2026-01-01T00:00:00Z").await;
+    refused.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+}
 
 async fn every_change_is_one_revision_and_every_answer_names_it(db: TestDb) {
     let app = TestApp::new(db, &test_config());

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_sessions::model::{
-    IdempotencyKey, IfMatch, Order, StateChange, StateDocument, StateWrite,
+    IdempotencyKey, IfMatch, Order, StateChange, StateChanges, StateDocument, StateWrite,
 };
 use agent_sessions::store::{Appended, PayloadCodec, SessionStore, StoreError};
 use futures::future::join_all;
@@ -287,6 +287,7 @@ async fn state_changes_conditions_and_plain_appends_combine_in_queue_order(db: T
                     3 => (None, Some(IfMatch::Revision(99))),
                     _ => (None, None),
                 };
+                let state = StateChanges { session: state, ..StateChanges::default() };
                 tokio::spawn(async move {
                     store.append_with_state(T, &sid("mixed"), items, state, None, if_match).await
                 })
@@ -307,6 +308,9 @@ async fn state_changes_conditions_and_plain_appends_combine_in_queue_order(db: T
     let last_delta = *clients.iter().rev().find(|c| [1, 4].contains(*c)).unwrap();
     clients.sort_unstable();
     assert_eq!(clients, [0, 1, 2, 4, 5], "every append but the stale one");
-    let (state, revision) = db.store.session_state(T, &sid("mixed")).await.unwrap();
-    assert_eq!((state.as_str(), revision), (format!(r#"{{"n":{last_delta}}}"#).as_str(), 5));
+    let read = db.store.session_state(T, &sid("mixed"), false).await.unwrap();
+    assert_eq!(
+        (read.state.as_str(), read.revision),
+        (format!(r#"{{"n":{last_delta}}}"#).as_str(), 5)
+    );
 }

@@ -85,7 +85,7 @@ async fn items_page_in_both_orders_with_cursors(db: TestDb) {
     assert!(!all.has_more);
     let id = |n: usize| all.data[n].id.to_string();
 
-    let request = |limit, order, cursor| PageRequest { limit, order, cursor };
+    let request = |limit, order, cursor| PageRequest { limit, order, cursor, created_after: None };
     let seqs = |page: &agent_sessions::model::Page<agent_sessions::model::Item>| {
         page.data.iter().map(|i| i.seq).collect::<Vec<_>>()
     };
@@ -236,6 +236,7 @@ async fn pages_of_large_items_stop_at_the_byte_budget(db: TestDb) {
         limit: 100,
         order: Order::Asc,
         cursor: Some(Cursor::After(first.last_id.unwrap())),
+        created_after: None,
     };
     let second = db.store.list_items(T, &sid("large"), &next).await.unwrap();
     assert_eq!(second.data.iter().map(|i| i.seq).collect::<Vec<_>>(), [3]);
@@ -245,6 +246,7 @@ async fn pages_of_large_items_stop_at_the_byte_budget(db: TestDb) {
         limit: 100,
         order: Order::Asc,
         cursor: Some(Cursor::Before(second.first_id.unwrap())),
+        created_after: None,
     };
     let back = db.store.list_items(T, &sid("large"), &before).await.unwrap();
     assert_eq!(back.data.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2]);

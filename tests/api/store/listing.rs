@@ -7,7 +7,7 @@ use agent_sessions::model::{
     Cursor, ForkPoint, Metadata, MetadataPatch, NewFork, Order, PageRequest, SessionPatch,
 };
 
-use super::{new_session, page, sid, T};
+use super::{metadata_filter, new_session, page, sid, T};
 use crate::helpers::{on_both_backends, TestDb};
 
 on_both_backends!(
@@ -15,12 +15,9 @@ on_both_backends!(
     filtered_listings_page_newest_first_in_both_orders,
 );
 
-fn pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-}
-
 async fn listed(db: &TestDb, tenant: &str, filter: &[(&str, &str)]) -> Vec<String> {
-    let listed = db.store.list_sessions(tenant, &pairs(filter), &page(100, Order::Asc)).await;
+    let listed =
+        db.store.list_sessions(tenant, &metadata_filter(filter), &page(100, Order::Asc)).await;
     listed.unwrap().data.into_iter().map(|s| s.id).collect()
 }
 
@@ -82,8 +79,10 @@ async fn filtered_listings_page_newest_first_in_both_orders(db: TestDb) {
             let mut seen = Vec::new();
             let mut cursor = None;
             loop {
-                let request = PageRequest { limit: 3, order, cursor: cursor.take() };
-                let got = db.store.list_sessions(T, &pairs(filter), &request).await.unwrap();
+                let request =
+                    PageRequest { limit: 3, order, cursor: cursor.take(), created_after: None };
+                let got =
+                    db.store.list_sessions(T, &metadata_filter(filter), &request).await.unwrap();
                 seen.extend(got.data.iter().map(|s| s.id.clone()));
                 if !got.has_more {
                     break;

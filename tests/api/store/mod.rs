@@ -12,7 +12,7 @@ mod storage_full;
 use std::collections::BTreeMap;
 
 use agent_sessions::model::{
-    ItemBody, Metadata, NewSession, Order, PageRequest, SessionId, DEFAULT_TENANT,
+    ItemBody, Metadata, NewSession, Order, PageRequest, SessionFilter, SessionId, DEFAULT_TENANT,
 };
 use agent_sessions::store::SessionStore;
 use serde_json::value::RawValue;
@@ -30,8 +30,15 @@ pub fn new_session(id: &str, metadata: &[(&str, &str)]) -> NewSession {
         id: sid(id),
         metadata: Metadata::new(pairs).expect("valid metadata"),
         agent_id: None,
+        owners: Default::default(),
         expires_after: None,
     }
+}
+
+/// A listing's filter by metadata pairs.
+pub fn metadata_filter(pairs: &[(&str, &str)]) -> SessionFilter {
+    let metadata = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    SessionFilter { metadata, ..SessionFilter::default() }
 }
 
 pub fn body(json: &str) -> ItemBody {
@@ -44,7 +51,7 @@ pub fn bodies(jsons: &[String]) -> Vec<ItemBody> {
 }
 
 pub fn page(limit: u32, order: Order) -> PageRequest {
-    PageRequest { limit, order, cursor: None }
+    PageRequest { limit, order, cursor: None, created_after: None }
 }
 
 /// Appends `n` items `{"n": i}` and returns their JSON texts.

@@ -5,7 +5,7 @@ use agent_sessions::model::{
 };
 use agent_sessions::store::StoreError;
 
-use super::{append_numbered, new_session, page, sid, T};
+use super::{append_numbered, metadata_filter, new_session, page, sid, T};
 use crate::helpers::{on_both_backends, TestDb};
 
 on_both_backends!(
@@ -58,7 +58,7 @@ async fn sessions_list_newest_first_across_pages(db: TestDb) {
     let mut seen = Vec::new();
     let mut request = page(3, Order::Desc);
     loop {
-        let got = db.store.list_sessions(T, &[], &request).await.unwrap();
+        let got = db.store.list_sessions(T, &Default::default(), &request).await.unwrap();
         assert!(got.data.len() <= 3);
         seen.extend(got.data.iter().map(|s| s.id.clone()));
         assert_eq!(got.first_id, got.data.first().map(|s| s.id.clone()));
@@ -70,18 +70,23 @@ async fn sessions_list_newest_first_across_pages(db: TestDb) {
     }
     assert_eq!(seen, ["s6", "s5", "s4", "s3", "s2", "s1", "s0"]);
 
-    let oldest = db.store.list_sessions(T, &[], &page(2, Order::Asc)).await.unwrap();
+    let oldest =
+        db.store.list_sessions(T, &Default::default(), &page(2, Order::Asc)).await.unwrap();
     assert_eq!(ids(&oldest.data), ["s0", "s1"]);
     assert!(oldest.has_more);
 
     // The page before s2 in newest-first order holds the sessions newer than s2.
-    let before =
-        PageRequest { limit: 2, order: Order::Desc, cursor: Some(Cursor::Before("s2".into())) };
-    let got = db.store.list_sessions(T, &[], &before).await.unwrap();
+    let before = PageRequest {
+        limit: 2,
+        order: Order::Desc,
+        cursor: Some(Cursor::Before("s2".into())),
+        created_after: None,
+    };
+    let got = db.store.list_sessions(T, &Default::default(), &before).await.unwrap();
     assert_eq!(ids(&got.data), ["s4", "s3"]);
     assert!(got.has_more, "s5 and s6 precede this page");
     let before_all = PageRequest { cursor: Some(Cursor::Before("s5".into())), ..before };
-    let got = db.store.list_sessions(T, &[], &before_all).await.unwrap();
+    let got = db.store.list_sessions(T, &Default::default(), &before_all).await.unwrap();
     assert_eq!(ids(&got.data), ["s6"]);
     assert!(!got.has_more);
 }
@@ -91,16 +96,18 @@ async fn listing_is_deterministic_when_timestamps_tie(db: TestDb) {
         db.store.create_session(T, new_session(&format!("t{i}"), &[])).await.unwrap();
     }
     db.execute("update sessions set created_at = (select min(created_at) from sessions)").await;
-    let first = db.store.list_sessions(T, &[], &page(2, Order::Desc)).await.unwrap();
+    let first =
+        db.store.list_sessions(T, &Default::default(), &page(2, Order::Desc)).await.unwrap();
     let second = db
         .store
         .list_sessions(
             T,
-            &[],
+            &Default::default(),
             &PageRequest {
                 limit: 10,
                 order: Order::Desc,
                 cursor: Some(Cursor::After(first.last_id.clone().unwrap())),
+                created_after: None,
             },
         )
         .await
@@ -111,9 +118,13 @@ async fn listing_is_deterministic_when_timestamps_tie(db: TestDb) {
 }
 
 async fn unknown_cursor_is_refused(db: TestDb) {
-    let request =
-        PageRequest { limit: 10, order: Order::Desc, cursor: Some(Cursor::After("nobody".into())) };
-    let got = db.store.list_sessions(T, &[], &request).await;
+    let request = PageRequest {
+        limit: 10,
+        order: Order::Desc,
+        cursor: Some(Cursor::After("nobody".into())),
+        created_after: None,
+    };
+    let got = db.store.list_sessions(T, &Default::default(), &request).await;
     assert!(matches!(got, Err(StoreError::UnknownCursor)), "{got:?}");
 }
 
@@ -127,9 +138,7 @@ async fn metadata_filters_combine_with_and(db: TestDb) {
         .await
         .unwrap();
     db.store.create_session(T, new_session("c", &[("user", "bob")])).await.unwrap();
-    let filter = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    };
+    let filter = metadata_filter;
     let all = page(100, Order::Asc);
     let alice = db.store.list_sessions(T, &filter(&[("user", "alice")]), &all).await.unwrap();
     assert_eq!(ids(&alice.data), ["a", "b"]);
@@ -273,10 +282,13 @@ async fn tenants_never_see_each_other(db: TestDb) {
         store.get_session("umbrella", &sid("shared-id")).await,
         Err(StoreError::SessionNotFound)
     ));
-    let listed = store.list_sessions("umbrella", &[], &page(100, Order::Desc)).await.unwrap();
+    let listed = store
+        .list_sessions("umbrella", &Default::default(), &page(100, Order::Desc))
+        .await
+        .unwrap();
     assert!(listed.data.is_empty());
     let filtered = store
-        .list_sessions("umbrella", &[("owner".into(), "acme".into())], &page(100, Order::Desc))
+        .list_sessions("umbrella", &metadata_filter(&[("owner", "acme")]), &page(100, Order::Desc))
         .await
         .unwrap();
     assert!(filtered.data.is_empty());

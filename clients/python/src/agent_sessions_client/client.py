@@ -24,6 +24,7 @@ from .types import (
     Compaction,
     Item,
     JSONObject,
+    OwnerState,
     Page,
     Run,
     RunEvent,
@@ -91,6 +92,12 @@ def _page(body: Any) -> Page[Any]:
     )
 
 
+def _session_filter(metadata: Optional[Mapping[str, str]], **params: Any) -> List[Any]:
+    """A listing's query: ``metadata[key]=value`` pairs, then the parameters given."""
+    query: List[Any] = [(f"metadata[{k}]", v) for k, v in (metadata or {}).items()]
+    return query + [(k, v) for k, v in params.items() if v is not None]
+
+
 class _Resource:
     def __init__(self, transport: Transport) -> None:
         self._t = transport
@@ -125,13 +132,18 @@ class Sessions(_Resource):
         id: Optional[str] = None,
         metadata: Optional[Mapping[str, str]] = None,
         agent_id: Optional[str] = None,
+        app_id: Optional[str] = None,
+        user_id: Optional[str] = None,
         expires_after: Optional[Mapping[str, Any]] = UNSET,
     ) -> Session:
         """Create a session (its id is generated when not given); 409 ``Conflict`` if taken.
-        ``expires_after={"anchor": "last_active_at", "seconds": 86400}`` deletes it after a
-        day without activity; ``None`` keeps it despite the server's default."""
+        ``app_id`` and ``user_id`` name its owners, whose state documents its appends may
+        change. ``expires_after={"anchor": "last_active_at", "seconds": 86400}`` deletes
+        it after a day without activity; ``None`` keeps it despite the server's default."""
         body = {
-            **_drop_none(id=id, metadata=metadata, agent_id=agent_id),
+            **_drop_none(
+                id=id, metadata=metadata, agent_id=agent_id, app_id=app_id, user_id=user_id
+            ),
             **_drop_unset(expires_after=expires_after),
         }
         return cast(Session, await self._json(Call("POST", "/v1/sessions", json=body)))
@@ -146,33 +158,39 @@ class Sessions(_Resource):
         self,
         *,
         metadata: Optional[Mapping[str, str]] = None,
+        app_id: Optional[str] = None,
+        user_id: Optional[str] = None,
         order: Optional[str] = None,
         page_size: int = 100,
         after: Optional[str] = None,
     ) -> AsyncIterator[Session]:
         """All sessions (newest first unless ``order="asc"``) whose metadata holds every
-        pair of ``metadata``; pages are fetched as the iteration goes."""
-        params: List[Any] = [(f"metadata[{k}]", v) for k, v in (metadata or {}).items()]
-        if order:
-            params.append(("order", order))
+        pair of ``metadata``, of the app and user named; pages are fetched as the
+        iteration goes."""
+        params = _session_filter(metadata, app_id=app_id, user_id=user_id, order=order)
         return self._iterate("/v1/sessions", params, page_size, after)
 
     async def page(
         self,
         *,
         metadata: Optional[Mapping[str, str]] = None,
+        app_id: Optional[str] = None,
+        user_id: Optional[str] = None,
         limit: int = 100,
         order: Optional[str] = None,
         after: Optional[str] = None,
         before: Optional[str] = None,
     ) -> Page[Session]:
         """One page of the listing, for callers that keep the cursor themselves."""
-        params: List[Any] = [(f"metadata[{k}]", v) for k, v in (metadata or {}).items()]
-        params += [
-            (k, v)
-            for k, v in (("limit", limit), ("order", order), ("after", after), ("before", before))
-            if v is not None
-        ]
+        params = _session_filter(
+            metadata,
+            app_id=app_id,
+            user_id=user_id,
+            limit=limit,
+            order=order,
+            after=after,
+            before=before,
+        )
         return await self._get_page("/v1/sessions", params)
 
     async def update(
@@ -285,6 +303,11 @@ class Items(_Resource):
         *,
         idempotency_key: Optional[str] = None,
         if_match: IfMatch = None,
+        state_delta: Optional[Mapping[str, Any]] = None,
+        user_state_delta: Optional[Mapping[str, Any]] = None,
+        app_state_delta: Optional[Mapping[str, Any]] = None,
+        app_id: Optional[str] = None,
+        user_id: Optional[str] = None,
     ) -> List[Item]:
         """Append ``items`` in order, creating the session if needed.
 
@@ -294,12 +317,27 @@ class Items(_Resource):
         it (``key``, or ``key:1``, ``key:2``… for several batches), which makes a repeat of
         the whole call safe too. With ``if_match`` the append happens only at that
         revision (else ``RevisionMismatch``), so it must fit in one request.
+
+        ``state_delta``, ``user_state_delta`` and ``app_state_delta`` are JSON merge
+        patches of the session's state and of its user's and app's, committed with the
+        items or not at all (so the items must fit in one request; none is fine).
+        ``app_id`` and ``user_id`` name the session's owners, taken by a session that has
+        none.
         """
         path = _p("v1", "sessions", session_id, "items")
         created: List[Item] = []
+        extra = _drop_none(
+            state_delta=state_delta,
+            user_state_delta=user_state_delta,
+            app_state_delta=app_state_delta,
+            app_id=app_id,
+            user_id=user_id,
+        )
         batches = [items[i : i + MAX_BATCH] for i in range(0, len(items), MAX_BATCH)]
-        if if_match is not None and len(batches) > 1:
-            raise ValueError(f"an append with if_match holds at most {MAX_BATCH} items")
+        if (if_match is not None or extra) and len(batches) > 1:
+            raise ValueError(f"an append with if_match or state holds at most {MAX_BATCH} items")
+        if extra and not batches:
+            batches = [[]]
         for n, batch in enumerate(batches):
             if idempotency_key is None:
                 key = str(uuid.uuid4())
@@ -308,7 +346,7 @@ class Items(_Resource):
             call = Call(
                 "POST",
                 path,
-                json={"items": list(batch)},
+                json={"items": list(batch), **extra},
                 headers={"idempotency-key": key, **_if_match(if_match)},
                 replay_safe=True,
             )
@@ -383,38 +421,107 @@ class Items(_Resource):
 
 
 class States(_Resource):
-    """``/v1/sessions/{id}/state``: a JSON object kept beside a session."""
+    """State documents: a session's (``/v1/sessions/{id}/state``), and those its app and
+    its user share (``/v1/apps/{app_id}/state``, ``/v1/apps/{app_id}/users/{user_id}/state``),
+    each written with its revision."""
 
-    async def get(self, session_id: str) -> SessionState:
-        call = Call("GET", _p("v1", "sessions", session_id, "state"), replay_safe=True)
+    async def get(self, session_id: str, *, include: Sequence[str] = ()) -> SessionState:
+        """The session's state; ``include=("user", "app")`` adds its user's and app's
+        documents, read in the same snapshot."""
+        params = [("include", ",".join(include))] if include else []
+        call = Call(
+            "GET", _p("v1", "sessions", session_id, "state"), params=params, replay_safe=True
+        )
         return cast(SessionState, await self._json(call))
 
     async def replace(
-        self, session_id: str, state: Mapping[str, Any], *, if_match: IfMatch = None
+        self,
+        session_id: str,
+        state: Mapping[str, Any],
+        *,
+        if_match: IfMatch = None,
+        idempotency_key: Optional[str] = None,
+        app_id: Optional[str] = None,
+        user_id: Optional[str] = None,
     ) -> SessionState:
         """Replace the state (creating the session if needed); with ``if_match`` only at
-        that revision, else ``RevisionMismatch``."""
-        return await self._write("PUT", session_id, state, if_match)
+        that revision, else ``RevisionMismatch``. ``app_id`` and ``user_id`` name the
+        session's owners, taken by a session that has none."""
+        path = _p("v1", "sessions", session_id, "state")
+        body = {"state": state, **_drop_none(app_id=app_id, user_id=user_id)}
+        return cast(SessionState, await self._write("PUT", path, body, if_match, idempotency_key))
 
     async def merge(
-        self, session_id: str, patch: Mapping[str, Any], *, if_match: IfMatch = None
+        self,
+        session_id: str,
+        patch: Mapping[str, Any],
+        *,
+        if_match: IfMatch = None,
+        idempotency_key: Optional[str] = None,
+        app_id: Optional[str] = None,
+        user_id: Optional[str] = None,
     ) -> SessionState:
         """Apply ``patch`` as a JSON merge patch (``None`` removes a key, objects merge)."""
-        return await self._write("PATCH", session_id, patch, if_match)
+        path = _p("v1", "sessions", session_id, "state")
+        body = {"state": patch, **_drop_none(app_id=app_id, user_id=user_id)}
+        return cast(SessionState, await self._write("PATCH", path, body, if_match, idempotency_key))
+
+    async def get_app(self, app_id: str) -> OwnerState:
+        """The state shared by the app's sessions (``NotFound`` when it has none)."""
+        call = Call("GET", _p("v1", "apps", app_id, "state"), replay_safe=True)
+        return cast(OwnerState, await self._json(call))
+
+    async def replace_app(
+        self, app_id: str, state: Mapping[str, Any], *, if_match: IfMatch = None
+    ) -> OwnerState:
+        path = _p("v1", "apps", app_id, "state")
+        return cast(OwnerState, await self._write("PUT", path, {"state": state}, if_match))
+
+    async def merge_app(
+        self, app_id: str, patch: Mapping[str, Any], *, if_match: IfMatch = None
+    ) -> OwnerState:
+        path = _p("v1", "apps", app_id, "state")
+        return cast(OwnerState, await self._write("PATCH", path, {"state": patch}, if_match))
+
+    async def get_user(self, app_id: str, user_id: str) -> OwnerState:
+        """The state shared by one user's sessions of the app."""
+        call = Call("GET", _p("v1", "apps", app_id, "users", user_id, "state"), replay_safe=True)
+        return cast(OwnerState, await self._json(call))
+
+    async def replace_user(
+        self, app_id: str, user_id: str, state: Mapping[str, Any], *, if_match: IfMatch = None
+    ) -> OwnerState:
+        path = _p("v1", "apps", app_id, "users", user_id, "state")
+        return cast(OwnerState, await self._write("PUT", path, {"state": state}, if_match))
+
+    async def merge_user(
+        self, app_id: str, user_id: str, patch: Mapping[str, Any], *, if_match: IfMatch = None
+    ) -> OwnerState:
+        path = _p("v1", "apps", app_id, "users", user_id, "state")
+        return cast(OwnerState, await self._write("PATCH", path, {"state": patch}, if_match))
 
     async def _write(
-        self, method: str, session_id: str, state: Mapping[str, Any], if_match: IfMatch
-    ) -> SessionState:
-        # Writing the same state twice leaves it as once; with If-Match a repeat after a
-        # lost answer would be refused, so only a conditional write is not repeated.
+        self,
+        method: str,
+        path: str,
+        body: JSONObject,
+        if_match: IfMatch,
+        idempotency_key: Optional[str] = None,
+    ) -> Any:
+        # Writing the same state (or merge patch) twice leaves it as once; with If-Match a
+        # repeat after a lost answer would be refused, so a conditional write is repeated
+        # only under an Idempotency-Key, which answers the repeat as the first time.
+        headers = _if_match(if_match)
+        if idempotency_key is not None:
+            headers["idempotency-key"] = idempotency_key
         call = Call(
             method,
-            _p("v1", "sessions", session_id, "state"),
-            json={"state": state},
-            headers=_if_match(if_match),
-            replay_safe=if_match is None,
+            path,
+            json=body,
+            headers=headers,
+            replay_safe=if_match is None or idempotency_key is not None,
         )
-        return cast(SessionState, await self._json(call))
+        return await self._json(call)
 
 
 class Agents(_Resource):

@@ -28,6 +28,9 @@ class Session(TypedDict, total=False):
     updated_at: str
     metadata: Dict[str, str]
     agent_id: Optional[str]
+    #: The app and the user the session belongs to: fixed once set.
+    app_id: Optional[str]
+    user_id: Optional[str]
     item_count: int
     usage: Usage
     forked_from: Optional[JSONObject]
@@ -38,7 +41,17 @@ class Session(TypedDict, total=False):
 
 
 class SessionState(TypedDict, total=False):
-    """A session's state document and the session's revision."""
+    """A session's state document and the session's revision; with ``include``, the
+    documents of its user and app (``None`` when absent)."""
+
+    state: JSONObject
+    revision: int
+    user_state: Optional[JSONObject]
+    app_state: Optional[JSONObject]
+
+
+class OwnerState(TypedDict, total=False):
+    """An app's or a user's state document and its own revision."""
 
     state: JSONObject
     revision: int

@@ -9,6 +9,7 @@ import pytest
 
 from agent_sessions_client import (
     AgentSessionsClient,
+    Conflict,
     InvalidRequest,
     NotFound,
     PayloadTooLarge,
@@ -96,3 +97,54 @@ async def test_history_is_replaced_whole_or_after_an_item(client: AgentSessionsC
     whole = await client.items.replace(sid, [{"n": "x"}, {"n": "y"}])
     assert [i["seq"] for i in whole] == [4, 5]
     assert (await client.sessions.get(sid))["revision"] == 4
+
+
+async def test_owners_share_state_documents(client: AgentSessionsClient) -> None:
+    app, user = f"app-{uuid.uuid4().hex}", f"user-{uuid.uuid4().hex}"
+    sid = f"owned-{uuid.uuid4().hex}"
+    session = await client.sessions.create(id=sid, app_id=app, user_id=user)
+    assert (session["app_id"], session["user_id"]) == (app, user)
+    with pytest.raises(NotFound):
+        await client.state.get_app(app)
+    await client.items.add(
+        sid,
+        [{"role": "user", "content": "hi"}],
+        state_delta={"step": 1},
+        user_state_delta={"name": "Ada"},
+        app_state_delta={"model": "small"},
+    )
+    read = await client.state.get(sid, include=("user", "app"))
+    assert read == {
+        "state": {"step": 1},
+        "revision": 2,
+        "user_state": {"name": "Ada"},
+        "app_state": {"model": "small"},
+    }
+    assert await client.state.get_user(app, user) == {"state": {"name": "Ada"}, "revision": 1}
+    merged = await client.state.merge_app(app, {"model": None, "tier": "pro"}, if_match=1)
+    assert merged == {"state": {"tier": "pro"}, "revision": 2}
+    with pytest.raises(RevisionMismatch):
+        await client.state.replace_user(app, user, {}, if_match=7)
+    assert await client.state.replace_user(app, user, {"x": 1}) == {
+        "state": {"x": 1},
+        "revision": 2,
+    }
+    # Only an empty append with a delta: one request, no items.
+    assert await client.items.add(sid, [], app_state_delta={"n": 1}) == []
+    assert (await client.state.get_app(app))["state"] == {"tier": "pro", "n": 1}
+    listed = [s["id"] async for s in client.sessions.list(app_id=app, user_id=user)]
+    assert listed == [sid]
+    with pytest.raises(Conflict) as other:
+        await client.state.merge(sid, {"k": 1}, app_id="another")
+    assert other.value.code == "owner_mismatch"
+
+
+async def test_a_keyed_state_write_answers_its_retry_as_the_first(
+    client: AgentSessionsClient,
+) -> None:
+    sid = f"keyed-{uuid.uuid4().hex}"
+    first = await client.state.merge(sid, {"n": 1}, idempotency_key="k", if_match=None)
+    await client.state.merge(sid, {"n": 2})
+    again = await client.state.merge(sid, {"n": 1}, idempotency_key="k")
+    assert again == first == {"state": {"n": 1}, "revision": 1}
+    assert (await client.state.get(sid))["state"] == {"n": 2}

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStateData, GetSessionStateErrors, GetSessionStateResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, MergeSessionStateData, MergeSessionStateErrors, MergeSessionStateResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReplaceItemData, ReplaceItemErrors, ReplaceItemResponses, ReplaceItemsData, ReplaceItemsErrors, ReplaceItemsResponses, ReplaceSessionStateData, ReplaceSessionStateErrors, ReplaceSessionStateResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RetrieveModelData, RetrieveModelErrors, RetrieveModelResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
+import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetAppStateData, GetAppStateErrors, GetAppStateResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStateData, GetSessionStateErrors, GetSessionStateResponses, GetUserStateData, GetUserStateErrors, GetUserStateResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, MergeAppStateData, MergeAppStateErrors, MergeAppStateResponses, MergeSessionStateData, MergeSessionStateErrors, MergeSessionStateResponses, MergeUserStateData, MergeUserStateErrors, MergeUserStateResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReplaceAppStateData, ReplaceAppStateErrors, ReplaceAppStateResponses, ReplaceItemData, ReplaceItemErrors, ReplaceItemResponses, ReplaceItemsData, ReplaceItemsErrors, ReplaceItemsResponses, ReplaceSessionStateData, ReplaceSessionStateErrors, ReplaceSessionStateResponses, ReplaceUserStateData, ReplaceUserStateErrors, ReplaceUserStateResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RetrieveModelData, RetrieveModelErrors, RetrieveModelResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -132,6 +132,78 @@ export const deleteApiKey = <ThrowOnError extends boolean = false>(options: Opti
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/api_keys/{key_id}',
     ...options
+});
+
+/**
+ * Get the state shared by an app's sessions.
+ */
+export const getAppState = <ThrowOnError extends boolean = false>(options: Options<GetAppStateData, ThrowOnError>) => (options.client ?? client).get<GetAppStateResponses, GetAppStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/apps/{app_id}/state',
+    ...options
+});
+
+/**
+ * Apply a JSON merge patch to the state shared by an app's sessions, creating it if
+ * absent.
+ */
+export const mergeAppState = <ThrowOnError extends boolean = false>(options: Options<MergeAppStateData, ThrowOnError>) => (options.client ?? client).patch<MergeAppStateResponses, MergeAppStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/apps/{app_id}/state',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Replace the state shared by an app's sessions, creating it if absent.
+ */
+export const replaceAppState = <ThrowOnError extends boolean = false>(options: Options<ReplaceAppStateData, ThrowOnError>) => (options.client ?? client).put<ReplaceAppStateResponses, ReplaceAppStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/apps/{app_id}/state',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Get the state shared by one user's sessions of an app.
+ */
+export const getUserState = <ThrowOnError extends boolean = false>(options: Options<GetUserStateData, ThrowOnError>) => (options.client ?? client).get<GetUserStateResponses, GetUserStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/apps/{app_id}/users/{user_id}/state',
+    ...options
+});
+
+/**
+ * Apply a JSON merge patch to the state shared by one user's sessions of an app,
+ * creating it if absent.
+ */
+export const mergeUserState = <ThrowOnError extends boolean = false>(options: Options<MergeUserStateData, ThrowOnError>) => (options.client ?? client).patch<MergeUserStateResponses, MergeUserStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/apps/{app_id}/users/{user_id}/state',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Replace the state shared by one user's sessions of an app, creating it if absent.
+ */
+export const replaceUserState = <ThrowOnError extends boolean = false>(options: Options<ReplaceUserStateData, ThrowOnError>) => (options.client ?? client).put<ReplaceUserStateResponses, ReplaceUserStateErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/apps/{app_id}/users/{user_id}/state',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });
 
 /**
@@ -645,7 +717,7 @@ export const submitToolOutputs = <ThrowOnError extends boolean = false>(options:
 });
 
 /**
- * Get a session's state.
+ * Get a session's state, and with `include` the state of its user and app.
  */
 export const getSessionState = <ThrowOnError extends boolean = false>(options: Options<GetSessionStateData, ThrowOnError>) => (options.client ?? client).get<GetSessionStateResponses, GetSessionStateErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

@@ -111,8 +111,13 @@ export type ApiKey = {
 
 export type AppendItemsRequest = {
     /**
-     * A merge patch of the state of the session's app; refused while the session has no
-     * `app_id`.
+     * The app the session belongs to, taken by a session that has none (409
+     * `owner_mismatch` when it has another).
+     */
+    app_id?: null | string;
+    /**
+     * A merge patch of the state of the session's app, in the same transaction; 400
+     * while the session has no `app_id`.
      */
     app_state_delta?: {
         [key: string]: unknown;
@@ -131,8 +136,12 @@ export type AppendItemsRequest = {
         [key: string]: unknown;
     } | null;
     /**
-     * A merge patch of the state of the session's user; refused while the session has
-     * no `user_id`.
+     * The user of that app the session belongs to, taken like `app_id`.
+     */
+    user_id?: null | string;
+    /**
+     * A merge patch of the state of the session's user (of its app), in the same
+     * transaction; 400 while the session has no `user_id` and `app_id`.
      */
     user_state_delta?: {
         [key: string]: unknown;
@@ -558,12 +567,21 @@ export type CreateSessionRequest = {
      * the id here: a run on the session is then 404 `agent_not_found`.
      */
     agent_id?: null | string;
+    /**
+     * The app the session belongs to: its appends may change the app's state document
+     * (`app_state_delta`). Fixed once set.
+     */
+    app_id?: null | string;
     expires_after?: null | ExpiresAfter;
     /**
      * 1 to 128 characters of `A-Za-z0-9_.:@-`; a UUIDv7 is generated when absent.
      */
     id?: null | string;
     metadata?: null | Metadata;
+    /**
+     * The user of that app the session belongs to (`user_state_delta`). Fixed once set.
+     */
+    user_id?: null | string;
 };
 
 /**
@@ -848,6 +866,29 @@ export type OpenAiStreamEvent = {
     event: 'response.created' | 'response.in_progress' | 'response.output_item.added' | 'response.content_part.added' | 'response.output_text.delta' | 'response.output_text.done' | 'response.content_part.done' | 'response.function_call_arguments.delta' | 'response.function_call_arguments.done' | 'response.output_item.done' | 'response.completed' | 'response.incomplete' | 'response.failed' | 'error';
 };
 
+export type OwnerState = {
+    /**
+     * The document's own revision (not a session's); also the answer's `ETag`.
+     */
+    revision: number;
+    /**
+     * The state, exactly as it was given.
+     */
+    state: {
+        [key: string]: unknown;
+    };
+};
+
+export type OwnerStateRequest = {
+    /**
+     * A JSON object: on `PUT` the whole state, on `PATCH` a JSON merge patch (RFC
+     * 7396).
+     */
+    state: {
+        [key: string]: unknown;
+    };
+};
+
 /**
  * A page of a listing. `has_more` says whether rows lie beyond this page in the
  * direction it was read: after `last_id`, or before `first_id` for a `before` page.
@@ -1037,6 +1078,10 @@ export type PageRun = {
 export type PageSession = {
     data: Array<{
         agent_id: string | null;
+        /**
+         * The app the session belongs to, whose state document its appends may change.
+         */
+        app_id: string | null;
         created_at: string;
         expires_after: null | ExpiresAfter;
         /**
@@ -1059,6 +1104,10 @@ export type PageSession = {
         revision: number;
         updated_at: string;
         usage: Usage;
+        /**
+         * The user of that app the session belongs to.
+         */
+        user_id: string | null;
     }>;
     first_id: string | null;
     has_more: boolean;
@@ -1247,6 +1296,10 @@ export type Scope = 'read' | 'write';
  */
 export type Session = {
     agent_id: string | null;
+    /**
+     * The app the session belongs to, whose state document its appends may change.
+     */
+    app_id: string | null;
     created_at: string;
     expires_after: null | ExpiresAfter;
     /**
@@ -1269,9 +1322,19 @@ export type Session = {
     revision: number;
     updated_at: string;
     usage: Usage;
+    /**
+     * The user of that app the session belongs to.
+     */
+    user_id: string | null;
 };
 
 export type SessionState = {
+    /**
+     * With `include=app`: the state of the session's app (null when absent).
+     */
+    app_state?: {
+        [key: string]: unknown;
+    } | null;
     /**
      * The session's revision; also the answer's `ETag`.
      */
@@ -1282,9 +1345,21 @@ export type SessionState = {
     state: {
         [key: string]: unknown;
     };
+    /**
+     * With `include=user`: the state of the session's user (null when the session
+     * has no user or the user no state).
+     */
+    user_state?: {
+        [key: string]: unknown;
+    } | null;
 };
 
 export type StateRequest = {
+    /**
+     * The app the session belongs to, taken by a session that has none (409
+     * `owner_mismatch` when it has another).
+     */
+    app_id?: null | string;
     /**
      * A JSON object: on `PUT` the whole state, on `PATCH` a JSON merge patch (RFC
      * 7396: `null` removes a member, objects merge, anything else replaces).
@@ -1292,6 +1367,10 @@ export type StateRequest = {
     state: {
         [key: string]: unknown;
     };
+    /**
+     * The user of that app the session belongs to, taken like `app_id`.
+     */
+    user_id?: null | string;
 };
 
 /**
@@ -1668,7 +1747,7 @@ export type DeleteAgentErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -1722,7 +1801,7 @@ export type GetAgentErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -1776,7 +1855,7 @@ export type UpdateAgentErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -1961,7 +2040,7 @@ export type DeleteApiKeyErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -1993,6 +2072,414 @@ export type DeleteApiKeyResponses = {
 
 export type DeleteApiKeyResponse = DeleteApiKeyResponses[keyof DeleteApiKeyResponses];
 
+export type GetAppStateData = {
+    body?: never;
+    path: {
+        /**
+         * The app id
+         */
+        app_id: string;
+    };
+    query?: never;
+    url: '/v1/apps/{app_id}/state';
+};
+
+export type GetAppStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type GetAppStateError = GetAppStateErrors[keyof GetAppStateErrors];
+
+export type GetAppStateResponses = {
+    /**
+     * The state and its revision
+     */
+    200: OwnerState;
+};
+
+export type GetAppStateResponse = GetAppStateResponses[keyof GetAppStateResponses];
+
+export type MergeAppStateData = {
+    body: OwnerStateRequest;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The app id
+         */
+        app_id: string;
+    };
+    query?: never;
+    url: '/v1/apps/{app_id}/state';
+};
+
+export type MergeAppStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type MergeAppStateError = MergeAppStateErrors[keyof MergeAppStateErrors];
+
+export type MergeAppStateResponses = {
+    /**
+     * The new state and revision
+     */
+    200: OwnerState;
+};
+
+export type MergeAppStateResponse = MergeAppStateResponses[keyof MergeAppStateResponses];
+
+export type ReplaceAppStateData = {
+    body: OwnerStateRequest;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The app id
+         */
+        app_id: string;
+    };
+    query?: never;
+    url: '/v1/apps/{app_id}/state';
+};
+
+export type ReplaceAppStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type ReplaceAppStateError = ReplaceAppStateErrors[keyof ReplaceAppStateErrors];
+
+export type ReplaceAppStateResponses = {
+    /**
+     * The new state and revision
+     */
+    200: OwnerState;
+};
+
+export type ReplaceAppStateResponse = ReplaceAppStateResponses[keyof ReplaceAppStateResponses];
+
+export type GetUserStateData = {
+    body?: never;
+    path: {
+        /**
+         * The app id
+         */
+        app_id: string;
+        /**
+         * The user id
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/v1/apps/{app_id}/users/{user_id}/state';
+};
+
+export type GetUserStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type GetUserStateError = GetUserStateErrors[keyof GetUserStateErrors];
+
+export type GetUserStateResponses = {
+    /**
+     * The state and its revision
+     */
+    200: OwnerState;
+};
+
+export type GetUserStateResponse = GetUserStateResponses[keyof GetUserStateResponses];
+
+export type MergeUserStateData = {
+    body: OwnerStateRequest;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The app id
+         */
+        app_id: string;
+        /**
+         * The user id
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/v1/apps/{app_id}/users/{user_id}/state';
+};
+
+export type MergeUserStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type MergeUserStateError = MergeUserStateErrors[keyof MergeUserStateErrors];
+
+export type MergeUserStateResponses = {
+    /**
+     * The new state and revision
+     */
+    200: OwnerState;
+};
+
+export type MergeUserStateResponse = MergeUserStateResponses[keyof MergeUserStateResponses];
+
+export type ReplaceUserStateData = {
+    body: OwnerStateRequest;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The app id
+         */
+        app_id: string;
+        /**
+         * The user id
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/v1/apps/{app_id}/users/{user_id}/state';
+};
+
+export type ReplaceUserStateErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type ReplaceUserStateError = ReplaceUserStateErrors[keyof ReplaceUserStateErrors];
+
+export type ReplaceUserStateResponses = {
+    /**
+     * The new state and revision
+     */
+    200: OwnerState;
+};
+
+export type ReplaceUserStateResponse = ReplaceUserStateResponses[keyof ReplaceUserStateResponses];
+
 export type SendChatMessageData = {
     body: ChatRequest;
     path?: never;
@@ -2014,11 +2501,11 @@ export type SendChatMessageErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
     /**
@@ -2089,7 +2576,7 @@ export type ListChatMessagesErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -3535,6 +4022,14 @@ export type ListSessionsData = {
          * Only sessions whose metadata holds all these pairs: `metadata[user]=alice`
          */
         metadata?: Metadata;
+        /**
+         * Only the sessions of this app
+         */
+        app_id?: string;
+        /**
+         * Only the sessions of this user
+         */
+        user_id?: string;
     };
     url: '/v1/sessions';
 };
@@ -3598,11 +4093,11 @@ export type CreateSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
     /**
@@ -3674,11 +4169,11 @@ export type DeleteSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -3736,7 +4231,7 @@ export type GetSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -3796,11 +4291,11 @@ export type UpdateSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -3866,11 +4361,11 @@ export type CompactErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
     /**
@@ -3961,7 +4456,7 @@ export type ListCompactionsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4015,7 +4510,7 @@ export type GetContextErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4075,11 +4570,11 @@ export type ForkSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
     /**
@@ -4155,11 +4650,11 @@ export type ClearItemsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -4216,6 +4711,10 @@ export type ListItemsData = {
          * Return the page that precedes the row with this id.
          */
         before?: string;
+        /**
+         * Only the items created after this instant (RFC 3339)
+         */
+        created_after?: string;
     };
     url: '/v1/sessions/{session_id}/items';
 };
@@ -4234,7 +4733,7 @@ export type ListItemsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4298,7 +4797,7 @@ export type AppendItemsErrors = {
      */
     403: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -4383,11 +4882,11 @@ export type ReplaceItemsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -4463,11 +4962,11 @@ export type PopLastItemErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -4535,11 +5034,11 @@ export type DeleteItemErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -4601,7 +5100,7 @@ export type GetItemErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4665,11 +5164,11 @@ export type ReplaceItemErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -4752,7 +5251,7 @@ export type ListRunsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4812,11 +5311,11 @@ export type CreateRunErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
     /**
@@ -4894,7 +5393,7 @@ export type GetRunErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4952,11 +5451,11 @@ export type SubmitApprovalsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
     /**
@@ -5035,11 +5534,11 @@ export type CancelRunErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
     /**
@@ -5107,7 +5606,7 @@ export type RunEventsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5165,11 +5664,11 @@ export type SubmitToolOutputsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
-     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
     /**
@@ -5221,7 +5720,12 @@ export type GetSessionStateData = {
          */
         session_id: string;
     };
-    query?: never;
+    query?: {
+        /**
+         * user, app or both, separated by commas: adds user_state and app_state (null when absent), read in the same snapshot as the session's state
+         */
+        include?: string;
+    };
     url: '/v1/sessions/{session_id}/state';
 };
 
@@ -5239,7 +5743,7 @@ export type GetSessionStateErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found` or `api_key_not_found`; another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5271,6 +5775,10 @@ export type MergeSessionStateData = {
     body: StateRequest;
     headers?: {
         /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
          */
         'If-Match'?: string;
@@ -5299,7 +5807,7 @@ export type MergeSessionStateErrors = {
      */
     403: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -5310,6 +5818,10 @@ export type MergeSessionStateErrors = {
      * `unsupported_media_type`: the body is not JSON
      */
     415: Problem;
+    /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
@@ -5343,6 +5855,10 @@ export type ReplaceSessionStateData = {
     body: StateRequest;
     headers?: {
         /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
          */
         'If-Match'?: string;
@@ -5371,7 +5887,7 @@ export type ReplaceSessionStateErrors = {
      */
     403: Problem;
     /**
-     * `revision_mismatch`: `If-Match` names another revision than the session's (the detail names the current one), or the session does not exist; nothing was written
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
     /**
@@ -5382,6 +5898,10 @@ export type ReplaceSessionStateErrors = {
      * `unsupported_media_type`: the body is not JSON
      */
     415: Problem;
+    /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
