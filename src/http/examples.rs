@@ -27,6 +27,20 @@ pub fn request_body(operation_id: &str) -> Option<Value> {
         "merge_app_state" => json!({"state": {"escalate_after": 5}}),
         "replace_user_state" => json!({"state": {"name": "Alice", "language": "en"}}),
         "merge_user_state" => json!({"state": {"language": "de"}}),
+        "put_checkpoint" => json!({
+            "parent_id": null,
+            "checkpoint": {"type": "json", "data": "eyJ2IjogMX0="},
+            "metadata": {"source": "input", "step": -1, "run_id": "run-1"},
+            "channel_versions": {"messages": "1"},
+            "blobs": [{"channel": "messages", "version": "1", "type": "json", "data": "W10="}],
+        }),
+        "put_checkpoint_writes" => json!({
+            "task_id": "task-1",
+            "task_path": "~__pregel_pull, agent",
+            "writes": [{"idx": 0, "channel": "messages", "type": "json", "data": "WyJoaSJd"}],
+        }),
+        "delete_run_checkpoints" => json!({"run_ids": ["run-1"]}),
+        "prune_checkpoints" => json!({"session_ids": [SESSION_ID], "keep": "latest"}),
         "append_items" => json!({"items": [
             {"role": "user", "content": "Where is my order #4711?"},
         ]}),
@@ -99,6 +113,7 @@ fn parameter_example(name: &str) -> Option<Value> {
         "session_id" => Some(json!(SESSION_ID)),
         "app_id" => Some(json!(APP_ID)),
         "user_id" => Some(json!(USER_ID)),
+        "checkpoint_id" => Some(json!("1ef4f797-8335-6428-8001-8a1503f9b875")),
         "limit" => Some(json!(20)),
         _ => None,
     }

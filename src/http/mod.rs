@@ -5,6 +5,7 @@ mod answer;
 pub mod api_keys;
 mod auth;
 mod chat;
+mod checkpoints;
 mod compactions;
 mod console;
 mod error;
@@ -86,6 +87,7 @@ pub fn router(state: AppState, config: &Config) -> Result<Router, InvalidOrigin>
         .merge(items::router())
         .merge(state::router())
         .merge(owner_state::router())
+        .merge(checkpoints::router())
         .merge(history::router())
         .merge(forks::router())
         .merge(compactions::router())

@@ -23,8 +23,8 @@ use super::examples::Examples;
 use super::openai::{self, ErrorBody, OpenAiErrors, Schemas as OpenAiSchemas};
 use super::runs::RunStreamEvent;
 use super::{
-    agents, api_keys, chat, compactions, forks, history, items, metrics, operations, owner_state,
-    runs, sessions, state, AppState,
+    agents, api_keys, chat, checkpoints, compactions, forks, history, items, metrics, operations,
+    owner_state, runs, sessions, state, AppState,
 };
 use crate::model::Identifier;
 
@@ -60,6 +60,14 @@ use crate::model::Identifier;
         owner_state::read_user,
         owner_state::replace_user,
         owner_state::merge_user,
+        checkpoints::put_checkpoint,
+        checkpoints::put_writes,
+        checkpoints::get_checkpoint,
+        checkpoints::list,
+        checkpoints::tenant::list_all,
+        checkpoints::delete_all,
+        checkpoints::tenant::delete_runs,
+        checkpoints::tenant::prune,
         forks::fork_session,
         compactions::compact,
         compactions::list_compactions,
@@ -129,6 +137,7 @@ use crate::model::Identifier;
         (name = "sessions", description = "Conversation sessions"),
         (name = "items", description = "A session's history"),
         (name = "state", description = "JSON documents kept beside a session and shared by its app and user, each written with its revision"),
+        (name = "checkpoints", description = "Snapshots of an agent's execution (LangGraph's checkpoints), per session and namespace"),
         (name = "agents", description = "Reusable run configuration"),
         (name = "runs", description = "Running the agent's next turn over a session"),
         (name = "compactions", description = "Summaries of a session's older items, and what runs send"),

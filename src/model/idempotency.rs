@@ -61,6 +61,17 @@ impl IdempotencyKey {
         Self::for_request(b"fork\0", key, session_id, body)
     }
 
+    /// The key of a checkpoint write on the session: `target` names the checkpoint (and
+    /// what of it), `body` is the request's JSON.
+    pub fn for_checkpoint(
+        key: &str,
+        session_id: &SessionId,
+        target: &str,
+        body: &str,
+    ) -> Result<Self, InvalidField> {
+        Self::for_request(format!("checkpoint\0{target}\0").as_bytes(), key, session_id, body)
+    }
+
     /// The key of a request of `kind` on the session. The kind marks it apart from
     /// appends and other kinds, whose keys share the tenant's key space.
     fn for_request(

@@ -4,6 +4,7 @@
 mod agent;
 mod agent_config;
 mod api_key;
+mod checkpoint;
 mod compaction;
 mod field;
 mod idempotency;
@@ -34,6 +35,9 @@ pub use agent_config::{
     ToolLoop,
 };
 pub use api_key::{check_scopes, check_tenant, ApiKey, KeyHash, NewKey, Scope, TENANT_PATTERN};
+pub use checkpoint::{
+    check_name, ChannelBlob, Checkpoint, CheckpointFilter, NewCheckpoint, PendingWrite, TypedValue,
+};
 pub use compaction::{
     Compaction, ForkPoint, NewFork, DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS,
 };

@@ -20,12 +20,36 @@ pub(super) struct PayloadColumn {
     pub tenant: &'static str,
 }
 
-pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 10] = [
+pub(super) const PAYLOAD_COLUMNS: [PayloadColumn; 13] = [
     PayloadColumn {
         column: Column::SessionState,
         table: "sessions",
         value: "state",
         from: "sessions p",
+        alias: "p",
+        tenant: "p.tenant_id",
+    },
+    PayloadColumn {
+        column: Column::CheckpointPayload,
+        table: "checkpoints",
+        value: "payload",
+        from: "checkpoints p",
+        alias: "p",
+        tenant: "p.tenant_id",
+    },
+    PayloadColumn {
+        column: Column::CheckpointBlob,
+        table: "checkpoint_blobs",
+        value: "data",
+        from: "checkpoint_blobs p",
+        alias: "p",
+        tenant: "p.tenant_id",
+    },
+    PayloadColumn {
+        column: Column::CheckpointWrite,
+        table: "checkpoint_writes",
+        value: "data",
+        from: "checkpoint_writes p",
         alias: "p",
         tenant: "p.tenant_id",
     },

@@ -20,16 +20,17 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{
-    outage, AgentStore, ApiKeyStore, AppendStats, Appended, AtRestStore, Attempt, Claim,
-    CompactionStore, Context, CreatedRun, Delivery, DeliveryStore, Finished, Forked, PoolStats,
-    Progress, Result, RunFlush, RunStore, SessionStore, StartNow, StateSnapshot, StateStore,
-    StoreError, Swept,
+    outage, AgentStore, ApiKeyStore, AppendStats, Appended, AtRestStore, Attempt, CheckpointRef,
+    CheckpointStore, Claim, CompactionStore, Context, CreatedRun, Delivery, DeliveryStore,
+    Finished, Forked, Keep, PoolStats, Progress, Result, RunFlush, RunStore, SessionStore,
+    StartNow, StateSnapshot, StateStore, StoreError, Swept,
 };
 use crate::model::{
-    Agent, AgentPatch, ApiKey, Compaction, IdempotencyKey, IfBusy, IfMatch, Item, ItemBody,
-    KeyHash, NewFork, NewRun, NewSession, OwnerDocument, Page, PageRequest, Run, RunAnswer,
-    RunEvent, RunRecord, RunStatus, Session, SessionFilter, SessionId, SessionPatch, StateChanges,
-    StateDocument, StateWrite, Steer, StopAction,
+    Agent, AgentPatch, ApiKey, Checkpoint, CheckpointFilter, Compaction, IdempotencyKey, IfBusy,
+    IfMatch, Item, ItemBody, KeyHash, NewCheckpoint, NewFork, NewRun, NewSession, OwnerDocument,
+    Page, PageRequest, PendingWrite, Run, RunAnswer, RunEvent, RunRecord, RunStatus, Session,
+    SessionFilter, SessionId, SessionPatch, StateChanges, StateDocument, StateWrite, Steer,
+    StopAction,
 };
 
 /// A store whose operations each fail after `limit`.
@@ -121,6 +122,26 @@ within_deadline!(StateStore {
     write fn write_owner_state(
         &self, tenant: &str, document: &OwnerDocument, write: StateWrite, if_match: Option<IfMatch>
     ) -> (StateDocument, i64);
+});
+
+within_deadline!(CheckpointStore {
+    write fn put_checkpoint(
+        &self, tenant: &str, session_id: &SessionId, checkpoint: NewCheckpoint,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
+    ) -> bool;
+    write fn put_writes(
+        &self, tenant: &str, at: CheckpointRef<'_>, writes: Vec<PendingWrite>,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
+    ) -> bool;
+    read fn get_checkpoint(&self, tenant: &str, at: CheckpointRef<'_>) -> Checkpoint;
+    read fn list_checkpoints(
+        &self, tenant: &str, session_id: Option<&SessionId>, filter: &CheckpointFilter
+    ) -> Vec<Checkpoint>;
+    write fn delete_checkpoints(
+        &self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>
+    ) -> u64;
+    bulk fn delete_checkpoints_of_runs(&self, tenant: &str, run_ids: &[String]) -> u64;
+    bulk fn prune_checkpoints(&self, tenant: &str, session_ids: &[SessionId], keep: Keep) -> u64;
 });
 
 within_deadline!(SessionStore {

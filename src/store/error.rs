@@ -56,6 +56,8 @@ pub enum StoreError {
     NoOwner { field: &'static str, owner: &'static str },
     #[error("no such state document")]
     StateNotFound,
+    #[error("checkpoint not found")]
+    CheckpointNotFound,
     #[error(transparent)]
     Invalid(#[from] InvalidField),
     #[error("DATABASE_URL must start with sqlite:, postgres: or postgresql:")]

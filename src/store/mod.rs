@@ -4,6 +4,7 @@
 mod agents;
 mod api_keys;
 mod at_rest;
+mod checkpoints;
 mod combiner;
 mod compactions;
 mod deadline;
@@ -34,6 +35,7 @@ use uuid::Uuid;
 pub use agents::AgentStore;
 pub use api_keys::ApiKeyStore;
 pub use at_rest::{AtRestStore, Progress};
+pub use checkpoints::{CheckpointRef, CheckpointStore, Keep};
 pub use combiner::AppendStats;
 pub use compactions::{CompactionStore, Context, Forked};
 pub use deliveries::{Attempt, Delivery, DeliveryStore};
@@ -61,6 +63,7 @@ pub trait SessionStore:
     + ApiKeyStore
     + AtRestStore
     + StateStore
+    + CheckpointStore
     + RunStore
     + CompactionStore
     + DeliveryStore

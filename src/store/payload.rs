@@ -24,6 +24,9 @@ pub enum Column {
     WebhookPayload,
     SessionState,
     OwnerState,
+    CheckpointPayload,
+    CheckpointBlob,
+    CheckpointWrite,
 }
 
 impl Column {
@@ -40,6 +43,9 @@ impl Column {
             Self::WebhookPayload => "webhook_deliveries.payload",
             Self::SessionState => "sessions.state",
             Self::OwnerState => "owner_states.state",
+            Self::CheckpointPayload => "checkpoints.payload",
+            Self::CheckpointBlob => "checkpoint_blobs.data",
+            Self::CheckpointWrite => "checkpoint_writes.data",
         }
     }
 }

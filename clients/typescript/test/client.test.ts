@@ -8,12 +8,16 @@ import {
   followRun,
   getRun,
   getSession,
+  getCheckpoint,
   getSessionState,
   getUserState,
+  listCheckpoints,
   listItems,
   mergeAppState,
   mergeSessionState,
   popLastItem,
+  putCheckpoint,
+  putCheckpointWrites,
   replaceSessionState,
   type Client,
   type RunEvent,
@@ -113,6 +117,37 @@ test("an append's deltas reach the documents its app and user share", async () =
     user_state: { name: 'Ada' },
     app_state: { seats: 3 },
   });
+});
+
+test('a checkpoint reads back with its blob and writes', async () => {
+  const client = connect({ baseUrl: service.url });
+  const id = sessionId();
+  const data = Buffer.from('state').toString('base64');
+  const saved = await putCheckpoint({
+    client,
+    path: { session_id: id, checkpoint_id: '0001' },
+    body: {
+      checkpoint: { type: 'json', data },
+      metadata: { step: 0 },
+      channel_versions: { messages: '1' },
+      blobs: [{ channel: 'messages', version: '1', type: 'json', data }],
+    },
+  });
+  assert.equal(saved.response.status, 200);
+  const written = await putCheckpointWrites({
+    client,
+    path: { session_id: id, checkpoint_id: '0001' },
+    body: { task_id: 't', writes: [{ idx: 0, channel: 'messages', type: 'json', data }] },
+  });
+  assert.equal(written.response.status, 204);
+  const got = await getCheckpoint({ client, path: { session_id: id, checkpoint_id: '0001' } });
+  assert.equal(got.data?.blobs[0]?.data, data);
+  assert.equal(got.data?.writes.length, 1);
+  const newest = await listCheckpoints({ client, path: { session_id: id }, query: { limit: 1 } });
+  assert.deepEqual(
+    newest.data?.data.map((c) => c.id),
+    ['0001'],
+  );
 });
 
 test('an append whose answer was lost is sent again with its key, and lands once', async () => {

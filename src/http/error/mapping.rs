@@ -109,6 +109,9 @@ impl From<StoreError> for ApiError {
                 Self::invalid(field, format!("the session has no {owner}"))
             }
             StoreError::StateNotFound => Self::StateNotFound("no such state document".into()),
+            StoreError::CheckpointNotFound => {
+                Self::CheckpointNotFound("no such checkpoint in this namespace".into())
+            }
             StoreError::HistoryChanged => Self::HistoryChanged(
                 "the session's history changed while it was being compacted; try again".into(),
             ),

@@ -67,6 +67,8 @@ pub enum ApiError {
     OwnerMismatch { field: &'static str, message: String },
     #[error("{0}")]
     StateNotFound(String),
+    #[error("{0}")]
+    CheckpointNotFound(String),
     /// A state write whose result is over `MAX_STATE_BYTES`.
     #[error("state: {0}")]
     StateTooLarge(String),
@@ -142,7 +144,7 @@ impl ApiError {
             | Self::SessionEmpty(_)
             | Self::RouteNotFound => StatusCode::NOT_FOUND,
             Self::SessionExists(_) | Self::OwnerMismatch { .. } => StatusCode::CONFLICT,
-            Self::StateNotFound(_) => StatusCode::NOT_FOUND,
+            Self::StateNotFound(_) | Self::CheckpointNotFound(_) => StatusCode::NOT_FOUND,
             Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RevisionMismatch(_) => StatusCode::PRECONDITION_FAILED,
             Self::PayloadTooLarge(_) | Self::StateTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -181,6 +183,7 @@ impl ApiError {
             Self::RevisionMismatch(_) => "revision_mismatch",
             Self::OwnerMismatch { .. } => "owner_mismatch",
             Self::StateNotFound(_) => "state_not_found",
+            Self::CheckpointNotFound(_) => "checkpoint_not_found",
             Self::PayloadTooLarge(_) | Self::StateTooLarge(_) => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::RouteNotFound => "not_found",

@@ -23,7 +23,7 @@ macro_rules! problem_responses {
 
 problem_responses! {
     BadRequest => "`invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise",
-    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either",
+    NotFound => "`session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either",
     Unauthorized => "`unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one",
     Forbidden => "`forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`",
     RateLimited => "`rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows",

@@ -66,6 +66,12 @@ const PING_AFTER_IDLE: Duration = Duration::from_millis(500);
 /// The current time in SQL, which expiry is checked against.
 const NOW: &str = "now()";
 
+/// The members of the JSON object (text) that `expr` is, as rows of `key` and `value`
+/// text.
+fn json_members(expr: &str) -> String {
+    format!("json_each_text(({expr})::json)")
+}
+
 /// The SQL that records activity at `at` (a bound parameter): it moves a session's
 /// `last_active_at`, and its `expires_at` when that counts from activity.
 fn touch(at: &str) -> String {

@@ -156,6 +156,11 @@ pub(super) async fn fork(
         let copy = sqlx::query(copy).bind(tenant).bind(source_pk).bind(fork_pk).bind(through);
         copy.bind(id_prefix()).execute(&mut *tx).await?;
     }
+    // Checkpoints go whole, with their ids: they are the framework's, not the history's.
+    for copy in CHECKPOINT_COPIES {
+        let copy = sqlx::query(copy).bind(tenant).bind(source_pk).bind(fork_pk);
+        copy.execute(&mut *tx).await?;
+    }
     if let Some(key) = &fork.idempotency {
         let response = fork_response(fork.id.as_str());
         keep_response(&mut tx, &store.codec, tenant, key, &response).await?;
@@ -163,3 +168,20 @@ pub(super) async fn fork(
     tx.commit().await?;
     Ok(Forked { session: created.into(), replayed: false })
 }
+
+/// The statements that copy the checkpoints, blobs and writes of the session `$2` of
+/// tenant `$1` into the session `$3`.
+const CHECKPOINT_COPIES: [&str; 3] = [
+    r"insert into checkpoints (tenant_id, session_pk, namespace, id, parent_id, payload_type, payload,
+                               metadata, channel_versions, run_id, created_at)
+      select tenant_id, $3, namespace, id, parent_id, payload_type, payload, metadata,
+             channel_versions, run_id, created_at
+      from checkpoints where tenant_id = $1 and session_pk = $2 order by pk",
+    r"insert into checkpoint_blobs (tenant_id, session_pk, namespace, channel, version, value_type, data)
+      select tenant_id, $3, namespace, channel, version, value_type, data
+      from checkpoint_blobs where tenant_id = $1 and session_pk = $2",
+    r"insert into checkpoint_writes (tenant_id, session_pk, namespace, checkpoint_id, task_id, task_path,
+                                     idx, channel, value_type, data)
+      select tenant_id, $3, namespace, checkpoint_id, task_id, task_path, idx, channel, value_type, data
+      from checkpoint_writes where tenant_id = $1 and session_pk = $2",
+];

@@ -15,6 +15,7 @@
 //!   `page_readers` and `append_writer`; `MIGRATOR`, its schema;
 //! - `FOR_UPDATE`, `FOR_NO_KEY_UPDATE` and `SKIP_LOCKED`, the row locks its transactions
 //!   and sweeps take, if any; `NOW`, its SQL for the current time; `touch`, the SQL that records activity;
+//!   `json_members`, the rows of a JSON object's members;
 //! - `insert_items` and `appends::append_many`, how it writes one append's items and a
 //!   combined batch of appends; `push_listed_sessions`, a listing's sessions and the
 //!   metadata filter over them;
@@ -31,6 +32,9 @@ mod api_keys;
 mod append_writer;
 pub(super) mod appends;
 mod at_rest;
+mod checkpoint_deletes;
+mod checkpoint_reads;
+mod checkpoints;
 mod compactions;
 mod creation_writer;
 mod deliveries;

@@ -56,6 +56,12 @@ const FOR_NO_KEY_UPDATE: &str = "";
 /// The current time in SQL, which expiry is checked against.
 const NOW: &str = "cast((julianday('now') - 2440587.5) * 86400000000.0 as integer)";
 
+/// The members of the JSON object (text) that `expr` is, as rows of `key` and `value`
+/// text.
+fn json_members(expr: &str) -> String {
+    format!("json_each({expr})")
+}
+
 /// The SQL that records activity at `at` (a bound parameter): it moves a session's
 /// `last_active_at`, and its `expires_at` when that counts from activity.
 fn touch(at: &str) -> String {

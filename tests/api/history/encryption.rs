@@ -120,6 +120,19 @@ async fn a_canary_is_found_nowhere_at_rest(db: TestDb) {
     let delta = json!({"items": [], "user_state_delta": {"user": CANARY},
         "app_state_delta": {"app": CANARY}});
     t.app.post("/v1/sessions/c/items", delta).await.expect(StatusCode::CREATED);
+    let encoded = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(CANARY)
+    };
+    let value = json!({"type": "json", "data": encoded});
+    let checkpoint = json!({"checkpoint": value, "channel_versions": {"c": "1"},
+        "blobs": [{"channel": "c", "version": "1", "type": "json", "data": encoded}]});
+    t.app
+        .call(axum::http::Method::PUT, "/v1/sessions/c/checkpoints/k1", Some(checkpoint))
+        .await
+        .expect(StatusCode::OK);
+    let writes = json!({"task_id": "t", "writes": [{"idx": 0, "channel": "c", "type": "json", "data": encoded}]});
+    t.app.post("/v1/sessions/c/checkpoints/k1/writes", writes).await.expect(StatusCode::NO_CONTENT);
     let read = t.app.get("/v1/sessions/c/state?include=user,app").await.expect(StatusCode::OK);
     assert_eq!(
         (&read["user_state"]["user"], &read["app_state"]["app"]),
@@ -144,6 +157,7 @@ async fn a_canary_is_found_nowhere_at_rest(db: TestDb) {
     let dump = db.dump().await;
     assert!(dump.contains("enc:v1:k1:"));
     assert!(!dump.contains(CANARY), "{dump}");
+    assert!(!dump.contains(&encoded), "{dump}");
     if let Some(bytes) = db.file_bytes().await {
         let needle = CANARY.as_bytes();
         assert!(!bytes.windows(needle.len()).any(|w| w == needle));

@@ -302,6 +302,9 @@ async fn migrate_applies_the_schema_and_exits() {
         [
             "agents",
             "api_keys",
+            "checkpoint_blobs",
+            "checkpoint_writes",
+            "checkpoints",
             "compactions",
             "idempotency_keys",
             "items",

@@ -1,5 +1,6 @@
 //! Agent state: session revisions with `ETag` / `If-Match`, and the state document.
 
+mod checkpoints;
 mod documents;
 mod history;
 mod owners;

@@ -524,6 +524,131 @@ class States(_Resource):
         return await self._json(call)
 
 
+class Checkpoints(_Resource):
+    """Checkpoints of an agent's execution (LangGraph's model), per session and namespace:
+    ``checkpoint`` and each blob and write are ``{"type": ..., "data": <base64>}``."""
+
+    async def put(
+        self,
+        session_id: str,
+        checkpoint_id: str,
+        checkpoint: Mapping[str, Any],
+        *,
+        namespace: str = "",
+        parent_id: Optional[str] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+        channel_versions: Optional[Mapping[str, str]] = None,
+        blobs: Sequence[Mapping[str, Any]] = (),
+        if_match: IfMatch = None,
+    ) -> JSONObject:
+        """Store a checkpoint (the same id again replaces it) with the blobs of the
+        channels it changed; makes the session if needed."""
+        body = {
+            "parent_id": parent_id,
+            "checkpoint": dict(checkpoint),
+            "metadata": dict(metadata or {}),
+            "channel_versions": dict(channel_versions or {}),
+            "blobs": [dict(b) for b in blobs],
+        }
+        call = Call(
+            "PUT",
+            _p("v1", "sessions", session_id, "checkpoints", checkpoint_id),
+            params=[("namespace", namespace)],
+            json=body,
+            headers={"idempotency-key": str(uuid.uuid4()), **_if_match(if_match)},
+            replay_safe=True,
+        )
+        return cast(JSONObject, await self._json(call))
+
+    async def put_writes(
+        self,
+        session_id: str,
+        checkpoint_id: str,
+        task_id: str,
+        writes: Sequence[Mapping[str, Any]],
+        *,
+        namespace: str = "",
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes (``{"idx", "channel", "type", "data"}``) on a checkpoint."""
+        call = Call(
+            "POST",
+            _p("v1", "sessions", session_id, "checkpoints", checkpoint_id, "writes"),
+            params=[("namespace", namespace)],
+            json={"task_id": task_id, "task_path": task_path, "writes": [dict(w) for w in writes]},
+            headers={"idempotency-key": str(uuid.uuid4())},
+            replay_safe=True,
+        )
+        await self._t.send(call)
+
+    async def get(self, session_id: str, checkpoint_id: str, *, namespace: str = "") -> JSONObject:
+        """One checkpoint with its ``blobs`` and ``writes`` (``NotFound`` when absent)."""
+        call = Call(
+            "GET",
+            _p("v1", "sessions", session_id, "checkpoints", checkpoint_id),
+            params=[("namespace", namespace)],
+            replay_safe=True,
+        )
+        return cast(JSONObject, await self._json(call))
+
+    async def list(
+        self,
+        session_id: Optional[str] = None,
+        *,
+        namespace: Optional[str] = None,
+        before: Optional[str] = None,
+        limit: Optional[int] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
+    ) -> List[JSONObject]:
+        """Checkpoints newest first, whole: of one session (or of every session), of one
+        namespace (or all), before an id, whose metadata has these members."""
+        path = (
+            _p("v1", "sessions", session_id, "checkpoints")
+            if session_id is not None
+            else "/v1/checkpoints"
+        )
+        found: List[JSONObject] = []
+        while limit is None or len(found) < limit:
+            page_size = 1000 if limit is None else min(1000, limit - len(found))
+            params: List[Any] = [("limit", page_size)]
+            if namespace is not None:
+                params.append(("namespace", namespace))
+            if before is not None:
+                params.append(("before", before))
+            if metadata:
+                params.append(("metadata", json.dumps(dict(metadata))))
+            body = await self._json(Call("GET", path, params=params, replay_safe=True))
+            found.extend(body["data"])
+            if not body["has_more"] or not body["data"]:
+                break
+            before = body["data"][-1]["id"]
+        return found
+
+    async def delete(self, session_id: str, *, if_match: IfMatch = None) -> None:
+        """Delete a session's checkpoints, blobs and writes (the session stays)."""
+        call = Call(
+            "DELETE",
+            _p("v1", "sessions", session_id, "checkpoints"),
+            headers=_if_match(if_match),
+            replay_safe=if_match is None,
+        )
+        await self._t.send(call)
+
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete the checkpoints whose ``metadata.run_id`` is one of ``run_ids``."""
+        call = Call(
+            "POST", "/v1/checkpoints/delete", json={"run_ids": list(run_ids)}, replay_safe=True
+        )
+        return int((await self._json(call))["deleted"])
+
+    async def prune(self, session_ids: Sequence[str], *, keep: str = "latest") -> int:
+        """Keep of each namespace of these sessions the newest checkpoint (``"latest"``) or
+        none (``"none"``)."""
+        body = {"session_ids": list(session_ids), "keep": keep}
+        call = Call("POST", "/v1/checkpoints/prune", json=body, replay_safe=True)
+        return int((await self._json(call))["deleted"])
+
+
 class Agents(_Resource):
     """``/v1/agents``: reusable run configurations."""
 
@@ -833,6 +958,7 @@ class AgentSessionsClient:
         self.sessions = Sessions(self._transport)
         self.items = Items(self._transport)
         self.state = States(self._transport)
+        self.checkpoints = Checkpoints(self._transport)
         self.agents = Agents(self._transport)
         self.runs = Runs(self._transport)
 

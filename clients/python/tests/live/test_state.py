@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import uuid
 
 import pytest
@@ -148,3 +149,43 @@ async def test_a_keyed_state_write_answers_its_retry_as_the_first(
     again = await client.state.merge(sid, {"n": 1}, idempotency_key="k")
     assert again == first == {"state": {"n": 1}, "revision": 1}
     assert (await client.state.get(sid))["state"] == {"n": 2}
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+async def test_checkpoints_round_trip_and_prune(client: AgentSessionsClient) -> None:
+    sid = f"graph-{uuid.uuid4().hex}"
+    value = {"type": "json", "data": _b64("state")}
+    blob = {"channel": "messages", "version": "1", "type": "json", "data": _b64("[]")}
+    saved = await client.checkpoints.put(
+        sid,
+        "0001",
+        value,
+        metadata={"source": "input", "run_id": "r1"},
+        channel_versions={"messages": "1"},
+        blobs=[blob],
+    )
+    assert saved == {"session_id": sid, "namespace": "", "id": "0001", "parent_id": None}
+    await client.checkpoints.put(
+        sid, "0002", value, parent_id="0001", channel_versions={"messages": "1"}
+    )
+    write = {"idx": 0, "channel": "messages", "type": "json", "data": _b64('["hi"]')}
+    await client.checkpoints.put_writes(sid, "0002", "task-1", [write])
+    await client.checkpoints.put_writes(sid, "0002", "task-1", [write])
+    got = await client.checkpoints.get(sid, "0002")
+    assert got["parent_id"] == "0001"
+    assert [(b["channel"], b["data"]) for b in got["blobs"]] == [("messages", _b64("[]"))]
+    assert len(got["writes"]) == 1
+    newest = await client.checkpoints.list(sid, namespace="", limit=1)
+    assert [c["id"] for c in newest] == ["0002"]
+    by_run = await client.checkpoints.list(sid, metadata={"run_id": "r1"})
+    assert [c["id"] for c in by_run] == ["0001"]
+    with pytest.raises(NotFound):
+        await client.checkpoints.get(sid, "0003")
+    assert await client.checkpoints.prune([sid]) == 1
+    assert [c["id"] for c in await client.checkpoints.list(sid)] == ["0002"]
+    assert await client.checkpoints.delete_runs(["r1"]) == 0
+    await client.checkpoints.delete(sid)
+    assert await client.checkpoints.list(sid) == []

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, Options as Options2, TDataShape } from './client/index.js';
-import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetAppStateData, GetAppStateErrors, GetAppStateResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStateData, GetSessionStateErrors, GetSessionStateResponses, GetUserStateData, GetUserStateErrors, GetUserStateResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, LivezData, LivezResponses, MergeAppStateData, MergeAppStateErrors, MergeAppStateResponses, MergeSessionStateData, MergeSessionStateErrors, MergeSessionStateResponses, MergeUserStateData, MergeUserStateErrors, MergeUserStateResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReplaceAppStateData, ReplaceAppStateErrors, ReplaceAppStateResponses, ReplaceItemData, ReplaceItemErrors, ReplaceItemResponses, ReplaceItemsData, ReplaceItemsErrors, ReplaceItemsResponses, ReplaceSessionStateData, ReplaceSessionStateErrors, ReplaceSessionStateResponses, ReplaceUserStateData, ReplaceUserStateErrors, ReplaceUserStateResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RetrieveModelData, RetrieveModelErrors, RetrieveModelResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
+import type { AppendItemsData, AppendItemsErrors, AppendItemsResponses, CancelResponseData, CancelResponseErrors, CancelResponseResponses, CancelRunData, CancelRunErrors, CancelRunResponses, ClearItemsData, ClearItemsErrors, ClearItemsResponses, CompactData, CompactErrors, CompactResponseData, CompactResponseErrors, CompactResponseResponses, CompactResponses, CreateAgentData, CreateAgentErrors, CreateAgentResponses, CreateApiKeyData, CreateApiKeyErrors, CreateApiKeyResponses, CreateConversationData, CreateConversationErrors, CreateConversationItemsData, CreateConversationItemsErrors, CreateConversationItemsResponses, CreateConversationResponses, CreateResponseData, CreateResponseErrors, CreateResponseResponses, CreateRunData, CreateRunErrors, CreateRunResponses, CreateSessionData, CreateSessionErrors, CreateSessionResponses, DeleteAgentData, DeleteAgentErrors, DeleteAgentResponses, DeleteApiKeyData, DeleteApiKeyErrors, DeleteApiKeyResponses, DeleteCheckpointsData, DeleteCheckpointsErrors, DeleteCheckpointsResponses, DeleteConversationData, DeleteConversationErrors, DeleteConversationItemData, DeleteConversationItemErrors, DeleteConversationItemResponses, DeleteConversationResponses, DeleteItemData, DeleteItemErrors, DeleteItemResponses, DeleteResponseData, DeleteResponseErrors, DeleteResponseResponses, DeleteRunCheckpointsData, DeleteRunCheckpointsErrors, DeleteRunCheckpointsResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, ExportData, ExportResponses, ForkSessionData, ForkSessionErrors, ForkSessionResponses, GetAgentData, GetAgentErrors, GetAgentResponses, GetAppStateData, GetAppStateErrors, GetAppStateResponses, GetCheckpointData, GetCheckpointErrors, GetCheckpointResponses, GetContextData, GetContextErrors, GetContextResponses, GetConversationData, GetConversationErrors, GetConversationItemData, GetConversationItemErrors, GetConversationItemResponses, GetConversationResponses, GetItemData, GetItemErrors, GetItemResponses, GetResponseData, GetResponseErrors, GetResponseResponses, GetRunData, GetRunErrors, GetRunResponses, GetSessionData, GetSessionErrors, GetSessionResponses, GetSessionStateData, GetSessionStateErrors, GetSessionStateResponses, GetUserStateData, GetUserStateErrors, GetUserStateResponses, HealthzData, HealthzResponses, ListAgentsData, ListAgentsErrors, ListAgentsResponses, ListApiKeysData, ListApiKeysErrors, ListApiKeysResponses, ListChatMessagesData, ListChatMessagesErrors, ListChatMessagesResponses, ListCheckpointsData, ListCheckpointsErrors, ListCheckpointsResponses, ListCompactionsData, ListCompactionsErrors, ListCompactionsResponses, ListConversationItemsData, ListConversationItemsErrors, ListConversationItemsResponses, ListItemsData, ListItemsErrors, ListItemsResponses, ListModelsData, ListModelsErrors, ListModelsResponses, ListResponseInputItemsData, ListResponseInputItemsErrors, ListResponseInputItemsResponses, ListRunsData, ListRunsErrors, ListRunsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, ListTenantCheckpointsData, ListTenantCheckpointsErrors, ListTenantCheckpointsResponses, LivezData, LivezResponses, MergeAppStateData, MergeAppStateErrors, MergeAppStateResponses, MergeSessionStateData, MergeSessionStateErrors, MergeSessionStateResponses, MergeUserStateData, MergeUserStateErrors, MergeUserStateResponses, OpenapiYamlData, OpenapiYamlResponses, PopLastItemData, PopLastItemErrors, PopLastItemResponses, PruneCheckpointsData, PruneCheckpointsErrors, PruneCheckpointsResponses, PutCheckpointData, PutCheckpointErrors, PutCheckpointResponses, PutCheckpointWritesData, PutCheckpointWritesErrors, PutCheckpointWritesResponses, ReadyzData, ReadyzErrors, ReadyzResponses, ReplaceAppStateData, ReplaceAppStateErrors, ReplaceAppStateResponses, ReplaceItemData, ReplaceItemErrors, ReplaceItemResponses, ReplaceItemsData, ReplaceItemsErrors, ReplaceItemsResponses, ReplaceSessionStateData, ReplaceSessionStateErrors, ReplaceSessionStateResponses, ReplaceUserStateData, ReplaceUserStateErrors, ReplaceUserStateResponses, ResumeChatStreamData, ResumeChatStreamErrors, ResumeChatStreamResponse, ResumeChatStreamResponses, RetrieveModelData, RetrieveModelErrors, RetrieveModelResponses, RunEventsData, RunEventsErrors, RunEventsResponse, RunEventsResponses, SendChatMessageData, SendChatMessageErrors, SendChatMessageResponse, SendChatMessageResponses, SubmitApprovalsData, SubmitApprovalsErrors, SubmitApprovalsResponses, SubmitToolOutputsData, SubmitToolOutputsErrors, SubmitToolOutputsResponses, UpdateAgentData, UpdateAgentErrors, UpdateAgentResponses, UpdateConversationData, UpdateConversationErrors, UpdateConversationResponses, UpdateSessionData, UpdateSessionErrors, UpdateSessionResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -253,6 +253,41 @@ export const resumeChatStream = <ThrowOnError extends boolean = false>(options: 
 });
 
 /**
+ * List the checkpoints of every session of the tenant, newest first.
+ */
+export const listTenantCheckpoints = <ThrowOnError extends boolean = false>(options?: Options<ListTenantCheckpointsData, ThrowOnError>) => (options?.client ?? client).get<ListTenantCheckpointsResponses, ListTenantCheckpointsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/checkpoints',
+    ...options
+});
+
+/**
+ * Delete the checkpoints of runs, in every session of the tenant.
+ */
+export const deleteRunCheckpoints = <ThrowOnError extends boolean = false>(options: Options<DeleteRunCheckpointsData, ThrowOnError>) => (options.client ?? client).post<DeleteRunCheckpointsResponses, DeleteRunCheckpointsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/checkpoints/delete',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Keep of each namespace of these sessions only the newest checkpoint, or none.
+ */
+export const pruneCheckpoints = <ThrowOnError extends boolean = false>(options: Options<PruneCheckpointsData, ThrowOnError>) => (options.client ?? client).post<PruneCheckpointsResponses, PruneCheckpointsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/checkpoints/prune',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
  * Create a conversation.
  */
 export const createConversation = <ThrowOnError extends boolean = false>(options: Options<CreateConversationData, ThrowOnError>) => (options.client ?? client).post<CreateConversationResponses, CreateConversationErrors, ThrowOnError>({
@@ -476,6 +511,61 @@ export const getSession = <ThrowOnError extends boolean = false>(options: Option
 export const updateSession = <ThrowOnError extends boolean = false>(options: Options<UpdateSessionData, ThrowOnError>) => (options.client ?? client).patch<UpdateSessionResponses, UpdateSessionErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/sessions/{session_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete a session's checkpoints with their writes and channel values; the session
+ * stays.
+ */
+export const deleteCheckpoints = <ThrowOnError extends boolean = false>(options: Options<DeleteCheckpointsData, ThrowOnError>) => (options.client ?? client).delete<DeleteCheckpointsResponses, DeleteCheckpointsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/checkpoints',
+    ...options
+});
+
+/**
+ * List a session's checkpoints, newest first; `limit=1` gets the newest.
+ */
+export const listCheckpoints = <ThrowOnError extends boolean = false>(options: Options<ListCheckpointsData, ThrowOnError>) => (options.client ?? client).get<ListCheckpointsResponses, ListCheckpointsErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/checkpoints',
+    ...options
+});
+
+/**
+ * Get one checkpoint with its channel values and pending writes.
+ */
+export const getCheckpoint = <ThrowOnError extends boolean = false>(options: Options<GetCheckpointData, ThrowOnError>) => (options.client ?? client).get<GetCheckpointResponses, GetCheckpointErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/checkpoints/{checkpoint_id}',
+    ...options
+});
+
+/**
+ * Store a checkpoint (the same id again replaces it), creating the session if it does
+ * not exist. Changes no revision of the session.
+ */
+export const putCheckpoint = <ThrowOnError extends boolean = false>(options: Options<PutCheckpointData, ThrowOnError>) => (options.client ?? client).put<PutCheckpointResponses, PutCheckpointErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/checkpoints/{checkpoint_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Store a task's writes pending on a checkpoint.
+ */
+export const putCheckpointWrites = <ThrowOnError extends boolean = false>(options: Options<PutCheckpointWritesData, ThrowOnError>) => (options.client ?? client).post<PutCheckpointWritesResponses, PutCheckpointWritesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/sessions/{session_id}/checkpoints/{checkpoint_id}/writes',
     ...options,
     headers: {
         'Content-Type': 'application/json',

@@ -184,6 +184,14 @@ export type ApprovalsRequest = {
 };
 
 /**
+ * One channel's value at one version.
+ */
+export type ChannelBlob = TypedValue & {
+    channel: string;
+    version: string;
+};
+
+/**
  * What `DefaultChatTransport` sends: `{id, messages, trigger, messageId}`, plus the
  * fields a page adds with the transport's `body` option (`agent_id`).
  */
@@ -211,6 +219,57 @@ export type ChatRequest = {
      * service keeps the history and a turn it kept stays.
      */
     trigger: string;
+};
+
+/**
+ * A stored checkpoint with its channel values and pending writes.
+ */
+export type Checkpoint = {
+    /**
+     * The values of the channels in `channel_versions`, each at its version.
+     */
+    blobs: Array<ChannelBlob>;
+    channel_versions: {
+        [key: string]: string;
+    };
+    checkpoint: TypedValue;
+    created_at: string;
+    id: string;
+    metadata: {
+        [key: string]: unknown;
+    };
+    namespace: string;
+    parent_id: string | null;
+    session_id: string;
+    /**
+     * The pending writes, by task and place.
+     */
+    writes: Array<PendingWrite>;
+};
+
+export type CheckpointList = {
+    /**
+     * Newest id first, each with its channel values and pending writes.
+     */
+    data: Array<Checkpoint>;
+    /**
+     * Whether older checkpoints match too: ask again with `before` the last id.
+     */
+    has_more: boolean;
+};
+
+export type CheckpointSaved = {
+    id: string;
+    namespace: string;
+    parent_id: string | null;
+    session_id: string;
+};
+
+export type CheckpointsDeleted = {
+    /**
+     * How many checkpoints went.
+     */
+    deleted: number;
 };
 
 export type CompactRequest = unknown & ({
@@ -592,6 +651,14 @@ export type CreatedApiKey = ApiKey & {
      * The key to send as `Authorization: Bearer <key>`; shown only in this response.
      */
     key: string;
+};
+
+export type DeleteRunsRequest = {
+    /**
+     * Checkpoints whose `metadata.run_id` is one of these go, in every session of the
+     * tenant, with their writes.
+     */
+    run_ids: Array<string>;
 };
 
 /**
@@ -1115,6 +1182,20 @@ export type PageSession = {
 };
 
 /**
+ * A write of a task, pending on a checkpoint.
+ */
+export type PendingWrite = TypedValue & {
+    channel: string;
+    /**
+     * Its place among the task's writes; a negative one (an error, an interrupt)
+     * replaces an earlier write at that place, a positive one keeps the first.
+     */
+    idx: number;
+    task_id: string;
+    task_path?: string;
+};
+
+/**
  * An RFC 9457 problem document.
  */
 export type Problem = {
@@ -1135,6 +1216,48 @@ export type Problem = {
      * A URI naming the kind of problem: `urn:agent-sessions:problem:<code>`.
      */
     type: string;
+};
+
+export type PruneKeep = 'latest' | 'none';
+
+export type PruneRequest = {
+    keep: PruneKeep;
+    session_ids: Array<string>;
+};
+
+export type PutCheckpointRequest = {
+    /**
+     * The values of the channels this checkpoint changed, each at the version
+     * `channel_versions` names; the others were stored with an earlier checkpoint.
+     */
+    blobs?: Array<ChannelBlob>;
+    /**
+     * The version of each channel the checkpoint holds.
+     */
+    channel_versions?: {
+        [key: string]: string;
+    };
+    /**
+     * The checkpoint itself, in the framework's serialization.
+     */
+    checkpoint: TypedValue;
+    /**
+     * Any JSON object; listings filter on its top-level members. `run_id` names the run
+     * that `POST /v1/checkpoints/delete` deletes by.
+     */
+    metadata?: {
+        [key: string]: unknown;
+    };
+    /**
+     * The checkpoint this one follows, in the same namespace.
+     */
+    parent_id?: string | null;
+};
+
+export type PutWritesRequest = {
+    task_id: string;
+    task_path?: string;
+    writes: Array<TaskWrite>;
 };
 
 export type ReplaceItemRequest = {
@@ -1373,6 +1496,15 @@ export type StateRequest = {
     user_id?: null | string;
 };
 
+export type TaskWrite = TypedValue & {
+    channel: string;
+    /**
+     * Its place among the task's writes: a place written again keeps the first write,
+     * but a negative place (an error, an interrupt) takes the last.
+     */
+    idx: number;
+};
+
 /**
  * A tool, by its `type`: a function, or an MCP server.
  */
@@ -1405,6 +1537,21 @@ export type ToolOutputsRequest = {
      * Answer with the run's further events as server-sent events.
      */
     stream?: boolean | null;
+};
+
+/**
+ * A value in the framework's own serialization: its type tag and its bytes in base64,
+ * kept byte for byte (none for a value of no bytes, such as an empty channel).
+ */
+export type TypedValue = {
+    /**
+     * The bytes, in standard base64 (with padding).
+     */
+    data: string | null;
+    /**
+     * The serializer's type tag, such as `msgpack` or `json`.
+     */
+    type: string;
 };
 
 /**
@@ -1747,7 +1894,7 @@ export type DeleteAgentErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -1801,7 +1948,7 @@ export type GetAgentErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -1855,7 +2002,7 @@ export type UpdateAgentErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -2040,7 +2187,7 @@ export type DeleteApiKeyErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -2098,7 +2245,7 @@ export type GetAppStateErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -2300,7 +2447,7 @@ export type GetUserStateErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -2501,7 +2648,7 @@ export type SendChatMessageErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -2576,7 +2723,7 @@ export type ListChatMessagesErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -2657,6 +2804,186 @@ export type ResumeChatStreamResponses = {
 };
 
 export type ResumeChatStreamResponse = ResumeChatStreamResponses[keyof ResumeChatStreamResponses];
+
+export type ListTenantCheckpointsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Only this namespace (empty: the root one); absent, every namespace
+         */
+        namespace?: string;
+        /**
+         * Only checkpoints whose id sorts before this one
+         */
+        before?: string;
+        /**
+         * 1 to 1000 (default 100)
+         */
+        limit?: number;
+        /**
+         * A JSON object: only checkpoints whose metadata has each of its members, equal as JSON (null also matches a missing member)
+         */
+        metadata?: string;
+    };
+    url: '/v1/checkpoints';
+};
+
+export type ListTenantCheckpointsErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type ListTenantCheckpointsError = ListTenantCheckpointsErrors[keyof ListTenantCheckpointsErrors];
+
+export type ListTenantCheckpointsResponses = {
+    /**
+     * Checkpoints, newest first
+     */
+    200: CheckpointList;
+};
+
+export type ListTenantCheckpointsResponse = ListTenantCheckpointsResponses[keyof ListTenantCheckpointsResponses];
+
+export type DeleteRunCheckpointsData = {
+    body: DeleteRunsRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/checkpoints/delete';
+};
+
+export type DeleteRunCheckpointsErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type DeleteRunCheckpointsError = DeleteRunCheckpointsErrors[keyof DeleteRunCheckpointsErrors];
+
+export type DeleteRunCheckpointsResponses = {
+    /**
+     * Deleted
+     */
+    200: CheckpointsDeleted;
+};
+
+export type DeleteRunCheckpointsResponse = DeleteRunCheckpointsResponses[keyof DeleteRunCheckpointsResponses];
+
+export type PruneCheckpointsData = {
+    body: PruneRequest;
+    path?: never;
+    query?: never;
+    url: '/v1/checkpoints/prune';
+};
+
+export type PruneCheckpointsErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type PruneCheckpointsError = PruneCheckpointsErrors[keyof PruneCheckpointsErrors];
+
+export type PruneCheckpointsResponses = {
+    /**
+     * Pruned
+     */
+    200: CheckpointsDeleted;
+};
+
+export type PruneCheckpointsResponse = PruneCheckpointsResponses[keyof PruneCheckpointsResponses];
 
 export type CreateConversationData = {
     body: CreateConversation;
@@ -4093,7 +4420,7 @@ export type CreateSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4169,7 +4496,7 @@ export type DeleteSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4231,7 +4558,7 @@ export type GetSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4291,7 +4618,7 @@ export type UpdateSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4335,6 +4662,386 @@ export type UpdateSessionResponses = {
 
 export type UpdateSessionResponse = UpdateSessionResponses[keyof UpdateSessionResponses];
 
+export type DeleteCheckpointsData = {
+    body?: never;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+    };
+    query?: never;
+    url: '/v1/sessions/{session_id}/checkpoints';
+};
+
+export type DeleteCheckpointsErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type DeleteCheckpointsError = DeleteCheckpointsErrors[keyof DeleteCheckpointsErrors];
+
+export type DeleteCheckpointsResponses = {
+    /**
+     * Deleted
+     */
+    204: void;
+};
+
+export type DeleteCheckpointsResponse = DeleteCheckpointsResponses[keyof DeleteCheckpointsResponses];
+
+export type ListCheckpointsData = {
+    body?: never;
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+    };
+    query?: {
+        /**
+         * Only this namespace (empty: the root one); absent, every namespace
+         */
+        namespace?: string;
+        /**
+         * Only checkpoints whose id sorts before this one
+         */
+        before?: string;
+        /**
+         * 1 to 1000 (default 100)
+         */
+        limit?: number;
+        /**
+         * A JSON object: only checkpoints whose metadata has each of its members, equal as JSON (null also matches a missing member)
+         */
+        metadata?: string;
+    };
+    url: '/v1/sessions/{session_id}/checkpoints';
+};
+
+export type ListCheckpointsErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type ListCheckpointsError = ListCheckpointsErrors[keyof ListCheckpointsErrors];
+
+export type ListCheckpointsResponses = {
+    /**
+     * Checkpoints, newest first
+     */
+    200: CheckpointList;
+};
+
+export type ListCheckpointsResponse = ListCheckpointsResponses[keyof ListCheckpointsResponses];
+
+export type GetCheckpointData = {
+    body?: never;
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+        /**
+         * The checkpoint id
+         */
+        checkpoint_id: string;
+    };
+    query?: {
+        /**
+         * The namespace (default: the root one, empty)
+         */
+        namespace?: string;
+    };
+    url: '/v1/sessions/{session_id}/checkpoints/{checkpoint_id}';
+};
+
+export type GetCheckpointErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
+     */
+    404: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+};
+
+export type GetCheckpointError = GetCheckpointErrors[keyof GetCheckpointErrors];
+
+export type GetCheckpointResponses = {
+    /**
+     * The checkpoint
+     */
+    200: Checkpoint;
+};
+
+export type GetCheckpointResponse = GetCheckpointResponses[keyof GetCheckpointResponses];
+
+export type PutCheckpointData = {
+    body: PutCheckpointRequest;
+    headers?: {
+        /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+        /**
+         * The checkpoint id: ids of one namespace sort in the order they were made
+         */
+        checkpoint_id: string;
+    };
+    query?: {
+        /**
+         * The namespace (default: the root one, empty)
+         */
+        namespace?: string;
+    };
+    url: '/v1/sessions/{session_id}/checkpoints/{checkpoint_id}';
+};
+
+export type PutCheckpointErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type PutCheckpointError = PutCheckpointErrors[keyof PutCheckpointErrors];
+
+export type PutCheckpointResponses = {
+    /**
+     * Stored
+     */
+    200: CheckpointSaved;
+};
+
+export type PutCheckpointResponse = PutCheckpointResponses[keyof PutCheckpointResponses];
+
+export type PutCheckpointWritesData = {
+    body: PutWritesRequest;
+    headers?: {
+        /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
+    path: {
+        /**
+         * The session id
+         */
+        session_id: string;
+        /**
+         * The checkpoint id
+         */
+        checkpoint_id: string;
+    };
+    query?: {
+        /**
+         * The namespace (default: the root one, empty)
+         */
+        namespace?: string;
+    };
+    url: '/v1/sessions/{session_id}/checkpoints/{checkpoint_id}/writes';
+};
+
+export type PutCheckpointWritesErrors = {
+    /**
+     * `invalid_request`: the detail names the field at fault; `nothing_to_compact`: the session has no more than `keep_recent_items` items to summarise
+     */
+    400: Problem;
+    /**
+     * `unauthorized` (with `WWW-Authenticate: Bearer`): authentication is on (`ADMIN_API_KEY`) and the request has no key, or an unknown, revoked or expired one
+     */
+    401: Problem;
+    /**
+     * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
+     */
+    403: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
+    /**
+     * `payload_too_large`: the body is over MAX_BODY_BYTES
+     */
+    413: Problem;
+    /**
+     * `unsupported_media_type`: the body is not JSON
+     */
+    415: Problem;
+    /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
+    /**
+     * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
+     */
+    429: Problem;
+    /**
+     * `internal_error`: logged with the request id; `encryption_key_missing`: a stored value is encrypted under a key id (named) that ENCRYPTION_KEYS does not hold
+     */
+    500: Problem;
+    /**
+     * `database_unavailable` (with `Retry-After`: retry, with the same `Idempotency-Key`), or `request_timeout` when the request ran over the time limit; on `/readyz`, `encryption_key_missing` or `shutting_down`
+     */
+    503: Problem;
+    /**
+     * `storage_full` (with `Retry-After`): the database's disk is full; nothing of the write was stored
+     */
+    507: Problem;
+};
+
+export type PutCheckpointWritesError = PutCheckpointWritesErrors[keyof PutCheckpointWritesErrors];
+
+export type PutCheckpointWritesResponses = {
+    /**
+     * Stored
+     */
+    204: void;
+};
+
+export type PutCheckpointWritesResponse = PutCheckpointWritesResponses[keyof PutCheckpointWritesResponses];
+
 export type CompactData = {
     body: CompactRequestBody;
     path: {
@@ -4361,7 +5068,7 @@ export type CompactErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4456,7 +5163,7 @@ export type ListCompactionsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4510,7 +5217,7 @@ export type GetContextErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4570,7 +5277,7 @@ export type ForkSessionErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4650,7 +5357,7 @@ export type ClearItemsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4733,7 +5440,7 @@ export type ListItemsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4882,7 +5589,7 @@ export type ReplaceItemsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -4962,7 +5669,7 @@ export type PopLastItemErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5034,7 +5741,7 @@ export type DeleteItemErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5100,7 +5807,7 @@ export type GetItemErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5164,7 +5871,7 @@ export type ReplaceItemErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5251,7 +5958,7 @@ export type ListRunsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5311,7 +6018,7 @@ export type CreateRunErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5393,7 +6100,7 @@ export type GetRunErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5451,7 +6158,7 @@ export type SubmitApprovalsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5534,7 +6241,7 @@ export type CancelRunErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5606,7 +6313,7 @@ export type RunEventsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5664,7 +6371,7 @@ export type SubmitToolOutputsErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
@@ -5743,7 +6450,7 @@ export type GetSessionStateErrors = {
      */
     403: Problem;
     /**
-     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found` or `state_not_found` (an app or user without a state document); another tenant's object is not found either
+     * `session_not_found`, `item_not_found`, `session_empty`, `agent_not_found`, `run_not_found`, `api_key_not_found`, `state_not_found` (an app or user without a state document) or `checkpoint_not_found`; another tenant's object is not found either
      */
     404: Problem;
     /**
