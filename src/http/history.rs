@@ -31,16 +31,22 @@ pub struct ReplaceItemRequest {
 
 /// Replace one item in place.
 #[utoipa::path(put, path = "/v1/sessions/{session_id}/items/{item_id}", tag = "items",
-    params(TenantItem, IfMatchHeader), request_body = ReplaceItemRequest,
-    responses((status = 200, description = "The item as it is now", body = Item), Lookup, JsonBody))]
+    params(TenantItem, IdempotencyHeader, IfMatchHeader), request_body = ReplaceItemRequest,
+    responses((status = 200, description = "The item as it is now", body = Item), Lookup, JsonBody,
+        (status = 422, response = KeyReused)))]
 async fn replace_item(
     State(state): State<AppState>,
     item: TenantItem,
+    idempotency: IdempotencyHeader,
     IfMatchHeader(if_match): IfMatchHeader,
     AppJson(request): AppJson<ReplaceItemRequest>,
 ) -> Result<(ETag, Json<Item>)> {
     let body = ItemBody::new("item", request.item)?;
-    let replaced = state.store.replace_item(&item.tenant, &item.session, item.id, body, if_match);
+    let target = format!("replace item\0{}\0{if_match:?}", item.id);
+    let key =
+        idempotency.key(|k| IdempotencyKey::for_write(k, &item.session, &target, body.as_str()))?;
+    let replaced =
+        state.store.replace_item(&item.tenant, &item.session, item.id, body, key, if_match);
     let (replaced, revision) = replaced.await.map_err(|e| item.store_error(e))?;
     Ok((ETag(revision), Json(replaced)))
 }

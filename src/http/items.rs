@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::answer::Created;
 use super::error::Result;
-use super::error::{JsonBody, KeyReused, Lookup};
+use super::error::{Conflict, JsonBody, KeyReused, Lookup};
 use super::extract::{AppJson, IdempotencyHeader, TenantItem, TenantSession};
 use super::list_query::ListQuery;
 use super::revision::{ETag, IfMatchHeader};
@@ -117,6 +117,7 @@ async fn list_items(
     responses(
         (status = 201, description = "The appended items", body = AppendItemsResponse),
         JsonBody,
+        (status = 409, response = Conflict),
         (status = 422, response = KeyReused),
     ))]
 async fn append_items(
@@ -154,38 +155,48 @@ async fn get_item(State(state): State<AppState>, item: TenantItem) -> Result<Jso
 
 /// Delete one item.
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}/items/{item_id}", tag = "items",
-    params(TenantItem, IfMatchHeader), responses((status = 204, description = "Deleted"), Lookup))]
+    params(TenantItem, IdempotencyHeader, IfMatchHeader),
+    responses((status = 204, description = "Deleted"), Lookup, (status = 422, response = KeyReused)))]
 async fn delete_item(
     State(state): State<AppState>,
     item: TenantItem,
+    idempotency: IdempotencyHeader,
     IfMatchHeader(if_match): IfMatchHeader,
 ) -> Result<NoContent> {
-    let done = state.store.delete_item(&item.tenant, &item.session, item.id, if_match).await;
+    let target = format!("delete item\0{}\0{if_match:?}", item.id);
+    let key = idempotency.key(|k| IdempotencyKey::for_write(k, &item.session, &target, ""))?;
+    let done = state.store.delete_item(&item.tenant, &item.session, item.id, key, if_match).await;
     done.map(|()| NoContent).map_err(|e| item.store_error(e))
 }
 
 /// Remove and return the newest item (the SDKs' `pop_item`).
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}/items/last", tag = "items",
-    params(TenantSession, IfMatchHeader),
-    responses((status = 200, description = "The removed item", body = Item), Lookup))]
+    params(TenantSession, IdempotencyHeader, IfMatchHeader),
+    responses((status = 200, description = "The removed item", body = Item), Lookup, (status = 422, response = KeyReused)))]
 async fn pop_last_item(
     State(state): State<AppState>,
     session: TenantSession,
+    idempotency: IdempotencyHeader,
     IfMatchHeader(if_match): IfMatchHeader,
 ) -> Result<Json<Item>> {
-    let answer = state.store.pop_last_item(&session.tenant, &session.id, if_match).await;
+    let target = format!("pop\0{if_match:?}");
+    let key = idempotency.key(|k| IdempotencyKey::for_write(k, &session.id, &target, ""))?;
+    let answer = state.store.pop_last_item(&session.tenant, &session.id, key, if_match).await;
     answer.map(Json).map_err(|e| session.store_error(e))
 }
 
 /// Remove every item and keep the session (the SDKs' `clear_session`).
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}/items", tag = "items",
-    params(TenantSession, IfMatchHeader),
-    responses((status = 204, description = "Cleared"), Lookup))]
+    params(TenantSession, IdempotencyHeader, IfMatchHeader),
+    responses((status = 204, description = "Cleared"), Lookup, (status = 422, response = KeyReused)))]
 async fn clear_items(
     State(state): State<AppState>,
     session: TenantSession,
+    idempotency: IdempotencyHeader,
     IfMatchHeader(if_match): IfMatchHeader,
 ) -> Result<NoContent> {
-    let done = state.store.clear_items(&session.tenant, &session.id, if_match).await;
+    let target = format!("clear\0{if_match:?}");
+    let key = idempotency.key(|k| IdempotencyKey::for_write(k, &session.id, &target, ""))?;
+    let done = state.store.clear_items(&session.tenant, &session.id, key, if_match).await;
     done.map(|()| NoContent).map_err(|e| session.store_error(e))
 }

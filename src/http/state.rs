@@ -14,7 +14,7 @@ use utoipa::openapi::Required;
 use utoipa::{IntoParams, ToSchema};
 
 use super::answer::Replayed;
-use super::error::{ApiError, JsonBody, KeyReused, Lookup, Result};
+use super::error::{ApiError, Conflict, JsonBody, KeyReused, Lookup, Result};
 use super::extract::{AppJson, IdempotencyHeader, TenantSession};
 use super::revision::{ETag, IfMatchHeader};
 use super::AppState;
@@ -156,6 +156,7 @@ async fn read(
     responses(
         (status = 200, description = "The new state and revision", body = SessionState),
         JsonBody,
+        (status = 409, response = Conflict),
         (status = 422, response = KeyReused),
     ))]
 async fn replace(
@@ -173,6 +174,7 @@ async fn replace(
     responses(
         (status = 200, description = "The new state and revision", body = SessionState),
         JsonBody,
+        (status = 409, response = Conflict),
         (status = 422, response = KeyReused),
     ))]
 async fn merge(

@@ -61,15 +61,15 @@ impl IdempotencyKey {
         Self::for_request(b"fork\0", key, session_id, body)
     }
 
-    /// The key of a checkpoint write on the session: `target` names the checkpoint (and
-    /// what of it), `body` is the request's JSON.
-    pub fn for_checkpoint(
+    /// The key of another write on the session: `target` names the route and what of the
+    /// session it writes, `body` is the request's JSON (empty without one).
+    pub fn for_write(
         key: &str,
         session_id: &SessionId,
         target: &str,
         body: &str,
     ) -> Result<Self, InvalidField> {
-        Self::for_request(format!("checkpoint\0{target}\0").as_bytes(), key, session_id, body)
+        Self::for_request(format!("write\0{target}\0").as_bytes(), key, session_id, body)
     }
 
     /// The key of a request of `kind` on the session. The kind marks it apart from

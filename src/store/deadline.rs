@@ -161,20 +161,25 @@ within_deadline!(SessionStore {
     read fn list_items(&self, tenant: &str, session_id: &SessionId, page: &PageRequest) -> Page<Item>;
     read fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Item;
     write fn delete_item(
-        &self, tenant: &str, session_id: &SessionId, item_id: Uuid, if_match: Option<IfMatch>
+        &self, tenant: &str, session_id: &SessionId, item_id: Uuid,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
     ) -> ();
     write fn pop_last_item(
-        &self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>
+        &self, tenant: &str, session_id: &SessionId, idempotency: Option<IdempotencyKey>,
+        if_match: Option<IfMatch>
     ) -> Item;
     write fn replace_item(
         &self, tenant: &str, session_id: &SessionId, item_id: Uuid, body: ItemBody,
-        if_match: Option<IfMatch>
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
     ) -> (Item, i64);
     bulk fn replace_items(
         &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>, after: Option<Uuid>,
         idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>
     ) -> Appended;
-    bulk fn clear_items(&self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>) -> ();
+    bulk fn clear_items(
+        &self, tenant: &str, session_id: &SessionId, idempotency: Option<IdempotencyKey>,
+        if_match: Option<IfMatch>
+    ) -> ();
     bulk fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> u64;
     bulk fn sweep_expired(&self, batch: i64) -> Swept;
     read fn server_secret(&self, name: &str) -> String;

@@ -133,6 +133,7 @@ pub trait SessionStore:
         tenant: &str,
         session_id: &SessionId,
         item_id: Uuid,
+        idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<()>;
 
@@ -142,6 +143,7 @@ pub trait SessionStore:
         &self,
         tenant: &str,
         session_id: &SessionId,
+        idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<Item>;
 
@@ -154,6 +156,7 @@ pub trait SessionStore:
         session_id: &SessionId,
         item_id: Uuid,
         body: ItemBody,
+        idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<(Item, i64)>;
 
@@ -175,6 +178,7 @@ pub trait SessionStore:
         &self,
         tenant: &str,
         session_id: &SessionId,
+        idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<()>;
 

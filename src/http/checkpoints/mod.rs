@@ -134,9 +134,8 @@ async fn put_checkpoint(
         blobs: request.blobs,
     };
     new.check()?;
-    let target = format!("{}\0{}\0{if_match:?}", new.namespace, new.id);
-    let key =
-        idempotency.key(|key| IdempotencyKey::for_checkpoint(key, &session.id, &target, &text))?;
+    let target = format!("checkpoint\0{}\0{}\0{if_match:?}", new.namespace, new.id);
+    let key = idempotency.key(|key| IdempotencyKey::for_write(key, &session.id, &target, &text))?;
     let saved = CheckpointSaved {
         session_id: session.id.as_str().to_owned(),
         namespace: new.namespace.clone(),
@@ -179,9 +178,8 @@ async fn put_writes(
     for (n, write) in writes.iter().enumerate() {
         write.check(&format!("writes[{n}]"))?;
     }
-    let target = format!("{}\0{id}\0writes\0{if_match:?}", query.namespace());
-    let key =
-        idempotency.key(|key| IdempotencyKey::for_checkpoint(key, &session.id, &target, &text))?;
+    let target = format!("checkpoint writes\0{}\0{id}\0{if_match:?}", query.namespace());
+    let key = idempotency.key(|key| IdempotencyKey::for_write(key, &session.id, &target, &text))?;
     let at = CheckpointRef { session_id: &session.id, namespace: query.namespace(), id: &id };
     let put = state.store.put_writes(&session.tenant, at, writes, key, if_match).await;
     let replayed = put.map_err(|e| session.store_error(e))?;

@@ -305,7 +305,7 @@ async fn delete_item(
     Segments((id, item_id)): Segments<(String, String)>,
 ) -> Result<Json<Conversation>> {
     let (id, item) = item_of(&state, &tenant, &id, &item_id).await?;
-    let deleted = state.store.delete_item(&tenant, &id, item.id, None).await;
+    let deleted = state.store.delete_item(&tenant, &id, item.id, None, None).await;
     deleted.map_err(|e| ApiError::from_store(e, id.as_str(), Some(&item_id)))?;
     Ok(Json(existing(&state, &tenant, id.as_str()).await?.1.into()))
 }

@@ -112,3 +112,33 @@ pub(super) async fn purge(store: &Store, cutoff: DateTime<Utc>) -> Result<u64> {
         .rows_affected();
     Ok(purged)
 }
+
+/// The first response to a retry of `key` (none: no key, or the first request), the key
+/// claimed in the transaction on `conn` otherwise.
+pub(super) async fn first_answer(
+    conn: &mut Conn,
+    codec: &PayloadCodec,
+    tenant: &str,
+    key: Option<&IdempotencyKey>,
+) -> Result<Option<String>> {
+    match key {
+        Some(key) => {
+            Ok(claim_key(conn, codec, tenant, key, Timestamp::now()).await?.map(|(r, _)| r))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Keeps the response to the request that claimed `key`, if it has one.
+pub(super) async fn answered(
+    conn: &mut Conn,
+    codec: &PayloadCodec,
+    tenant: &str,
+    key: Option<&IdempotencyKey>,
+    response: &str,
+) -> Result<()> {
+    match key {
+        Some(key) => keep_response(conn, codec, tenant, key, response).await,
+        None => Ok(()),
+    }
+}

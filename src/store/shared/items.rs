@@ -5,13 +5,14 @@
 use uuid::Uuid;
 
 use super::backend::{Store, NOW};
+use super::idempotency_keys::{answered, first_answer};
 use super::sessions::{row_value, session_pk, session_pk_at};
 use super::Conn;
-use crate::model::{IfMatch, Item, ItemBody, Page, PageRequest, SessionId};
+use crate::model::{IdempotencyKey, IfMatch, Item, ItemBody, Page, PageRequest, SessionId};
 use crate::store::combiner::Replacing;
 use crate::store::pages::{explain_empty_page, read_item_rows, uuid_cursor, ItemsPage};
 use crate::store::payload::Column;
-use crate::store::rows::{live, open_items, ItemRow, ITEM_COLUMNS};
+use crate::store::rows::{live, open_items, to_json, ItemRow, ITEM_COLUMNS};
 use crate::store::run_rows::UNFINISHED;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError};
@@ -150,9 +151,12 @@ pub(super) async fn delete(
     tenant: &str,
     session_id: &SessionId,
     item_id: Uuid,
-    if_match: Option<IfMatch>,
+    (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<()> {
     let mut tx = store.writer().begin().await?;
+    if first_answer(&mut tx, &store.codec, tenant, key).await?.is_some() {
+        return Ok(());
+    }
     let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
     let deleted: Option<(i64, Option<Uuid>)> = sqlx::query_as(
         "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq, run_id",
@@ -166,6 +170,7 @@ pub(super) async fn delete(
     drop_compactions(&mut tx, tenant, session_pk, seq).await?;
     drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(run_id)).await?;
     count_items(&mut tx, tenant, session_pk, -1).await?;
+    answered(&mut tx, &store.codec, tenant, key, "{}").await?;
     tx.commit().await?;
     Ok(())
 }
@@ -174,9 +179,12 @@ pub(super) async fn pop_last(
     store: &Store,
     tenant: &str,
     session_id: &SessionId,
-    if_match: Option<IfMatch>,
+    (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<Item> {
     let mut tx = store.writer().begin().await?;
+    if let Some(first) = first_answer(&mut tx, &store.codec, tenant, key).await? {
+        return replayed(&first);
+    }
     let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
     let row: Option<ItemRow> = sqlx::query_as(&format!(
         r"delete from items where tenant_id = $1 and session_pk = $2 and id = (
@@ -194,6 +202,7 @@ pub(super) async fn pop_last(
     drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
     drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(item.run_id)).await?;
     count_items(&mut tx, tenant, session_pk, -1).await?;
+    answered(&mut tx, &store.codec, tenant, key, &to_json(&item)?).await?;
     tx.commit().await?;
     Ok(item)
 }
@@ -202,9 +211,12 @@ pub(super) async fn clear(
     store: &Store,
     tenant: &str,
     session_id: &SessionId,
-    if_match: Option<IfMatch>,
+    (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<()> {
     let mut tx = store.writer().begin().await?;
+    if first_answer(&mut tx, &store.codec, tenant, key).await?.is_some() {
+        return Ok(());
+    }
     let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
     let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
         .bind(tenant)
@@ -215,6 +227,7 @@ pub(super) async fn clear(
     drop_compactions(&mut tx, tenant, session_pk, 0).await?;
     drop_runs(&mut tx, tenant, session_pk, RunsHolding::All).await?;
     count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
+    answered(&mut tx, &store.codec, tenant, key, "{}").await?;
     tx.commit().await?;
     Ok(())
 }
@@ -272,9 +285,12 @@ pub(super) async fn replace(
     session_id: &SessionId,
     item_id: Uuid,
     body: &ItemBody,
-    if_match: Option<IfMatch>,
+    (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<(Item, i64)> {
     let mut tx = store.writer().begin().await?;
+    if let Some(first) = first_answer(&mut tx, &store.codec, tenant, key).await? {
+        return replayed(&first);
+    }
     let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
     let sealed = store.codec.seal(tenant, Column::ItemBody, body.as_str())?;
     let row: Option<ItemRow> = sqlx::query_as(&format!(
@@ -291,7 +307,14 @@ pub(super) async fn replace(
     drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
     drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(item.run_id)).await?;
     let revision = count_items(&mut tx, tenant, session_pk, 0).await?;
-    tx.commit().await?;
     item.item = body.to_raw();
+    answered(&mut tx, &store.codec, tenant, key, &to_json(&(&item, revision))?).await?;
+    tx.commit().await?;
     Ok((item, revision))
+}
+
+/// What a retry answers: the first answer, kept as JSON.
+fn replayed<T: serde::de::DeserializeOwned>(first: &str) -> Result<T> {
+    serde_json::from_str(first)
+        .map_err(|e| StoreError::Corrupt(format!("idempotency response: {e}")))
 }

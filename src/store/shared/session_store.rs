@@ -84,18 +84,20 @@ impl SessionStore for Store {
         tenant: &str,
         session_id: &SessionId,
         item_id: Uuid,
+        idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<()> {
-        items::delete(self, tenant, session_id, item_id, if_match).await
+        items::delete(self, tenant, session_id, item_id, (idempotency.as_ref(), if_match)).await
     }
 
     async fn pop_last_item(
         &self,
         tenant: &str,
         session_id: &SessionId,
+        idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<Item> {
-        items::pop_last(self, tenant, session_id, if_match).await
+        items::pop_last(self, tenant, session_id, (idempotency.as_ref(), if_match)).await
     }
 
     async fn replace_item(
@@ -104,9 +106,11 @@ impl SessionStore for Store {
         session_id: &SessionId,
         item_id: Uuid,
         body: ItemBody,
+        idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<(Item, i64)> {
-        items::replace(self, tenant, session_id, item_id, &body, if_match).await
+        items::replace(self, tenant, session_id, item_id, &body, (idempotency.as_ref(), if_match))
+            .await
     }
 
     async fn replace_items(
@@ -134,9 +138,10 @@ impl SessionStore for Store {
         &self,
         tenant: &str,
         session_id: &SessionId,
+        idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<()> {
-        items::clear(self, tenant, session_id, if_match).await
+        items::clear(self, tenant, session_id, (idempotency.as_ref(), if_match)).await
     }
 
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {

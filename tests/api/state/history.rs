@@ -11,7 +11,67 @@ on_both_backends!(
     an_item_is_replaced_in_place,
     the_history_or_a_suffix_is_replaced_at_once_with_new_seqs,
     a_stale_or_bad_replacement_changes_nothing,
+    removals_and_replacements_take_idempotency_keys,
 );
+
+/// A request with an `Idempotency-Key` and a JSON body, if any.
+async fn keyed(
+    app: &TestApp,
+    method: Method,
+    uri: &str,
+    key: &str,
+    body: Option<Value>,
+) -> crate::helpers::TestResponse {
+    let request =
+        axum::http::Request::builder().method(method).uri(uri).header("idempotency-key", key);
+    let request = match body {
+        Some(body) => request
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_string())),
+        None => request.body(axum::body::Body::empty()),
+    };
+    app.send(request.unwrap()).await
+}
+
+async fn removals_and_replacements_take_idempotency_keys(db: TestDb) {
+    let app = TestApp::new(db, &test_config());
+    let made =
+        app.post("/v1/sessions/k/items", json!({"items": [{"n": 1}, {"n": 2}, {"n": 3}]})).await;
+    let made = made.expect(StatusCode::CREATED);
+    let id = |n: usize| made["data"][n]["id"].as_str().unwrap().to_owned();
+
+    // A retried pop answers the item the first one removed, and removes no other.
+    let popped = keyed(&app, Method::DELETE, "/v1/sessions/k/items/last", "pop-1", None).await;
+    let popped = popped.expect(StatusCode::OK);
+    let again = keyed(&app, Method::DELETE, "/v1/sessions/k/items/last", "pop-1", None).await;
+    assert_eq!(again.expect(StatusCode::OK), popped);
+    assert_eq!(items(&app, "k").await.len(), 2);
+
+    let first = format!("/v1/sessions/k/items/{}", id(0));
+    keyed(&app, Method::DELETE, &first, "del-1", None).await.expect(StatusCode::NO_CONTENT);
+    keyed(&app, Method::DELETE, &first, "del-1", None).await.expect(StatusCode::NO_CONTENT);
+    // Without its key, a repeat finds nothing to delete.
+    app.delete(&first).await.expect_problem(StatusCode::NOT_FOUND, "item_not_found");
+
+    let second = format!("/v1/sessions/k/items/{}", id(1));
+    let body = Some(json!({"item": {"n": 20}}));
+    let replaced = keyed(&app, Method::PUT, &second, "put-1", body.clone()).await;
+    let replaced_body = replaced.expect(StatusCode::OK);
+    let revision = etag(&replaced);
+    keyed(&app, Method::DELETE, "/v1/sessions/k/items", "clear-1", None)
+        .await
+        .expect(StatusCode::NO_CONTENT);
+    let retried = keyed(&app, Method::PUT, &second, "put-1", body).await;
+    assert_eq!((retried.expect(StatusCode::OK), etag(&retried)), (replaced_body, revision));
+    keyed(&app, Method::DELETE, "/v1/sessions/k/items", "clear-1", None)
+        .await
+        .expect(StatusCode::NO_CONTENT);
+    let other = keyed(&app, Method::PUT, &second, "put-1", Some(json!({"item": {"n": 21}}))).await;
+    other.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused");
+    let other_route =
+        keyed(&app, Method::DELETE, "/v1/sessions/k/items/last", "clear-1", None).await;
+    other_route.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused");
+}
 
 async fn items(app: &TestApp, session: &str) -> Vec<Value> {
     let page = app.get(&format!("/v1/sessions/{session}/items")).await.expect(StatusCode::OK);

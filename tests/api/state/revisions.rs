@@ -160,11 +160,25 @@ async fn if_match_on_a_session_that_does_not_exist_creates_nothing(db: TestDb) {
 /// again after a 412, 25 times: no increment is lost.
 async fn eight_writers_with_if_match_lose_no_update(db: TestDb) {
     let app = std::sync::Arc::new(TestApp::new(db, &test_config()));
+    count_to_200(&[app.clone(), app]).await;
+}
+
+/// The same eight writers, half on each of two replicas of one Postgres.
+#[sqlx::test(migrations = "./migrations/postgres")]
+async fn eight_writers_on_two_replicas_lose_no_update(pool: sqlx::PgPool) {
+    let first = TestApp::new(crate::helpers::TestDb::postgres_replica(&pool), &test_config());
+    let second = TestApp::new(crate::helpers::TestDb::postgres(pool), &test_config());
+    count_to_200(&[std::sync::Arc::new(first), std::sync::Arc::new(second)]).await;
+}
+
+/// Eight clients, taking turns over `apps`, each count 25 times in one session's state:
+/// read, merge with `If-Match`, again on 412. The counter ends at exactly 200.
+async fn count_to_200(apps: &[std::sync::Arc<TestApp>]) {
     let start = json!({"state": {"counter": 0}});
-    send(&app, Method::PUT, "/v1/sessions/c/state", None, Some(start)).await;
+    send(&apps[0], Method::PUT, "/v1/sessions/c/state", None, Some(start)).await;
     let mut clients = tokio::task::JoinSet::new();
-    for _ in 0..8 {
-        let app = app.clone();
+    for n in 0..8 {
+        let app = apps[n % apps.len()].clone();
         clients.spawn(async move {
             let mut refused = 0;
             for _ in 0..25 {
@@ -186,7 +200,7 @@ async fn eight_writers_with_if_match_lose_no_update(db: TestDb) {
         });
     }
     let refused: i64 = clients.join_all().await.into_iter().sum();
-    let read = app.get("/v1/sessions/c/state").await;
+    let read = apps[1].get("/v1/sessions/c/state").await;
     assert_eq!(read.expect(StatusCode::OK)["state"]["counter"], 200, "{refused} refusals");
     assert_eq!(etag(&read), 201);
 }

@@ -50,7 +50,7 @@ async fn concurrent_pops_return_each_item_once(db: TestDb) {
     append_numbered(&*db.store, "race", 20).await;
     let pops = (0..30).map(|_| {
         let store = db.store.clone();
-        tokio::spawn(async move { store.pop_last_item(T, &sid("race"), None).await })
+        tokio::spawn(async move { store.pop_last_item(T, &sid("race"), None, None).await })
     });
     let mut popped = HashSet::new();
     let mut empty = 0;

@@ -42,11 +42,11 @@ async fn a_repeated_key_returns_the_first_append(db: TestDb) {
     // After a pop, the answer holds what is left of the first append, and nothing is
     // appended again; once the items are all gone, it holds none (deletion sticks: the
     // key keeps no copy of them).
-    db.store.pop_last_item(T, &sid("idem"), None).await.unwrap();
+    db.store.pop_last_item(T, &sid("idem"), None, None).await.unwrap();
     let after_pop = append_keyed(&db, "idem", "k-1", &items).await.unwrap();
     assert!(after_pop.replayed);
     assert_eq!(ids(&after_pop), ids(&first)[..1]);
-    db.store.clear_items(T, &sid("idem"), None).await.unwrap();
+    db.store.clear_items(T, &sid("idem"), None, None).await.unwrap();
     let later = append_keyed(&db, "idem", "k-1", &items).await.unwrap();
     assert!(later.replayed && later.items.is_empty());
     assert_eq!(db.store.get_session(T, &sid("idem")).await.unwrap().item_count, 0);

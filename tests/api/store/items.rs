@@ -152,13 +152,13 @@ async fn get_and_delete_one_item(db: TestDb) {
     let items = db.store.list_items(T, &sid("one"), &page(10, Order::Asc)).await.unwrap().data;
     let middle = items[1].id;
     assert_eq!(db.store.get_item(T, &sid("one"), middle).await.unwrap().seq, 2);
-    db.store.delete_item(T, &sid("one"), middle, None).await.unwrap();
+    db.store.delete_item(T, &sid("one"), middle, None, None).await.unwrap();
     assert!(matches!(
         db.store.get_item(T, &sid("one"), middle).await,
         Err(StoreError::ItemNotFound)
     ));
     assert!(matches!(
-        db.store.delete_item(T, &sid("one"), middle, None).await,
+        db.store.delete_item(T, &sid("one"), middle, None, None).await,
         Err(StoreError::ItemNotFound)
     ));
     assert!(matches!(
@@ -166,7 +166,7 @@ async fn get_and_delete_one_item(db: TestDb) {
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        db.store.delete_item(T, &sid("none"), middle, None).await,
+        db.store.delete_item(T, &sid("none"), middle, None, None).await,
         Err(StoreError::SessionNotFound)
     ));
     let left = db.store.list_items(T, &sid("one"), &page(10, Order::Asc)).await.unwrap().data;
@@ -176,7 +176,7 @@ async fn get_and_delete_one_item(db: TestDb) {
 
 async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
     let texts = append_numbered(&*db.store, "stack", 2).await;
-    let popped = db.store.pop_last_item(T, &sid("stack"), None).await.unwrap();
+    let popped = db.store.pop_last_item(T, &sid("stack"), None, None).await.unwrap();
     assert_eq!((popped.seq, popped.item.get()), (2, texts[1].as_str()));
     assert!(matches!(
         db.store.get_item(T, &sid("stack"), popped.id).await,
@@ -186,14 +186,14 @@ async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
     let items = db.store.list_items(T, &sid("stack"), &page(10, Order::Asc)).await.unwrap().data;
     assert_eq!(items.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 3]);
     assert_eq!(items[1].item.get(), next[0]);
-    db.store.pop_last_item(T, &sid("stack"), None).await.unwrap();
-    db.store.pop_last_item(T, &sid("stack"), None).await.unwrap();
+    db.store.pop_last_item(T, &sid("stack"), None, None).await.unwrap();
+    db.store.pop_last_item(T, &sid("stack"), None, None).await.unwrap();
     assert!(matches!(
-        db.store.pop_last_item(T, &sid("stack"), None).await,
+        db.store.pop_last_item(T, &sid("stack"), None, None).await,
         Err(StoreError::SessionEmpty)
     ));
     assert!(matches!(
-        db.store.pop_last_item(T, &sid("nobody"), None).await,
+        db.store.pop_last_item(T, &sid("nobody"), None, None).await,
         Err(StoreError::SessionNotFound)
     ));
     assert_eq!(db.store.get_session(T, &sid("stack")).await.unwrap().item_count, 0);
@@ -202,7 +202,7 @@ async fn pop_returns_the_newest_and_never_reuses_its_seq(db: TestDb) {
 async fn clear_keeps_the_session(db: TestDb) {
     db.store.create_session(T, new_session("wipe", &[("k", "v")])).await.unwrap();
     append_numbered(&*db.store, "wipe", 5).await;
-    db.store.clear_items(T, &sid("wipe"), None).await.unwrap();
+    db.store.clear_items(T, &sid("wipe"), None, None).await.unwrap();
     let session = db.store.get_session(T, &sid("wipe")).await.unwrap();
     assert_eq!(session.item_count, 0);
     assert_eq!(session.metadata.len(), 1);
@@ -214,7 +214,7 @@ async fn clear_keeps_the_session(db: TestDb) {
         .data
         .is_empty());
     assert!(matches!(
-        db.store.clear_items(T, &sid("nobody"), None).await,
+        db.store.clear_items(T, &sid("nobody"), None, None).await,
         Err(StoreError::SessionNotFound)
     ));
     let after = append_numbered(&*db.store, "wipe", 1).await;

@@ -297,11 +297,11 @@ async fn tenants_never_see_each_other(db: TestDb) {
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        store.pop_last_item("umbrella", &sid("shared-id"), None).await,
+        store.pop_last_item("umbrella", &sid("shared-id"), None, None).await,
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
-        store.clear_items("umbrella", &sid("shared-id"), None).await,
+        store.clear_items("umbrella", &sid("shared-id"), None, None).await,
         Err(StoreError::SessionNotFound)
     ));
     assert!(matches!(
@@ -322,7 +322,7 @@ async fn tenants_never_see_each_other(db: TestDb) {
         Err(StoreError::ItemNotFound)
     ));
     assert!(matches!(
-        store.delete_item("umbrella", &sid("shared-id"), item_id, None).await,
+        store.delete_item("umbrella", &sid("shared-id"), item_id, None, None).await,
         Err(StoreError::ItemNotFound)
     ));
     assert_eq!(store.get_session("acme", &sid("shared-id")).await.unwrap().item_count, 1);

@@ -5329,6 +5329,10 @@ export type ClearItemsData = {
     body?: never;
     headers?: {
         /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
          */
         'If-Match'?: string;
@@ -5364,6 +5368,10 @@ export type ClearItemsErrors = {
      * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
+    /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
@@ -5504,6 +5512,10 @@ export type AppendItemsErrors = {
      */
     403: Problem;
     /**
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
+     */
+    409: Problem;
+    /**
      * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
@@ -5641,6 +5653,10 @@ export type PopLastItemData = {
     body?: never;
     headers?: {
         /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
          */
         'If-Match'?: string;
@@ -5677,6 +5693,10 @@ export type PopLastItemErrors = {
      */
     412: Problem;
     /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
+    /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
     429: Problem;
@@ -5708,6 +5728,10 @@ export type PopLastItemResponse = PopLastItemResponses[keyof PopLastItemResponse
 export type DeleteItemData = {
     body?: never;
     headers?: {
+        /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
         /**
          * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
          */
@@ -5748,6 +5772,10 @@ export type DeleteItemErrors = {
      * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
+    /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
@@ -5839,6 +5867,10 @@ export type ReplaceItemData = {
     body: ReplaceItemRequest;
     headers?: {
         /**
+         * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
+         */
+        'Idempotency-Key'?: string;
+        /**
          * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
          */
         'If-Match'?: string;
@@ -5886,6 +5918,10 @@ export type ReplaceItemErrors = {
      * `unsupported_media_type`: the body is not JSON
      */
     415: Problem;
+    /**
+     * `idempotency_key_reused`: the key came with a different request before
+     */
+    422: Problem;
     /**
      * `rate_limited` (with `Retry-After` and `RateLimit-*`): the key made more requests than `RATE_LIMIT_PER_KEY` allows
      */
@@ -6514,6 +6550,10 @@ export type MergeSessionStateErrors = {
      */
     403: Problem;
     /**
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
+     */
+    409: Problem;
+    /**
      * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
     412: Problem;
@@ -6593,6 +6633,10 @@ export type ReplaceSessionStateErrors = {
      * `forbidden`: a `read` key on a POST, PATCH or DELETE; the admin key on a data route, or a tenant's key on `/v1/api_keys`
      */
     403: Problem;
+    /**
+     * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
+     */
+    409: Problem;
     /**
      * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
      */
