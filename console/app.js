@@ -9,6 +9,8 @@
 const KEY_STORAGE = 'agent-sessions.api-key';
 const SESSIONS_PAGE = 50;
 const ITEMS_PAGE = 100;
+// The newest checkpoints a session's page shows.
+const CHECKPOINTS_SHOWN = 20;
 
 const $ = (selector, root = document) => root.querySelector(selector);
 
@@ -382,7 +384,9 @@ async function sessionsView(params) {
       h('a', { href: `#/sessions/${enc(session.id)}`, class: 'session-link' }, session.id),
       h('span', { class: 'muted small' },
         `${session.item_count} items · updated ${when(session.updated_at)}`,
-        session.agent_id ? ` · agent ${session.agent_id}` : ''),
+        session.agent_id ? ` · agent ${session.agent_id}` : '',
+      session.app_id ? ` · app ${session.app_id}` : '',
+      session.user_id ? ` · user ${session.user_id}` : ''),
       metadataChips(session.metadata)));
   }
   const backwards = params.has('before');
@@ -433,6 +437,8 @@ async function sessionView(id) {
   const live = h('div', { id: 'live', class: 'live', 'aria-live': 'polite' });
   const runs = h('ol', { class: 'runs', id: 'runs' });
   const stateView = h('pre', { class: 'state', id: 'session-state' });
+  const ownerStates = h('div', { id: 'owner-states' });
+  const checkpoints = h('ol', { class: 'checkpoints', id: 'checkpoints' });
   const composer = h('div');
   setMain(header,
     h('div', { class: 'session' },
@@ -442,17 +448,25 @@ async function sessionView(id) {
           h('button', { type: 'button', class: 'quiet small', onclick: () => loadRuns().catch(report) }, 'Refresh')),
         runs,
         h('h2', {}, 'State'),
-        stateView)));
+        stateView,
+        ownerStates,
+        h('h2', {}, 'Checkpoints'),
+        checkpoints)));
 
   const loadSession = async () => {
-    // The session and its state document, read back to back: the state is read-only here.
-    const [session, stored] = await Promise.all([
+    // The session, its state document with its user's and app's, and its newest
+    // checkpoints: all read-only here.
+    const [session, stored, saved] = await Promise.all([
       api('GET', sessionPath(id)),
-      api('GET', `${sessionPath(id)}/state`),
+      api('GET', `${sessionPath(id)}/state?include=user,app`),
+      api('GET', `${sessionPath(id)}/checkpoints?limit=${CHECKPOINTS_SHOWN}`),
     ]);
     state.session = session;
     header.replaceChildren(sessionHeader(session, state, reloadAll));
     stateView.textContent = JSON.stringify(stored.state, null, 2);
+    ownerStates.replaceChildren(...ownerStateViews(session, stored));
+    checkpoints.replaceChildren(...saved.data.map(checkpointView));
+    if (!saved.data.length) checkpoints.append(h('li', { class: 'muted small' }, 'None'));
   };
   const loadItems = async () => {
     const page = await api('GET', `${sessionPath(id)}/items?order=desc&limit=${ITEMS_PAGE}`);
@@ -511,6 +525,32 @@ async function sessionView(id) {
   else if (active) follow(state, () => api('GET', `${sessionPath(id)}/runs/${active.id}/events`, undefined, { raw: true, signal: state.stream.signal }));
 }
 
+// The documents a session's user and app share, under their owners' names.
+function ownerStateViews(session, stored) {
+  const views = [];
+  if (session.user_id) {
+    views.push(h('h3', {}, `User ${session.user_id}`),
+      h('pre', { class: 'state', id: 'user-state' }, JSON.stringify(stored.user_state, null, 2)));
+  }
+  if (session.app_id) {
+    views.push(h('h3', {}, `App ${session.app_id}`),
+      h('pre', { class: 'state', id: 'app-state' }, JSON.stringify(stored.app_state, null, 2)));
+  }
+  return views;
+}
+
+// One checkpoint: its id, namespace and parent, its metadata, and how many channel
+// values and pending writes it holds (their bytes are the framework's own).
+function checkpointView(checkpoint) {
+  const where = checkpoint.namespace ? ` in ${checkpoint.namespace}` : '';
+  const parent = checkpoint.parent_id ? ` after ${checkpoint.parent_id}` : '';
+  return h('li', { class: 'checkpoint' },
+    h('div', { class: 'small' }, h('code', {}, checkpoint.id), where, parent),
+    h('div', { class: 'muted small' },
+      `${checkpoint.blobs.length} channels · ${checkpoint.writes.length} pending writes · ${when(checkpoint.created_at)}`),
+    h('pre', { class: 'state small' }, JSON.stringify(checkpoint.metadata)));
+}
+
 function sessionHeader(session, state, reloadAll) {
   const usage = session.usage || {};
   const actions = h('div', { class: 'row actions' });
@@ -548,7 +588,9 @@ function sessionHeader(session, state, reloadAll) {
     forked,
     h('p', { class: 'muted small' },
       `${session.item_count} items · revision ${session.revision} · ${usage.total_tokens || 0} tokens in ${usage.llm_calls || 0} LLM calls · created ${when(session.created_at)}`,
-      session.agent_id ? ` · agent ${session.agent_id}` : ''),
+      session.agent_id ? ` · agent ${session.agent_id}` : '',
+      session.app_id ? ` · app ${session.app_id}` : '',
+      session.user_id ? ` · user ${session.user_id}` : ''),
     metadataChips(session.metadata),
     actions, panel);
 }

@@ -17,6 +17,8 @@ create table checkpoints (
     created_at       timestamptz not null,
     constraint checkpoints_id_key unique (session_pk, namespace, id)
 );
+-- Newest first: of one session in every namespace, and of the whole tenant.
+create index checkpoints_session_idx on checkpoints (session_pk, id);
 create index checkpoints_tenant_idx on checkpoints (tenant_id, id);
 create index checkpoints_run_idx on checkpoints (tenant_id, run_id) where run_id is not null;
 

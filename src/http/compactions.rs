@@ -13,6 +13,7 @@ use super::error::Result;
 use super::error::{Conflict, JsonBody, LlmFailed, Lookup};
 use super::extract::{AppJson, TenantSession};
 use super::list_query::ListQuery;
+use super::revision::IfMatchHeader;
 use super::AppState;
 use crate::model::{Compaction, Order, Page, DEFAULT_KEEP_RECENT_ITEMS};
 use crate::runs::CompactRequest;
@@ -64,7 +65,7 @@ pub struct ContextResponse {
 /// The items stay (`…/items` still returns them); runs send the summary and the items
 /// after it instead. An earlier summary is folded into the new one.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/compact", tag = "compactions",
-    params(TenantSession), request_body = CompactRequestBody,
+    params(TenantSession, IfMatchHeader), request_body = CompactRequestBody,
     responses(
         (status = 201, description = "The new compaction", body = Compaction),
         Lookup,
@@ -77,12 +78,14 @@ pub struct ContextResponse {
 async fn compact(
     State(state): State<AppState>,
     session: TenantSession,
+    IfMatchHeader(if_match): IfMatchHeader,
     AppJson(request): AppJson<CompactRequestBody>,
 ) -> Result<Created<Compaction>> {
     let request = CompactRequest {
         keep_recent_items: request.keep_recent_items.unwrap_or(DEFAULT_KEEP_RECENT_ITEMS),
         model: request.model,
         instructions: request.instructions,
+        if_match,
     };
     state
         .runs

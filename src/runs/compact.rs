@@ -13,7 +13,7 @@ use super::execution::Execution;
 use super::{config, spans, ConfigRequest, Engine, Runs};
 use crate::llm::{ChatRequest, LlmError, Message, Progress, Role};
 use crate::model::{
-    AgentConfig, Compaction, InvalidField, RunError, RunEventKind, Sampling, SessionId,
+    AgentConfig, Compaction, IfMatch, InvalidField, RunError, RunEventKind, Sampling, SessionId,
     MAX_KEEP_RECENT_ITEMS,
 };
 use crate::store::{Context, StoreError};
@@ -37,6 +37,9 @@ pub struct CompactRequest {
     pub model: Option<String>,
     /// Replaces [`SUMMARY_PROMPT`].
     pub instructions: Option<String>,
+    /// Compacts only a session at this revision: checked before the LLM is called, and
+    /// again where the compaction is stored.
+    pub if_match: Option<IfMatch>,
 }
 
 /// The part of a session's uncompacted items that a compaction summarises.
@@ -62,6 +65,12 @@ impl Runs {
             .into());
         }
         let engine = &*self.engine;
+        if let Some(if_match) = request.if_match {
+            let current = engine.store.get_session(tenant, session_id).await?.revision;
+            if !if_match.admits(Some(current)) {
+                return Err(StoreError::RevisionMismatch { current: Some(current) }.into());
+            }
+        }
         // The model and instructions obey the rules an agent's do.
         let asked = AgentConfig { model: request.model.clone(), ..AgentConfig::default() };
         asked.validate("", &engine.settings.webhooks)?;
@@ -89,7 +98,9 @@ impl Runs {
             .map_err(RunsError::Llm)?;
         let base = context.compaction.as_ref();
         let summarised = plan.summarised as i64;
-        engine.store.add_compaction(tenant, session_id, base, summarised, &compaction).await?;
+        let if_match = request.if_match;
+        let store = &*engine.store;
+        store.add_compaction(tenant, session_id, base, summarised, &compaction, if_match).await?;
         Ok(compaction)
     }
 }
@@ -142,7 +153,10 @@ pub(super) async fn compact_for_run(
     };
     let base = context.compaction.as_ref();
     let summarised = plan.summarised as i64;
-    match (engine.store).add_compaction(tenant, session_id, base, summarised, &compaction).await {
+    match (engine.store)
+        .add_compaction(tenant, session_id, base, summarised, &compaction, None)
+        .await
+    {
         Ok(()) => {}
         Err(StoreError::HistoryChanged) => return Ok(RunCompaction::Skipped),
         Err(error) => return Err(error),

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 
 use super::Result;
-use crate::model::{Compaction, Item, NewFork, Page, PageRequest, Session, SessionId};
+use crate::model::{Compaction, IfMatch, Item, NewFork, Page, PageRequest, Session, SessionId};
 
 /// Compactions of a session's history, and forks of sessions.
 ///
@@ -37,6 +37,7 @@ pub trait CompactionStore: Send + Sync {
         base: Option<&Compaction>,
         summarised: i64,
         compaction: &Compaction,
+        if_match: Option<IfMatch>,
     ) -> Result<()>;
 
     /// Newest first unless the page asks otherwise.

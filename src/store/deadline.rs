@@ -288,7 +288,7 @@ within_deadline!(CompactionStore {
     read fn context(&self, tenant: &str, session_id: &SessionId, idle: bool) -> Context;
     write fn add_compaction(
         &self, tenant: &str, session_id: &SessionId, base: Option<&Compaction>,
-        summarised: i64, compaction: &Compaction
+        summarised: i64, compaction: &Compaction, if_match: Option<IfMatch>
     ) -> ();
     read fn list_compactions(
         &self, tenant: &str, session_id: &SessionId, page: &PageRequest

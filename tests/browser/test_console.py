@@ -203,6 +203,23 @@ def test_the_session_shows_its_state_and_revision(page: Page, api: Api) -> None:
     # Shown as text, never as markup.
     expect(page.locator("#session-state")).to_contain_text('"order": "<b>4711</b>"')
     expect(page.locator(".session-head")).to_contain_text("revision 2")
+    expect(page.locator("#checkpoints")).to_contain_text("None")
+
+
+def test_the_session_shows_its_owners_state_and_checkpoints(page: Page, api: Api) -> None:
+    session_id = unique("owned")
+    api.ok("POST", "/v1/sessions", {"id": session_id, "app_id": "helpdesk", "user_id": "ada"})
+    api.ok("PUT", "/v1/apps/helpdesk/state", {"state": {"greeting": "<i>Hello</i>"}})
+    checkpoint = {"checkpoint": {"type": "json", "data": "e30="}, "metadata": {"step": 3},
+                  "channel_versions": {"messages": "1"},
+                  "blobs": [{"channel": "messages", "version": "1", "type": "json", "data": "W10="}]}
+    api.ok("PUT", f"/v1/sessions/{session_id}/checkpoints/0001?namespace=", checkpoint)
+    open_session(page, session_id)
+    expect(page.locator(".session-head")).to_contain_text("app helpdesk")
+    expect(page.locator("#app-state")).to_contain_text('"greeting": "<i>Hello</i>"')
+    expect(page.locator("#user-state")).to_have_text("null")
+    expect(page.locator("#checkpoints .checkpoint")).to_contain_text("0001")
+    expect(page.locator("#checkpoints .checkpoint")).to_contain_text("1 channels")
 
 
 def test_stored_markup_renders_as_text(page: Page, api: Api) -> None:

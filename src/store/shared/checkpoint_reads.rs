@@ -66,17 +66,21 @@ pub(super) async fn list(
     filter: &CheckpointFilter,
 ) -> Result<Vec<Checkpoint>> {
     let mut conn = store.reader().acquire().await?;
-    if let Some(id) = session_id {
-        super::sessions::read_session_pk(&mut conn, tenant, id).await?;
-    }
     let mut query = QueryBuilder::<Db>::new(format!(
         "select {CHECKPOINT_COLUMNS} from checkpoints c join sessions s on s.pk = c.session_pk \
-         where c.tenant_id = "
+         where {}",
+        live("s", NOW)
     ));
-    query.push_bind(tenant).push(format!(" and {}", live("s", NOW)));
-    if let Some(id) = session_id {
-        query.push(" and s.tenant_id = ").push_bind(tenant);
-        query.push(" and s.id = ").push_bind(id.as_str());
+    // One session's checkpoints are found by its key alone, so that the newest of a long
+    // session is one step down its (session, namespace, id) or (session, id) index.
+    match session_id {
+        Some(id) => {
+            let pk = super::sessions::read_session_pk(&mut conn, tenant, id).await?;
+            query.push(" and c.session_pk = ").push_bind(pk);
+        }
+        None => {
+            query.push(" and c.tenant_id = ").push_bind(tenant.to_owned());
+        }
     }
     if let Some(namespace) = &filter.namespace {
         query.push(" and c.namespace = ").push_bind(namespace);
@@ -84,7 +88,7 @@ pub(super) async fn list(
     if let Some(before) = &filter.before {
         query.push(" and c.id < ").push_bind(before);
     }
-    query.push(" order by c.id desc, c.pk desc");
+    query.push(" order by c.id desc");
     // A metadata filter is applied here, so the database's limit is only for none.
     let limit = filter.limit.map_or(usize::MAX, |n| n as usize);
     if filter.metadata.is_empty() && filter.limit.is_some() {
@@ -117,21 +121,32 @@ async fn whole(conn: &mut Conn, codec: &PayloadCodec, row: CheckpointRow) -> Res
     let tenant = row.tenant_id.as_str();
     let channel_versions: BTreeMap<String, String> = serde_json::from_str(&row.channel_versions)
         .map_err(|e| StoreError::Corrupt(format!("checkpoint channel versions: {e}")))?;
-    let blob_rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(&format!(
-        "select b.channel, b.version, b.value_type, b.data from checkpoint_blobs b \
-         join {} v on b.channel = v.key and b.version = v.value \
-         where b.session_pk = $1 and b.namespace = $2 order by b.channel",
-        json_members("$3")
-    ))
-    .bind(row.session_pk)
-    .bind(&row.namespace)
-    .bind(&row.channel_versions)
-    .fetch_all(&mut *conn)
-    .await?;
+    // Each channel's blob is looked up by the key it is stored under, one index probe
+    // per channel: the read costs the checkpoint's channels, however many versions the
+    // session has stored. A channel without a blob is left out (a value never written).
+    let blob = |column: &str| {
+        format!(
+            "(select b.{column} from checkpoint_blobs b where b.session_pk = $1 \
+             and b.namespace = $2 and b.channel = v.key and b.version = v.value)"
+        )
+    };
+    let blob_rows: Vec<(String, String, Option<String>, Option<String>)> =
+        sqlx::query_as(&format!(
+            "select v.key, v.value, {}, {} from {} v order by v.key",
+            blob("value_type"),
+            blob("data"),
+            json_members("$3")
+        ))
+        .bind(row.session_pk)
+        .bind(&row.namespace)
+        .bind(&row.channel_versions)
+        .fetch_all(&mut *conn)
+        .await?;
     let open =
         |column, data: Option<String>| data.map(|d| codec.open(tenant, column, d)).transpose();
     let mut blobs = Vec::with_capacity(blob_rows.len());
     for (channel, version, kind, data) in blob_rows {
+        let Some(kind) = kind else { continue };
         let value = TypedValue { kind, data: open(Column::CheckpointBlob, data)? };
         blobs.push(ChannelBlob { channel, version, value });
     }

@@ -5,9 +5,9 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::backend::{Store, NOW};
-use super::sessions::{read_session_pk, row_value, session_pk};
+use super::sessions::{read_session_pk, row_value, session_pk_at};
 use super::{forks, Conn};
-use crate::model::{Compaction, NewFork, Page, PageRequest, SessionId};
+use crate::model::{Compaction, IfMatch, NewFork, Page, PageRequest, SessionId};
 use crate::store::pages::{beyond, direction, uuid_cursor};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::{
@@ -98,9 +98,10 @@ impl CompactionStore for Store {
         base: Option<&Compaction>,
         summarised: i64,
         compaction: &Compaction,
+        if_match: Option<IfMatch>,
     ) -> Result<()> {
         let mut tx = self.writer().begin().await?;
-        let session_pk = session_pk(&mut tx, tenant, session_id).await?;
+        let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
         if compaction.run_id.is_none() {
             require_idle(&mut tx, tenant, session_pk).await?;
         }

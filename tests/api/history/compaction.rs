@@ -14,7 +14,29 @@ on_both_backends!(
     compaction_refuses_bad_input_with_the_codes_design_names,
     a_failing_summariser_stores_nothing,
     deleting_summarised_items_drops_their_compactions,
+    a_compaction_with_a_stale_if_match_calls_no_llm,
 );
+
+async fn a_compaction_with_a_stale_if_match_calls_no_llm(db: TestDb) {
+    let t = RunsApp::new(db).await;
+    append_messages(&t.app, "c", 10).await;
+    let revision = t.app.get("/v1/sessions/c").await.expect(StatusCode::OK)["revision"].clone();
+    let compact = |tag: String| {
+        let request = axum::http::Request::post("/v1/sessions/c/compact")
+            .header("content-type", "application/json")
+            .header("if-match", tag)
+            .body(axum::body::Body::from(r#"{"keep_recent_items": 2}"#))
+            .unwrap();
+        t.app.send(request)
+    };
+    let stale = compact("\"99\"".into()).await;
+    stale.expect_problem(StatusCode::PRECONDITION_FAILED, "revision_mismatch");
+    assert!(t.llm.requests().is_empty(), "no summary was asked for");
+    let made = compact(format!("\"{revision}\"")).await;
+    made.expect(StatusCode::CREATED);
+    let after = t.app.get("/v1/sessions/c").await.expect(StatusCode::OK)["revision"].clone();
+    assert_eq!(after.as_i64(), revision.as_i64().map(|r| r + 1));
+}
 
 /// The text the fake was asked to summarise in its `n`th summarising request.
 fn summarised_text(t: &RunsApp, n: usize) -> String {
