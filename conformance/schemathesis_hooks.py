@@ -39,6 +39,15 @@ LIST_OPERATIONS = {
     "GET /v1/sessions/{session_id}/compactions",
     "GET /v1/api_keys",
 }
+# The checkpoint writes, whose blobs must be of the versions the body names.
+CHECKPOINT_WRITES = {
+    "PUT /v1/sessions/{session_id}/checkpoints/{checkpoint_id}",
+}
+# The checkpoint listings, which filter by a JSON object given as a query parameter.
+CHECKPOINT_LISTS = {
+    "GET /v1/sessions/{session_id}/checkpoints",
+    "GET /v1/checkpoints",
+}
 # The OpenAI lists, whose cursor must name an item of the list too.
 OPENAI_LIST_OPERATIONS = {
     "GET /v1/conversations/{conversation_id}/items": "in this conversation",
@@ -231,6 +240,30 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
         #     answers 400 naming the field. Whether the session has one is its state.
         if status == 400 and detail.split(":")[0] in ("user_state_delta", "app_state_delta"):
             return _drop(f"ST202 {label} 400 owner delta on a session without the owner")
+        # 1d. A write naming another app or user than the session has: the contract
+        #     answers 409 `owner_mismatch`. A session takes its owners from earlier
+        #     writes, which no schema can know.
+        if status == 409 and code == "owner_mismatch":
+            return _drop(f"ST202 {label} 409 owner_mismatch")
+        if label in CHECKPOINT_WRITES and status == 400 and code == "invalid_request":
+            # 1e. A blob of a channel at a version the checkpoint's `channel_versions`
+            #     does not name (a relation between two fields of the body), or a
+            #     checkpoint without its bytes (`data` may be null on blobs and writes,
+            #     which share the schema, but not on the checkpoint itself).
+            if re.fullmatch(r"blobs\[\d+\]: channel `.*` at version `.*` is not in this checkpoint's channel_versions", detail, re.S):
+                return _drop(f"ST202 {label} 400 blob outside channel_versions")
+            if detail == "checkpoint.data: is required":
+                return _drop(f"ST202 {label} 400 checkpoint without data")
+        # 1f. `metadata` on a checkpoint listing is a JSON object in a query parameter:
+        #     the document can say only `string` (its generator does not take a
+        #     parameter's `content`), so text that is no JSON object is 400 naming it.
+        if (
+            label in CHECKPOINT_LISTS
+            and status == 400
+            and detail == "metadata: must be a JSON object"
+            and "metadata" in query
+        ):
+            return _drop(f"ST202 {label} 400 metadata that is no JSON object")
         if label in LIST_OPERATIONS and status == 400 and code == "invalid_request":
             # 2. `after` and `before` together: each is valid, together they are 400 (a
             #    page has one anchor). OpenAPI 3.1 cannot say that two parameters

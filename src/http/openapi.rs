@@ -26,7 +26,7 @@ use super::{
     agents, api_keys, chat, checkpoints, compactions, forks, history, items, metrics, operations,
     owner_state, runs, sessions, state, AppState,
 };
-use crate::model::Identifier;
+use crate::model::{CheckpointName, CheckpointPath, Identifier};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -224,6 +224,8 @@ impl Modify for ContractDetails {
                         "session_id" | "app_id" | "user_id" => {
                             parameter.schema = Some(Identifier::schema())
                         }
+                        "checkpoint_id" => parameter.schema = Some(CheckpointName::schema()),
+                        "namespace" => parameter.schema = Some(CheckpointPath::schema()),
                         "Last-Event-ID" => parameter.schema = Some(event_id_schema().into()),
                         "Idempotency-Key" => idempotent = true,
                         "If-Match" => conditional = true,

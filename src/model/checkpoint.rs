@@ -5,15 +5,80 @@
 
 use std::collections::BTreeMap;
 
+use base64::engine::{GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
 
 use super::InvalidField;
 
-/// The most bytes of an id, a namespace, a channel, a version or a task's id or path.
-const MAX_NAME_BYTES: usize = 1024;
+/// The most characters of a checkpoint's id, its namespace, or a task's id or path.
+const MAX_NAME_CHARS: usize = 1024;
+
+/// Characters a name may hold: any but control characters.
+pub const NAME_PATTERN: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
+
+/// Standard base64 with its padding.
+const BASE64_PATTERN: &str = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+
+/// Decodes what [`BASE64_PATTERN`] admits, unused bits of the last symbol included.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
+
+/// The schema of a checkpoint's id, a namespace, a task's id or path or a run id: at
+/// most 1024 characters, none a control character (a namespace or a task path may be
+/// empty: `min_length` 0).
+pub struct CheckpointName;
+
+impl CheckpointName {
+    pub fn schema_with(min_length: usize) -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(min_length))
+            .max_length(Some(MAX_NAME_CHARS))
+            .pattern(Some(NAME_PATTERN))
+            .into()
+    }
+}
+
+impl PartialSchema for CheckpointName {
+    fn schema() -> RefOr<Schema> {
+        Self::schema_with(1)
+    }
+}
+
+impl ToSchema for CheckpointName {}
+
+/// The schema of a namespace or a task's path: a [`CheckpointName`] that may be empty.
+pub struct CheckpointPath;
+
+impl PartialSchema for CheckpointPath {
+    fn schema() -> RefOr<Schema> {
+        CheckpointName::schema_with(0)
+    }
+}
+
+impl ToSchema for CheckpointPath {}
+
+/// Base64 data, as its schema says it.
+pub struct Base64Data;
+
+impl PartialSchema for Base64Data {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(BASE64_PATTERN))
+            .content_encoding("base64")
+            .into()
+    }
+}
+
+impl ToSchema for Base64Data {}
 
 /// A value in the framework's own serialization: its type tag and its bytes in base64,
 /// kept byte for byte (none for a value of no bytes, such as an empty channel).
@@ -22,9 +87,10 @@ const MAX_NAME_BYTES: usize = 1024;
 pub struct TypedValue {
     /// The serializer's type tag, such as `msgpack` or `json`.
     #[serde(rename = "type")]
+    #[schema(value_type = CheckpointName)]
     pub kind: String,
     /// The bytes, in standard base64 (with padding).
-    #[schema(required = true, content_encoding = "base64")]
+    #[schema(required = true, value_type = Option<Base64Data>)]
     pub data: Option<String>,
 }
 
@@ -42,8 +108,10 @@ pub struct ChannelBlob {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PendingWrite {
+    #[schema(value_type = CheckpointName)]
     pub task_id: String,
     #[serde(default)]
+    #[schema(value_type = CheckpointPath)]
     pub task_path: String,
     /// Its place among the task's writes; a negative one (an error, an interrupt)
     /// replaces an earlier write at that place, a positive one keeps the first.
@@ -112,10 +180,10 @@ pub fn check_name(field: &str, value: &str, empty_ok: bool) -> Result<(), Invali
     if value.is_empty() && !empty_ok {
         return Err(InvalidField::new(field, "must not be empty"));
     }
-    if value.len() > MAX_NAME_BYTES || value.chars().any(char::is_control) {
+    if value.chars().count() > MAX_NAME_CHARS || value.chars().any(char::is_control) {
         return Err(InvalidField::new(
             field,
-            format!("must be at most {MAX_NAME_BYTES} bytes without control characters"),
+            format!("must be at most {MAX_NAME_CHARS} characters without control characters"),
         ));
     }
     Ok(())
@@ -126,7 +194,7 @@ impl TypedValue {
     pub fn check(&self, field: &str) -> Result<(), InvalidField> {
         check_name(&format!("{field}.type"), &self.kind, false)?;
         if let Some(data) = &self.data {
-            if base64::engine::general_purpose::STANDARD.decode(data).is_err() {
+            if BASE64.decode(data).is_err() {
                 return Err(InvalidField::new(format!("{field}.data"), "must be standard base64"));
             }
         }
@@ -146,10 +214,6 @@ impl NewCheckpoint {
         self.payload.check("checkpoint")?;
         if self.payload.data.is_none() {
             return Err(InvalidField::new("checkpoint.data", "is required"));
-        }
-        for (channel, version) in &self.channel_versions {
-            check_name("channel_versions", channel, false)?;
-            check_name(&format!("channel_versions.{channel}"), version, false)?;
         }
         for (n, blob) in self.blobs.iter().enumerate() {
             let field = format!("blobs[{n}]");
@@ -171,9 +235,8 @@ impl NewCheckpoint {
 impl PendingWrite {
     /// Checks the write at `field`.
     pub fn check(&self, field: &str) -> Result<(), InvalidField> {
-        check_name(&format!("{field}.task_id"), &self.task_id, false)?;
-        check_name(&format!("{field}.task_path"), &self.task_path, true)?;
-        check_name(&format!("{field}.channel"), &self.channel, false)?;
+        check_name("task_id", &self.task_id, false)?;
+        check_name("task_path", &self.task_path, true)?;
         self.value.check(field)
     }
 }

@@ -36,7 +36,8 @@ pub use agent_config::{
 };
 pub use api_key::{check_scopes, check_tenant, ApiKey, KeyHash, NewKey, Scope, TENANT_PATTERN};
 pub use checkpoint::{
-    check_name, ChannelBlob, Checkpoint, CheckpointFilter, NewCheckpoint, PendingWrite, TypedValue,
+    check_name, ChannelBlob, Checkpoint, CheckpointFilter, CheckpointName, CheckpointPath,
+    NewCheckpoint, PendingWrite, TypedValue,
 };
 pub use compaction::{
     Compaction, ForkPoint, NewFork, DEFAULT_KEEP_RECENT_ITEMS, MAX_KEEP_RECENT_ITEMS,

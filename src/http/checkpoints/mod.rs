@@ -20,7 +20,8 @@ use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::revision::IfMatchHeader;
 use super::AppState;
 use crate::model::{
-    check_name, ChannelBlob, Checkpoint, IdempotencyKey, NewCheckpoint, PendingWrite, TypedValue,
+    check_name, ChannelBlob, Checkpoint, CheckpointName, CheckpointPath, IdempotencyKey,
+    NewCheckpoint, PendingWrite, TypedValue,
 };
 use crate::store::{CheckpointRef, StoreError};
 use query::CheckpointQuery;
@@ -41,6 +42,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct PutCheckpointRequest {
     /// The checkpoint this one follows, in the same namespace.
+    #[schema(value_type = Option<CheckpointName>)]
     parent_id: Option<String>,
     /// The checkpoint itself, in the framework's serialization.
     checkpoint: TypedValue,
@@ -81,8 +83,10 @@ pub struct TaskWrite {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutWritesRequest {
+    #[schema(value_type = CheckpointName)]
     task_id: String,
     #[serde(default)]
+    #[schema(value_type = CheckpointPath)]
     task_path: String,
     writes: Vec<TaskWrite>,
 }

@@ -11,7 +11,7 @@ use super::CheckpointList;
 use crate::http::error::{JsonBody, Lookup, Result};
 use crate::http::extract::{AppJson, Tenant};
 use crate::http::AppState;
-use crate::model::{check_name, SessionId};
+use crate::model::{check_name, CheckpointName, Identifier, SessionId};
 use crate::store::Keep;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -19,6 +19,7 @@ use crate::store::Keep;
 pub struct DeleteRunsRequest {
     /// Checkpoints whose `metadata.run_id` is one of these go, in every session of the
     /// tenant, with their writes.
+    #[schema(value_type = Vec<CheckpointName>)]
     run_ids: Vec<String>,
 }
 
@@ -34,7 +35,7 @@ pub enum PruneKeep {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PruneRequest {
-    #[schema(value_type = Vec<String>)]
+    #[schema(value_type = Vec<Identifier>)]
     session_ids: Vec<String>,
     keep: PruneKeep,
 }

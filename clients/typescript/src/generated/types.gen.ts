@@ -183,6 +183,8 @@ export type ApprovalsRequest = {
     stream?: boolean | null;
 };
 
+export type Base64Data = string;
+
 /**
  * One channel's value at one version.
  */
@@ -257,6 +259,10 @@ export type CheckpointList = {
      */
     has_more: boolean;
 };
+
+export type CheckpointName = string;
+
+export type CheckpointPath = string;
 
 export type CheckpointSaved = {
     id: string;
@@ -658,7 +664,7 @@ export type DeleteRunsRequest = {
      * Checkpoints whose `metadata.run_id` is one of these go, in every session of the
      * tenant, with their writes.
      */
-    run_ids: Array<string>;
+    run_ids: Array<CheckpointName>;
 };
 
 /**
@@ -748,6 +754,8 @@ export type Health = {
      */
     status: string;
 };
+
+export type Identifier = string;
 
 /**
  * What to do when the session has an active run already.
@@ -1191,8 +1199,8 @@ export type PendingWrite = TypedValue & {
      * replaces an earlier write at that place, a positive one keeps the first.
      */
     idx: number;
-    task_id: string;
-    task_path?: string;
+    task_id: CheckpointName;
+    task_path?: CheckpointPath;
 };
 
 /**
@@ -1222,7 +1230,7 @@ export type PruneKeep = 'latest' | 'none';
 
 export type PruneRequest = {
     keep: PruneKeep;
-    session_ids: Array<string>;
+    session_ids: Array<Identifier>;
 };
 
 export type PutCheckpointRequest = {
@@ -1248,15 +1256,12 @@ export type PutCheckpointRequest = {
     metadata?: {
         [key: string]: unknown;
     };
-    /**
-     * The checkpoint this one follows, in the same namespace.
-     */
-    parent_id?: string | null;
+    parent_id?: null | CheckpointName;
 };
 
 export type PutWritesRequest = {
-    task_id: string;
-    task_path?: string;
+    task_id: CheckpointName;
+    task_path?: CheckpointPath;
     writes: Array<TaskWrite>;
 };
 
@@ -1544,14 +1549,11 @@ export type ToolOutputsRequest = {
  * kept byte for byte (none for a value of no bytes, such as an empty channel).
  */
 export type TypedValue = {
-    /**
-     * The bytes, in standard base64 (with padding).
-     */
-    data: string | null;
+    data: null | Base64Data;
     /**
      * The serializer's type tag, such as `msgpack` or `json`.
      */
-    type: string;
+    type: CheckpointName;
 };
 
 /**
@@ -5044,6 +5046,12 @@ export type PutCheckpointWritesResponse = PutCheckpointWritesResponses[keyof Put
 
 export type CompactData = {
     body: CompactRequestBody;
+    headers?: {
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
+    };
     path: {
         /**
          * The session id
@@ -5075,6 +5083,10 @@ export type CompactErrors = {
      * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
     /**
      * `payload_too_large`: the body is over MAX_BODY_BYTES
      */
