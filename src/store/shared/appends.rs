@@ -3,6 +3,7 @@
 //! absent.
 
 use super::backend::{insert_items, touch, NOW};
+use super::documents::open_state;
 use super::idempotency_keys::{claim_key, keep_response};
 use super::items::remove;
 use super::owners::{take_owners, write_owner_documents};
@@ -200,17 +201,4 @@ async fn write_state(
         .execute(&mut *conn)
         .await?;
     Ok(state)
-}
-
-/// A state document as `column` holds it: sealed, or null for the empty object.
-pub(super) fn open_state(
-    codec: &PayloadCodec,
-    tenant: &str,
-    column: Column,
-    stored: Option<String>,
-) -> Result<StateDocument> {
-    match stored {
-        Some(sealed) => Ok(StateDocument::stored(codec.open(tenant, column, sealed)?)),
-        None => Ok(StateDocument::empty()),
-    }
 }

@@ -38,6 +38,7 @@ mod checkpoints;
 mod compactions;
 mod creation_writer;
 mod deliveries;
+mod documents;
 mod forks;
 mod idempotency_keys;
 mod items;

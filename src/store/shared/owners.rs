@@ -1,8 +1,8 @@
 //! A session's owners and the state documents they share: a session takes its owners
 //! once and keeps them; an owner's document has a revision of its own.
 
-use super::appends::open_state;
 use super::backend::FOR_UPDATE;
+use super::documents::open_state;
 use super::sessions::precondition;
 use super::Conn;
 use crate::model::{IfMatch, Owners, StateChanges, StateDocument, StateWrite};

@@ -3,8 +3,8 @@
 
 use async_trait::async_trait;
 
-use super::appends::open_state;
 use super::backend::{Store, NOW};
+use super::documents::open_state;
 use super::owners::write_document;
 use crate::model::{
     IdempotencyKey, IfMatch, ItemBody, OwnerDocument, SessionId, StateChanges, StateDocument,
