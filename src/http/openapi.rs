@@ -11,7 +11,7 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr};
-use utoipa::{Modify, OpenApi, PartialSchema};
+use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
 use super::error::{
@@ -20,13 +20,13 @@ use super::error::{
     UnsupportedMediaType,
 };
 use super::examples::Examples;
+use super::extract::id_schema;
 use super::openai::{self, ErrorBody, OpenAiErrors, Schemas as OpenAiSchemas};
 use super::runs::RunStreamEvent;
 use super::{
     agents, api_keys, chat, checkpoints, compactions, forks, history, items, metrics, operations,
     owner_state, runs, sessions, state, AppState,
 };
-use crate::model::{CheckpointName, CheckpointPath, Identifier};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -220,12 +220,8 @@ impl Modify for ContractDetails {
                 }
                 let (mut idempotent, mut conditional) = (false, false);
                 for parameter in operation.parameters.iter_mut().flatten() {
+                    parameter.schema = id_schema(&parameter.name).or(parameter.schema.take());
                     match parameter.name.as_str() {
-                        "session_id" | "app_id" | "user_id" => {
-                            parameter.schema = Some(Identifier::schema())
-                        }
-                        "checkpoint_id" => parameter.schema = Some(CheckpointName::schema()),
-                        "namespace" => parameter.schema = Some(CheckpointPath::schema()),
                         "Last-Event-ID" => parameter.schema = Some(event_id_schema().into()),
                         "Idempotency-Key" => idempotent = true,
                         "If-Match" => conditional = true,

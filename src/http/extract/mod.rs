@@ -16,7 +16,7 @@ use utoipa::IntoParams;
 
 use super::error::ApiError;
 use crate::model::{json_error_message, IdempotencyKey, InvalidField};
-pub use path::{Tenant, TenantAgent, TenantItem, TenantOwner, TenantRun, TenantSession};
+pub use path::{id_schema, Tenant, TenantAgent, TenantItem, TenantOwner, TenantRun, TenantSession};
 
 /// A JSON request body. A missing `Content-Type` is taken as JSON.
 pub struct AppJson<T>(pub T);

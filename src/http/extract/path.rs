@@ -11,12 +11,13 @@ use axum::http::request::Parts;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::Required;
-use utoipa::IntoParams;
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{IntoParams, PartialSchema};
 use uuid::Uuid;
 
 use crate::auth::Caller;
 use crate::http::error::ApiError;
-use crate::model::{OwnerDocument, OwnerId, SessionId};
+use crate::model::{CheckpointName, CheckpointPath, Identifier, OwnerDocument, OwnerId, SessionId};
 use crate::runs::RunsError;
 use crate::store::StoreError;
 
@@ -227,6 +228,16 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantOwner {
             None => OwnerDocument::App(app),
         };
         Ok(Self { tenant, document })
+    }
+}
+
+/// The schema of a parameter that names something by a client-chosen id, by its name.
+pub fn id_schema(name: &str) -> Option<RefOr<Schema>> {
+    match name {
+        "session_id" | "app_id" | "user_id" => Some(Identifier::schema()),
+        "checkpoint_id" => Some(CheckpointName::schema()),
+        "namespace" => Some(CheckpointPath::schema()),
+        _ => None,
     }
 }
 
