@@ -83,6 +83,10 @@ APPEND = "POST /v1/sessions/{session_id}/items"
 POP = "DELETE /v1/sessions/{session_id}/items/last"
 DELETE_SESSION = "DELETE /v1/sessions/{session_id}"
 CLEAR = "DELETE /v1/sessions/{session_id}/items"
+PUT_CHECKPOINT = "PUT /v1/sessions/{session_id}/checkpoints/{checkpoint_id}"
+DELETE_CHECKPOINTS = "DELETE /v1/sessions/{session_id}/checkpoints"
+LIST_CHECKPOINTS = "GET /v1/sessions/{session_id}/checkpoints"
+GET_CHECKPOINT = "GET /v1/sessions/{session_id}/checkpoints/{checkpoint_id}"
 CREATE_SESSION = "POST /v1/sessions"
 UPDATE_SESSION = "PATCH /v1/sessions/{session_id}"
 CREATE_RUN = "POST /v1/sessions/{session_id}/runs"
@@ -100,6 +104,8 @@ CLOCK = iter(range(1, 1 << 62))
 APPENDED_AT: dict[tuple[str, str], int] = {}
 DELETED_AT: dict[str, int] = {}
 CLEARED_AT: dict[str, int] = {}
+CHECKPOINTED_AT: dict[tuple[str, str, str], int] = {}  # (session, namespace, id)
+CHECKPOINTS_DELETED_AT: dict[str, int] = {}
 
 DROPPED: collections.Counter[str] = collections.Counter()
 
@@ -171,6 +177,12 @@ def after_call(ctx: Any, case: Any, response: Any) -> None:
             SESSION_AGENTS[str(session.get("id"))] = session.get("agent_id")
     if label == CLEAR and status == 204:
         CLEARED_AT[session_id] = now
+    elif label == DELETE_CHECKPOINTS and status == 204:
+        CHECKPOINTS_DELETED_AT[session_id] = now
+    elif label == PUT_CHECKPOINT and status == 200:
+        namespace = str((case.query or {}).get("namespace", ""))
+        checkpoint_id = str((case.path_parameters or {}).get("checkpoint_id"))
+        CHECKPOINTED_AT[(session_id, namespace, checkpoint_id)] = now
     elif label == POP and status == 200:
         popped = _json(response.content)
         if isinstance(popped, dict) and "id" in popped:
@@ -205,6 +217,22 @@ def after_call(ctx: Any, case: Any, response: Any) -> None:
 def _appended_since(session_id: str, item_ids: list[str], moment: int) -> bool:
     """Whether every one of these items was appended (not replayed) after `moment`."""
     return all(APPENDED_AT.get((session_id, item_id), 0) > moment for item_id in item_ids)
+
+
+def _checkpointed_since(session_id: str, response: Any) -> bool:
+    """Whether every checkpoint answered (one, or a page of them) was put after the
+    session's checkpoints were last deleted."""
+    body = _json(response.content)
+    if not isinstance(body, dict):
+        return False
+    rows = body["data"] if isinstance(body.get("data"), list) else [body]
+    deleted = CHECKPOINTS_DELETED_AT.get(session_id, 0)
+    return all(
+        isinstance(row, dict)
+        and CHECKPOINTED_AT.get((session_id, str(row.get("namespace")), str(row.get("id"))), 0)
+        > deleted
+        for row in rows
+    )
 
 
 def _listed_ids(response: Any) -> list[str]:
@@ -498,6 +526,11 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
             and _appended_since(session_id, _listed_ids(response), CLEARED_AT.get(session_id, 0))
         ):
             return _drop("ST301 list_items 200 after clear_items")
+        # 12b. The same for a session's checkpoints: deleting them keeps the session,
+        #    whose checkpoints then read as those put since, if any.
+        if label in (LIST_CHECKPOINTS, GET_CHECKPOINT) and freed == f"DELETE /v1/sessions/{session_id}/checkpoints":
+            if _checkpointed_since(session_id, response):
+                return _drop(f"ST301 {label} 200 after delete_checkpoints")
         # 13. A deleted session that an append has created again since (the contract:
         #    appending to an unknown session creates it). Items read or listed must be
         #    ones appended since the delete; an item that outlived it is still a failure.
