@@ -11,6 +11,7 @@ use super::agent_config::CompactionPolicy;
 use super::idempotency::IdempotencyKey;
 use super::mcp_tool::McpTool;
 use super::metadata::Metadata;
+use super::revision::IfMatch;
 use super::run::{Run, RunError, RunStatus};
 use super::run_event::{RunEvent, RunEventKind};
 use super::run_items;
@@ -150,6 +151,7 @@ impl From<Steer> for NewRun {
             config: steer.config,
             metadata: steer.metadata,
             idempotency: None,
+            if_match: None,
             request: steer.request,
             trace_parent: steer.trace_parent,
         }
@@ -225,6 +227,9 @@ pub struct NewRun {
     pub metadata: Metadata,
     /// A retry with this key and the same request gets the first request's run.
     pub idempotency: Option<IdempotencyKey>,
+    /// Creates the run only while the session is at this revision (a run's creation
+    /// does not change it).
+    pub if_match: Option<IfMatch>,
     /// See [`RunRecord::request`].
     pub request: Option<Box<RawValue>>,
     /// See [`RunRecord::trace_parent`].

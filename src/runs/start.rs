@@ -12,8 +12,8 @@ use super::error::{Result, RunsError};
 use super::follow::Created;
 use super::{worker, Runs};
 use crate::model::{
-    json_error_message, run_items, IdempotencyKey, IfBusy, InvalidField, ItemBody, Metadata,
-    NewRun, Run, RunConfig, RunEvent, RunStatus, SessionId, StopAction,
+    json_error_message, run_items, IdempotencyKey, IfBusy, IfMatch, InvalidField, ItemBody,
+    Metadata, NewRun, Run, RunConfig, RunEvent, RunStatus, SessionId, StopAction,
 };
 use crate::store::{SessionStore, StartNow, StoreError};
 
@@ -32,6 +32,8 @@ pub struct StartRun {
     /// Answered as queued, for the workers; otherwise started here when a worker is free.
     pub background: bool,
     pub idempotency: Option<IdempotencyKey>,
+    /// See [`NewRun::if_match`].
+    pub if_match: Option<IfMatch>,
     /// The run's id, when the caller named its session after it already.
     pub run_id: Option<Uuid>,
     /// See [`crate::model::RunRecord::request`].
@@ -123,6 +125,7 @@ impl Runs {
             config,
             metadata,
             idempotency: request.idempotency,
+            if_match: request.if_match,
             request: request.request,
             trace_parent: crate::telemetry::traceparent(),
         };

@@ -83,6 +83,7 @@ pub(super) async fn chat(
                 if_busy: IfBusy::Reject,
                 background: false,
                 idempotency: None,
+                if_match: None,
                 run_id: None,
                 request: None,
             };

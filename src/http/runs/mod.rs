@@ -20,6 +20,7 @@ use utoipa::ToSchema;
 use super::answer::Replayed;
 use super::error::{Conflict, JsonBody, KeyReused, Lookup, Result};
 use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
+use super::revision::IfMatchHeader;
 use super::AppState;
 use crate::model::{
     AgentConfig, CompletionWebhook, IdempotencyKey, Identifier, IfBusy, Metadata, Run,
@@ -80,9 +81,10 @@ pub struct CreateRunRequest {
 ///
 /// Waits for the run and answers 200 with it (or 202 when it outlasts `RUN_WAIT_SECS`);
 /// with `stream: true` answers its events as `text/event-stream`; with
-/// `background: true` answers 202 at once.
+/// `background: true` answers 202 at once. With `If-Match`, the run is created only while
+/// the session is at that revision (creating a run does not change it).
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/runs", tag = "runs",
-    params(TenantSession, IdempotencyHeader),
+    params(TenantSession, IdempotencyHeader, IfMatchHeader),
     request_body = CreateRunRequest,
     responses(
         (status = 200, description = "The finished run, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream"))),
@@ -96,10 +98,16 @@ async fn create_run(
     State(state): State<AppState>,
     session: TenantSession,
     idempotency: IdempotencyHeader,
+    IfMatchHeader(if_match): IfMatchHeader,
     AppJsonText(request, text): AppJsonText<CreateRunRequest>,
 ) -> Result<(Replayed, Response)> {
     let mode = Mode::new(request.stream.unwrap_or(false), request.background.unwrap_or(false))?;
-    let idempotency = idempotency.key(|key| IdempotencyKey::for_run(key, &session.id, &text))?;
+    // A retry must ask for the same revision as the first request.
+    let asked = match if_match {
+        Some(if_match) => format!("{text}\0{if_match:?}"),
+        None => text,
+    };
+    let idempotency = idempotency.key(|key| IdempotencyKey::for_run(key, &session.id, &asked))?;
     let start = StartRun {
         input: request.input,
         config: ConfigRequest {
@@ -112,6 +120,7 @@ async fn create_run(
         if_busy: request.if_busy.unwrap_or_default(),
         background: matches!(mode, Mode::Background),
         idempotency,
+        if_match,
         run_id: None,
         request: None,
     };

@@ -1,13 +1,13 @@
-//! Creating a run: answering a retry of its Idempotency-Key, the session's upsert under
-//! its row lock, and the insert that queues the run or starts it at once. Creations
-//! with no key and no input to steer queue to be combined (`creation_writer`); what a
+//! Creating a run: answering a retry of its Idempotency-Key, its If-Match, the session's
+//! upsert under its row lock, and the insert that queues the run or starts it at once.
+//! Creations with no key, no If-Match and no input to steer queue to be combined (`creation_writer`); what a
 //! combined transaction leaves to its caller is made here alone.
 
 use super::backend::runs::insert_run;
 use super::backend::{touch, Store, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
 use super::runs::find_run;
-use super::sessions::{forget_expired, BindExpiry};
+use super::sessions::{forget_expired, session_pk_at, BindExpiry};
 use super::steering::join;
 use super::Conn;
 use crate::model::{IdempotencyKey, IfBusy, NewRun, Run, SessionId};
@@ -65,7 +65,7 @@ pub(super) async fn create(
     start: Option<StartNow>,
     agentless: bool,
 ) -> Result<CreatedRun> {
-    if run.idempotency.is_none() && if_busy != IfBusy::Steer {
+    if run.idempotency.is_none() && run.if_match.is_none() && if_busy != IfBusy::Steer {
         let (tenant, session_id) = (tenant.to_owned(), session_id.clone());
         let creation = Creation { tenant, session_id, run: run.clone(), if_busy, start };
         if let Some(created) = store.creations().submit(creation).await? {
@@ -80,6 +80,11 @@ pub(super) async fn create(
         if let Some(run) = replayed {
             return Ok(CreatedRun { run, claim: None, replayed: true });
         }
+    }
+    if run.if_match.is_some() {
+        // Under the session's row lock, which the upsert below then holds: the session
+        // cannot change between the check and the run's insert.
+        session_pk_at(&mut tx, tenant, session_id, run.if_match).await?;
     }
     // The upsert takes the session's row lock (Postgres), which orders
     // concurrent run creation. A run is activity; an expired session is

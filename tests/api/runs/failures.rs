@@ -227,6 +227,7 @@ async fn a_final_write_on_a_dropped_connection_is_made_again() {
         },
         metadata: Metadata::new(BTreeMap::new()).unwrap(),
         idempotency: None,
+        if_match: None,
         request: None,
         trace_parent: None,
     };

@@ -1,7 +1,8 @@
 //! Every committed change raises the session's revision by one; `If-Match` makes any
 //! write conditional on it.
 
-use axum::http::{Method, StatusCode};
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
 use serde_json::json;
 
 use super::{etag, send};
@@ -12,6 +13,7 @@ on_both_backends!(
     a_stale_if_match_writes_nothing_on_every_write_route,
     if_match_on_a_session_that_does_not_exist_creates_nothing,
     eight_writers_with_if_match_lose_no_update,
+    a_run_is_created_only_at_the_revision_its_if_match_names,
     a_page_of_items_names_its_revision_and_keeps_what_came_after_an_instant,
 );
 
@@ -154,6 +156,55 @@ async fn if_match_on_a_session_that_does_not_exist_creates_nothing(db: TestDb) {
     let append = Some(json!({"items": [{"n": 1}]}));
     let made = send(&app, Method::POST, "/v1/sessions/open/items", Some(""), append).await;
     assert_eq!(etag(&made), 1);
+}
+
+async fn a_run_is_created_only_at_the_revision_its_if_match_names(db: TestDb) {
+    let app = TestApp::new(db, &test_config());
+    app.post("/v1/sessions/r/items", json!({"items": [{"n": 1}]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let run = json!({"input": "hi", "background": true});
+    for tag in ["\"2\"", "\"0\""] {
+        let stale = send(&app, Method::POST, "/v1/sessions/r/runs", Some(tag), Some(run.clone()));
+        let detail =
+            stale.await.expect_problem(StatusCode::PRECONDITION_FAILED, "revision_mismatch");
+        assert!(detail.contains("revision 1"), "{detail}");
+    }
+    let malformed = send(&app, Method::POST, "/v1/sessions/r/runs", Some("1"), Some(run.clone()));
+    let detail = malformed.await.expect_problem(StatusCode::BAD_REQUEST, "invalid_request");
+    assert!(detail.starts_with("If-Match"), "{detail}");
+    let runs = app.get("/v1/sessions/r/runs").await.expect(StatusCode::OK);
+    assert_eq!(runs["data"], json!([]), "a stale If-Match creates no run");
+
+    let ghost = send(&app, Method::POST, "/v1/sessions/ghost/runs", Some("*"), Some(run.clone()));
+    ghost.await.expect_problem(StatusCode::PRECONDITION_FAILED, "revision_mismatch");
+    app.get("/v1/sessions/ghost").await.expect_problem(StatusCode::NOT_FOUND, "session_not_found");
+
+    let queued = send(&app, Method::POST, "/v1/sessions/r/runs", Some("\"1\""), Some(run.clone()));
+    let queued = queued.await.expect(StatusCode::ACCEPTED);
+    let runs = app.get("/v1/sessions/r/runs").await.expect(StatusCode::OK);
+    assert_eq!(runs["data"][0]["id"], queued["id"]);
+
+    // A retry must carry the first request's If-Match: another is another request.
+    let keyed = |tag: &'static str| {
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri("/v1/sessions/k/runs")
+            .header("content-type", "application/json")
+            .header("idempotency-key", "run-once")
+            .header("if-match", tag)
+            .body(Body::from(run.to_string()))
+            .unwrap();
+        app.send(request)
+    };
+    app.post("/v1/sessions/k/items", json!({"items": [{"n": 1}]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let first = keyed("*").await.expect(StatusCode::ACCEPTED);
+    let again = keyed("*").await;
+    assert_eq!(again.expect(StatusCode::ACCEPTED)["id"], first["id"]);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    keyed("\"1\"").await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused");
 }
 
 /// Eight clients each read the counter, write it one higher with `If-Match`, and read

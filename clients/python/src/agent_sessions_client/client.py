@@ -689,6 +689,7 @@ class Runs(_Resource):
         if_busy: Optional[str],
         metadata: Optional[Mapping[str, str]],
         idempotency_key: Optional[str],
+        if_match: IfMatch,
     ) -> Call:
         background = bool(mode.get("background"))
         body = _drop_none(
@@ -698,7 +699,10 @@ class Runs(_Resource):
             "POST",
             _p("v1", "sessions", session_id, "runs"),
             json={**body, **mode},
-            headers={"idempotency-key": idempotency_key or str(uuid.uuid4())},
+            headers={
+                "idempotency-key": idempotency_key or str(uuid.uuid4()),
+                **_if_match(if_match),
+            },
             replay_safe=True,
             timeout=None if background else STREAM_TIMEOUT if mode.get("stream") else WAIT_TIMEOUT,
             long=not background,
@@ -715,11 +719,14 @@ class Runs(_Resource):
         if_busy: Optional[str] = None,
         metadata: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
+        if_match: IfMatch = None,
     ) -> Run:
         """Run a turn. By default wait for it (the finished run, or the run as it stands
         if it outlasts the service's ``RUN_WAIT_SECS``); with ``background=True`` return
         the queued run at once. An ``Idempotency-Key`` (generated unless given) makes the
-        retries safe: a retried request never starts a second run."""
+        retries safe: a retried request never starts a second run. With ``if_match`` the
+        run is created only while the session is at that revision
+        (:class:`RevisionMismatch` otherwise)."""
         mode = {"background": True} if background else {}
         call = self._create_call(
             session_id,
@@ -730,6 +737,7 @@ class Runs(_Resource):
             if_busy=if_busy,
             metadata=metadata,
             idempotency_key=idempotency_key,
+            if_match=if_match,
         )
         return cast(Run, await self._json(call))
 
@@ -743,6 +751,7 @@ class Runs(_Resource):
         if_busy: Optional[str] = None,
         metadata: Optional[Mapping[str, str]] = None,
         idempotency_key: Optional[str] = None,
+        if_match: IfMatch = None,
     ) -> AsyncIterator[RunEvent]:
         """Run a turn and yield its events as they happen, up to its final event or
         ``run.requires_action``. A dropped connection is resumed with ``Last-Event-ID``,
@@ -756,6 +765,7 @@ class Runs(_Resource):
             if_busy=if_busy,
             metadata=metadata,
             idempotency_key=idempotency_key,
+            if_match=if_match,
         )
         return self._follow(session_id, None, call, None)
 

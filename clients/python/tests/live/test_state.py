@@ -51,9 +51,15 @@ async def test_a_stale_revision_writes_nothing(client: AgentSessionsClient) -> N
         await client.sessions.delete(sid, if_match=3)
     session = await client.sessions.get(sid)
     assert (session["revision"], session["item_count"], session["metadata"]) == (1, 1, {})
+    with pytest.raises(RevisionMismatch):
+        await client.runs.create(sid, "hi", background=True, if_match=2)
+    assert [run async for run in client.runs.list(sid)] == []
     await client.items.add(sid, [{"role": "user", "content": "two"}], if_match=1)
+    queued = await client.runs.create(sid, "hi", background=True, if_match=2)
+    assert [run["id"] async for run in client.runs.list(sid)] == [queued["id"]]
+    await client.runs.wait(sid, queued["id"], timeout=30)
     await client.sessions.update(sid, metadata={"k": "v"}, if_match="*")
-    await client.sessions.delete(sid, if_match=3)
+    await client.sessions.delete(sid, if_match=(await client.sessions.get(sid))["revision"])
     with pytest.raises(NotFound):
         await client.sessions.get(sid)
     with pytest.raises(RevisionMismatch):

@@ -730,7 +730,8 @@ export const listRuns = <ThrowOnError extends boolean = false>(options: Options<
  *
  * Waits for the run and answers 200 with it (or 202 when it outlasts `RUN_WAIT_SECS`);
  * with `stream: true` answers its events as `text/event-stream`; with
- * `background: true` answers 202 at once.
+ * `background: true` answers 202 at once. With `If-Match`, the run is created only while
+ * the session is at that revision (creating a run does not change it).
  */
 export const createRun = <ThrowOnError extends boolean = false>(options: Options<CreateRunData, ThrowOnError>) => (options.client ?? client).post<CreateRunResponses, CreateRunErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

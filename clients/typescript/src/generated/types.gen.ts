@@ -6041,6 +6041,10 @@ export type CreateRunData = {
          * Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours
          */
         'Idempotency-Key'?: string;
+        /**
+         * Writes only if the session is at this revision (the ETag of a read, such as "3"), or with * only if it exists; else 412 revision_mismatch and nothing is written
+         */
+        'If-Match'?: string;
     };
     path: {
         /**
@@ -6073,6 +6077,10 @@ export type CreateRunErrors = {
      * `session_exists`: the id is taken; `session_busy`: the session has an unfinished run, named in the detail; `run_finished` or `run_not_requires_action`: the run is not in a state that allows this; `history_changed`: items were deleted while the session was being compacted; `owner_mismatch`: the session belongs to another app or user (the detail names the field)
      */
     409: Problem;
+    /**
+     * `revision_mismatch`: `If-Match` names another revision than the session's or the state document's (the detail names the current one), or it does not exist; nothing was written
+     */
+    412: Problem;
     /**
      * `payload_too_large`: the body is over MAX_BODY_BYTES
      */

@@ -91,6 +91,7 @@ pub(super) async fn create(
         if_busy: target.if_busy,
         background,
         idempotency: None,
+        if_match: None,
         run_id: Some(run_id),
         request: Some(serde_json::value::to_raw_value(&echo).expect("the echo serializes")),
     };
