@@ -58,12 +58,15 @@ pub enum Replacing {
 }
 
 impl Append {
-    /// Whether it only adds items: what a batch can write in bulk.
-    pub fn is_plain(&self) -> bool {
+    /// Whether a batch can write it in bulk: items, a change of the session's state, or
+    /// both, with no condition, owners or replacement.
+    pub fn is_bulk(&self) -> bool {
+        let StateChanges { owners, session, user, app } = &self.state;
+        let only_session = owners.is_empty() && user.is_none() && app.is_none();
         self.if_match.is_none()
-            && self.state.is_empty()
+            && only_session
             && self.replacing == Replacing::Nothing
-            && !self.bodies.is_empty()
+            && !(self.bodies.is_empty() && session.is_none())
     }
 
     /// Whether it changes nothing: no items, no owners or state, nothing replaced.

@@ -1,6 +1,6 @@
-//! Combined appends on Postgres: a batch's appends to any sessions in a fixed number of
-//! statements, whatever their number, so that the batch costs about what one append
-//! does.
+//! Combined appends on Postgres: a batch's appends to any sessions, with the changes of
+//! their sessions' states, in a fixed number of statements, whatever their number, so
+//! that the batch costs about what one append does.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -9,9 +9,10 @@ use std::sync::LazyLock;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::append_states::States;
 use super::shared::appends::{append_in, reserve_seqs};
 use super::{touch, NOW};
-use crate::model::{ExpiresAfter, IdempotencyKey, Item};
+use crate::model::{ExpiresAfter, IdempotencyKey, Item, StateDocument};
 use crate::store::combiner::Append;
 use crate::store::idempotency::AppendedSeqs;
 use crate::store::payload::{Column, PayloadCodec};
@@ -28,9 +29,9 @@ pub(super) async fn append_many(
     appends: &[Append],
     now: Timestamp,
 ) -> Result<Vec<Option<Appended>>> {
-    if !appends.iter().all(Append::is_plain) {
-        // An append the bulk statements do not make (a condition, a state change, a
-        // replacement, no items): each as a single one, in queue order, after the
+    if !appends.iter().all(Append::is_bulk) {
+        // An append the bulk statements do not make (a condition, owners, an owner's
+        // state, a replacement, nothing at all): each as a single one, in queue order, after the
         // batch's sessions are locked in `pk` order as the bulk path locks them, so that
         // two batches never deadlock.
         lock_sessions(conn, appends).await?;
@@ -47,12 +48,14 @@ pub(super) async fn append_many(
         .filter_map(|(append, claimed)| claimed.then_some(append))
         .collect();
 
-    // Each session's seqs and revisions (one per append), in one update for the
-    // sessions that exist.
-    let mut counts: HashMap<(&str, &str), (i64, i64)> = HashMap::new();
+    // Each session's seqs and revisions (one per append), and its state when an append
+    // changes it, in one update for the sessions that exist.
+    let mut counts: HashMap<(&str, &str), Counts> = HashMap::new();
     for append in &writing {
         let count = counts.entry((&append.tenant, append.session_id.as_str())).or_default();
-        *count = (count.0 + append.bodies.len() as i64, count.1 + 1);
+        count.items += append.bodies.len() as i64;
+        count.steps += 1;
+        count.state |= append.state.session.is_some();
     }
     let mut reserved = reserve_many(conn, &counts, now).await?;
     for (&(tenant, id), &count) in &counts {
@@ -63,8 +66,16 @@ pub(super) async fn append_many(
                 .find(|a| a.tenant == tenant && a.session_id.as_str() == id)
                 .expect("a session of the batch")
                 .session_id;
-            absent
-                .insert(reserve_seqs(conn, tenant, session_id, count, now, default_expiry).await?);
+            let counts = (count.items, count.steps);
+            let (pk, last_seq, revision) =
+                reserve_seqs(conn, tenant, session_id, counts, now, default_expiry).await?;
+            absent.insert(Reserved { pk, last_seq, revision, state: None });
+        }
+    }
+    let mut states = States::default();
+    for (&session, reserved) in reserved.iter_mut() {
+        if counts[&session].state {
+            states.begin(codec, session, reserved.pk, reserved.state.take())?;
         }
     }
 
@@ -72,9 +83,9 @@ pub(super) async fn append_many(
     // last of the one before it in the same session, its revision that one's.
     let mut next: HashMap<(&str, &str), (i64, i64)> = reserved
         .iter()
-        .map(|(&session, &(_, last_seq, revision))| {
-            let (count, steps) = counts[&session];
-            (session, (last_seq - count + 1, revision - steps + 1))
+        .map(|(&session, reserved)| {
+            let Counts { items, steps, .. } = counts[&session];
+            (session, (reserved.last_seq - items + 1, reserved.revision - steps + 1))
         })
         .collect();
     let mut made = Vec::with_capacity(writing.len());
@@ -84,15 +95,20 @@ pub(super) async fn append_many(
         let last_seq = first_seq + append.bodies.len() as i64 - 1;
         next.insert(session, (last_seq + 1, revision + 1));
         let items = new_items(&append.bodies, last_seq, now.0);
-        made.push((reserved[&session].0, items, revision));
+        let state = match &append.state.session {
+            Some(write) => Some(states.apply(session, write)?),
+            None => None,
+        };
+        made.push(Made { session_pk: reserved[&session].pk, items, revision, state });
     }
+    states.write(conn, codec).await?;
 
     let mut rows = Rows::default();
-    for (append, (session_pk, items, _)) in writing.iter().zip(&made) {
-        for item in items {
+    for (append, made) in writing.iter().zip(&made) {
+        for item in &made.items {
             rows.ids.push(item.id);
             rows.tenants.push(&append.tenant);
-            rows.session_pks.push(*session_pk);
+            rows.session_pks.push(made.session_pk);
             rows.seqs.push(item.seq);
             rows.bodies.push(codec.seal(&append.tenant, Column::ItemBody, item.item.get())?);
         }
@@ -105,8 +121,8 @@ pub(super) async fn append_many(
         .into_iter()
         .map(|claimed| {
             claimed.then(|| {
-                let (_, items, revision) = made.next().expect("one per append written");
-                Appended { items, replayed: false, revision: Some(revision), state: None }
+                let Made { items, revision, state, .. } = made.next().expect("one per append");
+                Appended { items, replayed: false, revision: Some(revision), state }
             })
         })
         .collect())
@@ -176,28 +192,57 @@ async fn claim_keys(
         .collect())
 }
 
-/// Gives out `counts[session]` seqs and revisions of each live session in one statement; returns each
-/// one's key and last seq given. Sessions absent or expired are not in the answer.
+/// What an append batch adds to one session.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts {
+    items: i64,
+    /// Revisions: one per append.
+    steps: i64,
+    /// Whether an append changes the session's state.
+    state: bool,
+}
+
+/// What a session's update gave the batch.
+struct Reserved {
+    pk: i64,
+    last_seq: i64,
+    revision: i64,
+    /// Sealed, when the batch changes it (none: the empty state).
+    state: Option<String>,
+}
+
+/// One append as the batch made it.
+struct Made {
+    session_pk: i64,
+    items: Vec<Item>,
+    revision: i64,
+    state: Option<StateDocument>,
+}
+
+/// Gives out the seqs and revisions `counts` asks of each live session in one statement,
+/// with the state of those whose appends change it. Sessions absent or expired are not
+/// in the answer.
 /// Rows are locked in `pk` order, as a single append's one lock and any replica's
 /// combined appends take them, so that two combined appends never deadlock.
 async fn reserve_many<'a>(
     conn: &mut PgConnection,
-    counts: &HashMap<(&'a str, &'a str), (i64, i64)>,
+    counts: &HashMap<(&'a str, &'a str), Counts>,
     now: Timestamp,
-) -> Result<HashMap<(&'a str, &'a str), (i64, i64, i64)>> {
+) -> Result<HashMap<(&'a str, &'a str), Reserved>> {
     static RESERVE: LazyLock<String> = LazyLock::new(|| {
         format!(
             r"with wanted as (
-                  select * from unnest($1::text[], $2::text[], $3::bigint[], $5::bigint[]) with ordinality as w (tenant_id, id, added, steps, n)
+                  select * from unnest($1::text[], $2::text[], $3::bigint[], $5::bigint[], $6::bool[]) with ordinality as w (tenant_id, id, added, steps, stateful, n)
               ), locked as (
-                  select s.pk, w.added, w.steps, w.n from sessions s join wanted w on s.tenant_id = w.tenant_id and s.id = w.id
+                  select s.pk, w.added, w.steps, w.stateful, w.n from sessions s join wanted w on s.tenant_id = w.tenant_id and s.id = w.id
                   where {} order by s.pk for update of s
               )
               update sessions set last_seq = sessions.last_seq + locked.added,
                                   item_count = sessions.item_count + locked.added,
                                   revision = sessions.revision + locked.steps, updated_at = $4, {}
               from locked where sessions.pk = locked.pk
-              returning locked.n, sessions.pk, sessions.last_seq, sessions.revision",
+              returning locked.n, sessions.pk, sessions.last_seq, sessions.revision,
+                        case when locked.stateful then sessions.state end",
             live("s", NOW),
             touch("$4"),
         )
@@ -205,20 +250,24 @@ async fn reserve_many<'a>(
     let sessions: Vec<(&'a str, &'a str)> = counts.keys().copied().collect();
     let tenants: Vec<&str> = sessions.iter().map(|(tenant, _)| *tenant).collect();
     let ids: Vec<&str> = sessions.iter().map(|(_, id)| *id).collect();
-    let added: Vec<i64> = sessions.iter().map(|session| counts[session].0).collect();
-    let steps: Vec<i64> = sessions.iter().map(|session| counts[session].1).collect();
-    let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(&RESERVE)
+    let added: Vec<i64> = sessions.iter().map(|session| counts[session].items).collect();
+    let steps: Vec<i64> = sessions.iter().map(|session| counts[session].steps).collect();
+    let stateful: Vec<bool> = sessions.iter().map(|session| counts[session].state).collect();
+    let rows: Vec<(i64, i64, i64, i64, Option<String>)> = sqlx::query_as(&RESERVE)
         .bind(&tenants)
         .bind(&ids)
         .bind(&added)
         .bind(now)
         .bind(&steps)
+        .bind(&stateful)
         .fetch_all(&mut *conn)
         .await?;
     // Each row names its session by its (1-based) place in the arrays.
     Ok(rows
         .into_iter()
-        .map(|(n, pk, last_seq, revision)| (sessions[n as usize - 1], (pk, last_seq, revision)))
+        .map(|(n, pk, last_seq, revision, state)| {
+            (sessions[n as usize - 1], Reserved { pk, last_seq, revision, state })
+        })
         .collect())
 }
 
@@ -255,16 +304,18 @@ async fn keep_responses(
     conn: &mut PgConnection,
     codec: &PayloadCodec,
     written: &[&Append],
-    made: &[(i64, Vec<Item>, i64)],
+    made: &[Made],
 ) -> Result<()> {
     let mut tenants = Vec::new();
     let mut keys = Vec::new();
     let mut responses = Vec::new();
-    for (append, (session_pk, items, revision)) in written.iter().zip(made) {
+    for (append, made) in written.iter().zip(made) {
         let Some(key) = &append.idempotency else {
             continue;
         };
-        let response = to_json(&AppendedSeqs::of(*session_pk, items, *revision))?;
+        let mut seqs = AppendedSeqs::of(made.session_pk, &made.items, made.revision);
+        seqs.state = made.state.as_ref().map(|s| s.as_str().to_owned());
+        let response = to_json(&seqs)?;
         tenants.push(append.tenant.as_str());
         keys.push(key.key.as_str());
         responses

@@ -2,6 +2,7 @@
 //! Writes to one session serialize on that session's row lock. The flows are shared
 //! with SQLite (`store::shared`); this module holds what only Postgres does.
 
+mod append_states;
 mod appends;
 mod claims;
 mod run_batch;

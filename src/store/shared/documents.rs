@@ -5,7 +5,7 @@ use crate::store::payload::{Column, PayloadCodec};
 use crate::store::Result;
 
 /// A state document as `column` holds it: sealed, or null for the empty object.
-pub(super) fn open_state(
+pub(crate) fn open_state(
     codec: &PayloadCodec,
     tenant: &str,
     column: Column,

@@ -38,7 +38,7 @@ mod checkpoints;
 mod compactions;
 mod creation_writer;
 mod deliveries;
-mod documents;
+pub(super) mod documents;
 mod forks;
 mod idempotency_keys;
 mod items;

@@ -2,7 +2,7 @@
 //! append made alone. Each test holds the store's writes while its appends queue, so
 //! that they are combined whatever the machine's speed; the stats prove they were.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ on_both_backends!(
     one_poisoned_append_fails_alone,
     two_replicas_combining_on_one_database_never_deadlock,
     state_changes_conditions_and_plain_appends_combine_in_queue_order,
+    state_deltas_combine_and_each_answers_the_state_it_made,
 );
 
 /// An append of `{"session":…,"client":…,"part":0|1}` pairs, spawned.
@@ -313,4 +314,60 @@ async fn state_changes_conditions_and_plain_appends_combine_in_queue_order(db: T
         (read.state.as_str(), read.revision),
         (format!(r#"{{"n":{last_delta}}}"#).as_str(), 5)
     );
+}
+
+/// Appends with state deltas to three sessions combine like plain ones: each answers
+/// the state as it left it (every delta of its session up to it, in the session's
+/// order), a retry answers that state again, and a delta that makes a state too large
+/// fails alone.
+async fn state_deltas_combine_and_each_answers_the_state_it_made(db: TestDb) {
+    const SESSIONS: [&str; 3] = ["a", "b", "c"];
+    let spawn = |n: usize, max_bytes: usize| {
+        let (store, session) = (db.store.clone(), sid(SESSIONS[n % 3]));
+        let items = bodies(&[format!(r#"{{"client":{n},"part":0}}"#)]);
+        let key = IdempotencyKey::new(&format!("delta-{n}"), &session, &items).unwrap();
+        let change = StateChange::Merge(StateDocument::stored(format!(r#"{{"k{n}":{n}}}"#)));
+        let state = StateWrite { change, max_bytes };
+        let state = StateChanges { session: Some(state), ..StateChanges::default() };
+        tokio::spawn(async move {
+            store.append_with_state(T, &session, items, state, Some(key), None).await
+        })
+    };
+    let keys = |appended: &Appended| -> BTreeSet<String> {
+        let state = appended.state.as_ref().expect("the state it made");
+        let state: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(state.as_str()).unwrap();
+        state.keys().cloned().collect()
+    };
+    let before = db.store.append_stats();
+    let results = combined(&db, || (0..24).map(|n| spawn(n, 1 << 20)).collect()).await;
+    assert!(db.store.append_stats().transactions - before.transactions < 8, "combined");
+    let results: Vec<Appended> = results.into_iter().map(|r| r.expect("appended")).collect();
+    for (n, appended) in results.iter().enumerate() {
+        let seq = appended.items[0].seq;
+        let upto: BTreeSet<String> = (0..24)
+            .filter(|m| m % 3 == n % 3 && results[*m].items[0].seq <= seq)
+            .map(|m| format!("k{m}"))
+            .collect();
+        assert_eq!(keys(appended), upto, "the state append {n} made");
+        assert_eq!(appended.revision, Some(seq), "one revision per append");
+    }
+    for session in SESSIONS {
+        let read = db.store.session_state(T, &sid(session), false).await.unwrap();
+        assert_eq!(read.revision, 8);
+        let stored: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(read.state.as_str()).unwrap();
+        assert_eq!(stored.len(), 8, "every delta of {session}");
+    }
+    let retried = spawn(0, 1 << 20).await.unwrap().expect("the retry succeeds");
+    assert!(retried.replayed);
+    assert_eq!(retried.state, results[0].state, "the retry answers the first state");
+
+    let results =
+        combined(&db, || vec![spawn(30, 1 << 20), spawn(33, 4), spawn(31, 1 << 20)]).await;
+    assert!(matches!(results[1], Err(StoreError::StateTooLarge(_))), "{:?}", results[1]);
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    let read = db.store.session_state(T, &sid("a"), false).await.unwrap();
+    assert_eq!(read.revision, 9, "the too large delta left nothing");
+    assert!(read.state.as_str().contains("k30") && !read.state.as_str().contains("k33"));
 }
