@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI of the Python client (clients/python): lint, types, unit tests, then the live tests,
 # the end-to-end Agents SDK test, the OpenAI-compatible API tests (the openai and agents
-# packages against /v1) and the Agents SDK's own session test-suite against the real
+# packages against /v1), LangGraph's checkpointer conformance suite and graphs on
+# AgentSessionsSaver, and the Agents SDK's own session test-suite against the real
 # service (with AgentSessionsSession, then with OpenAIConversationsSession), on SQLite and
 # on Postgres.
 #
@@ -42,7 +43,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 py="$VENV/bin/python"
 "$py" -m pip install -q --upgrade pip
-"$py" -m pip install -q "$here[agents]" -r "$here/requirements-test.txt"
+"$py" -m pip install -q "$here[agents,langgraph]" -r "$here/requirements-test.txt"
 # Reinstall the package itself (not editable: the tests use what `pip install` gives).
 "$py" -m pip install -q --no-deps --force-reinstall "$here"
 "$py" -c 'import agent_sessions_client, pathlib, sys
@@ -118,11 +119,12 @@ suite="tests/memory/test_session.py"
 
 for backend in $backends; do
   export AGENT_SESSIONS_BACKEND="$backend"
-  echo "== live, end-to-end and OpenAI API tests on $backend"
+  echo "== live, end-to-end, OpenAI API and LangGraph tests on $backend"
   code=0
-  "$py" -m pytest -p no:cacheprovider tests/live tests/e2e tests/openai_api \
+  # tests/langgraph_saver runs LangGraph's own conformance suite (every capability).
+  "$py" -m pytest -p no:cacheprovider tests/live tests/e2e tests/openai_api tests/langgraph_saver \
     --junitxml="$work/live-$backend.xml" || code=$?
-  record "live+e2e+openai ($backend)" "$work/live-$backend.xml" "$code"
+  record "live+e2e+openai+langgraph ($backend)" "$work/live-$backend.xml" "$code"
 
   echo "== Agents SDK session suite on $backend ($suite, SQLiteSession -> AgentSessionsSession)"
   code=0

@@ -12,12 +12,10 @@ the caller never has to guess whether an append happened).
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import (
     TYPE_CHECKING,
     Any,
     Awaitable,
-    Coroutine,
     List,
     Mapping,
     Optional,
@@ -28,6 +26,7 @@ from typing import (
 
 import httpx
 
+from ._loop_thread import run_blocking
 from ._transport import DEFAULT_RETRY, DEFAULT_TIMEOUT, RetryPolicy
 from .client import DEFAULT_BASE_URL, AgentSessionsClient
 from .errors import InvalidRequest, NotFound
@@ -213,26 +212,6 @@ class AgentSessionsSession(_SessionBase):
         await self.aclose()
 
 
-class _LoopThread:
-    """One background event loop shared by every ``SyncAgentSessionsSession``: blocking
-    code gets the async implementation without owning a loop, and it also works when
-    called from inside someone else's running loop."""
-
-    _lock = threading.Lock()
-    _loop: Optional[asyncio.AbstractEventLoop] = None
-
-    @classmethod
-    def run(cls, coroutine: Coroutine[Any, Any, _T]) -> _T:
-        with cls._lock:
-            if cls._loop is None:
-                loop = asyncio.new_event_loop()
-                threading.Thread(
-                    target=loop.run_forever, name="agent-sessions", daemon=True
-                ).start()
-                cls._loop = loop
-        return asyncio.run_coroutine_threadsafe(coroutine, cls._loop).result()
-
-
 class SyncAgentSessionsSession:
     """The same session for synchronous code: ``get_items``, ``add_items``, ``pop_item``
     and ``clear_session`` block until the service has answered."""
@@ -245,19 +224,19 @@ class SyncAgentSessionsSession:
         return self.session.session_id
 
     def get_items(self, limit: Optional[int] = None) -> List[TResponseInputItem]:
-        return _LoopThread.run(self.session.get_items(limit))
+        return run_blocking(self.session.get_items(limit))
 
     def add_items(self, items: List[TResponseInputItem]) -> None:
-        _LoopThread.run(self.session.add_items(items))
+        run_blocking(self.session.add_items(items))
 
     def pop_item(self) -> Optional[TResponseInputItem]:
-        return _LoopThread.run(self.session.pop_item())
+        return run_blocking(self.session.pop_item())
 
     def clear_session(self) -> None:
-        _LoopThread.run(self.session.clear_session())
+        run_blocking(self.session.clear_session())
 
     def close(self) -> None:
-        _LoopThread.run(self.session.aclose())
+        run_blocking(self.session.aclose())
 
     def __enter__(self) -> SyncAgentSessionsSession:
         return self
