@@ -115,7 +115,10 @@ echo "== openai-agents $sdk_version sdist"
 tar -xzf "$work/sdist/openai_agents-$sdk_version.tar.gz" -C "$work"
 sdk="$work/openai_agents-$sdk_version"
 suite="tests/memory/test_session.py"
-[[ -f "$sdk/$suite" ]] || { echo "no $suite in the openai-agents $sdk_version sdist" >&2; exit 2; }
+encrypted="tests/extensions/memory/test_encrypt_session.py"
+for file in "$suite" "$encrypted"; do
+  [[ -f "$sdk/$file" ]] || { echo "no $file in the openai-agents $sdk_version sdist" >&2; exit 2; }
+done
 
 for backend in $backends; do
   export AGENT_SESSIONS_BACKEND="$backend"
@@ -131,6 +134,13 @@ for backend in $backends; do
   (cd "$sdk" && PYTHONPATH="$here/tests" "$py" -m pytest -p no:cacheprovider \
       -p sessions_testkit.sdk_suite "$suite" --junitxml="$work/sdk-$backend.xml") || code=$?
   record "SDK suite ($backend)" "$work/sdk-$backend.xml" "$code"
+
+  echo "== Agents SDK EncryptedSession suite on $backend ($encrypted, over AgentSessionsSession)"
+  code=0
+  (cd "$sdk" && PYTHONPATH="$here/tests" "$py" -m pytest -p no:cacheprovider \
+      -p sessions_testkit.sdk_suite "$encrypted" --junitxml="$work/sdk-enc-$backend.xml") \
+    || code=$?
+  record "SDK encrypted ($backend)" "$work/sdk-enc-$backend.xml" "$code"
 
   echo "== Agents SDK session suite on $backend ($suite, SQLiteSession -> OpenAIConversationsSession)"
   code=0

@@ -1,7 +1,8 @@
 """pytest plugin that runs the Agents SDK's own session tests against agent-sessions.
 
-Used as ``pytest -p sessions_testkit.sdk_suite <sdist>/tests/memory/test_session.py``
-(see ``scripts/ci.sh``). The test file is run exactly as the SDK ships it; this plugin
+Used as ``pytest -p sessions_testkit.sdk_suite <sdist>/tests/memory/test_session.py``, and
+on ``tests/extensions/memory/test_encrypt_session.py`` (``EncryptedSession`` over our
+session), see ``scripts/ci.sh``. The test file is run exactly as the SDK ships it; this plugin
 
 - starts the service (``AGENT_SESSIONS_BIN`` on ``AGENT_SESSIONS_BACKEND`` = ``sqlite``
   or ``postgres``, the latter a scratch database made from ``PG_URL``);
@@ -81,6 +82,31 @@ DESELECTED: Dict[str, str] = {
     # tests/unit/test_session_unit.py::test_closed_session_refuses_every_operation.
     "test_sqlite_session_closed_rejects_empty_add_items": (
         "matches SQLiteSession's own error text 'SQLiteSession is closed'"
+    ),
+    # tests/extensions/memory/test_encrypt_session.py: EncryptedSession authenticates a
+    # popped item inside the SQLite transaction only when the backend is the SDK's own
+    # SQLiteSession (`_pop_item_with_validation`; its docstring: other backends "do not
+    # provide this atomic authentication guarantee").
+    "test_encrypted_pop_wrong_key_preserves_recoverable_history": (
+        "atomic authentication of a pop, which EncryptedSession gives only to SQLiteSession"
+    ),
+    "test_encrypted_pop_rechecks_authentication_after_expired_tail": (
+        "atomic authentication of a pop, which EncryptedSession gives only to SQLiteSession"
+    ),
+    "test_encrypted_pop_authentication_is_atomic_with_concurrent_mutations": (
+        "atomic authentication of a pop (SQLiteSession only), probed with sqlite3 on the file"
+    ),
+    "test_encrypted_pop_wrong_key_preserves_row_identity": (
+        "reads SQLite's agent_messages table of the local file with sqlite3"
+    ),
+    "test_encrypted_pop_cancellation_waits_for_authentication_rollback": (
+        "atomic authentication of a pop, which EncryptedSession gives only to SQLiteSession"
+    ),
+    # EncryptedSession keeps untrusted stored items out of a compaction only through a
+    # backend's private `_get_compaction_snapshot` hook (SQLiteSession, AsyncSQLiteSession
+    # and SQLAlchemySession have it); without it the SDK compacts the whole history.
+    "test_encrypted_compaction_skips_unencrypted_stored_history": (
+        "needs the backend's private _get_compaction_snapshot hook (SQLite and SQLAlchemy)"
     ),
 }
 
