@@ -2,7 +2,9 @@
 # CI of the Python client (clients/python): lint, types, unit tests, then the live tests,
 # the end-to-end Agents SDK test, the OpenAI-compatible API tests (the openai and agents
 # packages against /v1), LangGraph's checkpointer conformance suite and graphs on
-# AgentSessionsSaver, and the Agents SDK's own session test-suite against the real
+# AgentSessionsSaver, Strands Agents' repository session-manager tests on
+# AgentSessionsRepository, the Agents SDK's EncryptedSession tests, and the Agents SDK's
+# own session test-suite against the real
 # service (with AgentSessionsSession, then with OpenAIConversationsSession), on SQLite and
 # on Postgres.
 #
@@ -120,6 +122,26 @@ for file in "$suite" "$encrypted"; do
   [[ -f "$sdk/$file" ]] || { echo "no $file in the openai-agents $sdk_version sdist" >&2; exit 2; }
 done
 
+# Strands Agents' sdist, with its tests exactly as released, and a venv of its own.
+strands_version="$("$py" - "$here/pyproject.toml" <<'PY'
+import re, sys, tomllib
+extra = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["strands"]
+print(re.search(r"strands-agents==([\w.]+)", " ".join(extra)).group(1))
+PY
+)"
+echo "== strands-agents $strands_version sdist and venv"
+"$PYTHON" -m venv "$work/strands-venv"
+strands_py="$work/strands-venv/bin/python"
+"$strands_py" -m pip install -q "$here[strands]" -r "$here/requirements-strands.txt"
+"$py" -m pip download -q --no-binary :all: --no-deps "strands-agents==$strands_version" -d "$work/strands-sdist"
+tar -xzf "$work/strands-sdist/strands_agents-$strands_version.tar.gz" -C "$work"
+strands="$work/strands_agents-$strands_version"
+strands_suite="tests/strands/session/test_repository_session_manager.py"
+[[ -f "$strands/$strands_suite" ]] || { echo "no $strands_suite in the strands-agents sdist" >&2; exit 2; }
+check "mypy --strict (the Strands adapter, in its venv)" bash -c 'cd "$1/tests" &&
+  "$2/bin/mypy" --strict --python-version 3.10 --explicit-package-bases --follow-imports=silent \
+    ../src/agent_sessions_client/strands.py sessions_testkit/strands_suite.py' _ "$here" "$work/strands-venv"
+
 for backend in $backends; do
   export AGENT_SESSIONS_BACKEND="$backend"
   echo "== live, end-to-end, OpenAI API and LangGraph tests on $backend"
@@ -148,6 +170,13 @@ for backend in $backends; do
       -p openai_api.sdk_conversations_suite "$suite" --junitxml="$work/sdk-conv-$backend.xml") \
     || code=$?
   record "SDK conv suite ($backend)" "$work/sdk-conv-$backend.xml" "$code"
+
+  echo "== Strands suite on $backend ($strands_suite, MockedSessionRepository -> AgentSessionsRepository)"
+  code=0
+  (cd "$strands" && PYTHONPATH="$here/tests" "$strands_py" -m pytest -p no:cacheprovider \
+      -p sessions_testkit.strands_suite "$strands_suite" --junitxml="$work/strands-$backend.xml") \
+    || code=$?
+  record "Strands suite ($backend)" "$work/strands-$backend.xml" "$code"
 done
 
 echo

@@ -69,7 +69,7 @@ _ADDED = ("id", "status")
 _TEXT_PARTS = ("input_text", "output_text")
 
 PLUGIN = SuitePlugin(
-    stand_in="OpenAIConversationsSession",
+    stand_in="SQLiteSession -> OpenAIConversationsSession",
     deselected=DESELECTED,
     why_deselected="these tests cannot apply to a Conversations API",
     served="conversations served the SQLiteSession constructions",

@@ -111,7 +111,7 @@ DESELECTED: Dict[str, str] = {
 }
 
 PLUGIN = SuitePlugin(
-    stand_in="AgentSessionsSession",
+    stand_in="SQLiteSession -> AgentSessionsSession",
     deselected=DESELECTED,
     why_deselected="these tests examine SQLite itself",
     served="SQLiteSession constructions were served by AgentSessionsSession",

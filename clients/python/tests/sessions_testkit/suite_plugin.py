@@ -47,7 +47,7 @@ class SuitePlugin:
         self._stack.close()
 
     def pytest_report_header(self, config: pytest.Config) -> str:
-        return f"agent-sessions SDK suite: SQLiteSession -> {self.stand_in} on {self.backend()}"
+        return f"agent-sessions suite: {self.stand_in} on {self.backend()}"
 
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: List[pytest.Item]
