@@ -2,7 +2,7 @@
 # CI of the Python client (clients/python): lint, types, unit tests, then the live tests,
 # the end-to-end Agents SDK test, the OpenAI-compatible API tests (the openai and agents
 # packages against /v1), LangGraph's checkpointer conformance suite and graphs on
-# AgentSessionsSaver, Strands Agents' repository session-manager tests on
+# AgentSessionsSaver, ADK's session-service behaviours and Runner on AgentSessionsService, Strands Agents' repository session-manager tests on
 # AgentSessionsRepository, the Agents SDK's EncryptedSession tests, and the Agents SDK's
 # own session test-suite against the real
 # service (with AgentSessionsSession, then with OpenAIConversationsSession), on SQLite and
@@ -45,7 +45,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 py="$VENV/bin/python"
 "$py" -m pip install -q --upgrade pip
-"$py" -m pip install -q "$here[agents,langgraph]" -r "$here/requirements-test.txt"
+"$py" -m pip install -q "$here[agents,langgraph,adk]" -r "$here/requirements-test.txt"
 # Reinstall the package itself (not editable: the tests use what `pip install` gives).
 "$py" -m pip install -q --no-deps --force-reinstall "$here"
 "$py" -c 'import agent_sessions_client, pathlib, sys
@@ -144,12 +144,14 @@ check "mypy --strict (the Strands adapter, in its venv)" bash -c 'cd "$1/tests" 
 
 for backend in $backends; do
   export AGENT_SESSIONS_BACKEND="$backend"
-  echo "== live, end-to-end, OpenAI API and LangGraph tests on $backend"
+  echo "== live, end-to-end, OpenAI API, LangGraph and ADK tests on $backend"
   code=0
-  # tests/langgraph_saver runs LangGraph's own conformance suite (every capability).
+  # tests/langgraph_saver runs LangGraph's own conformance suite (every capability);
+  # tests/adk_service the behaviours ADK's session-service tests check, and its Runner.
   "$py" -m pytest -p no:cacheprovider tests/live tests/e2e tests/openai_api tests/langgraph_saver \
+    tests/adk_service \
     --junitxml="$work/live-$backend.xml" || code=$?
-  record "live+e2e+openai+langgraph ($backend)" "$work/live-$backend.xml" "$code"
+  record "live+openai+langgraph+adk ($backend)" "$work/live-$backend.xml" "$code"
 
   echo "== Agents SDK session suite on $backend ($suite, SQLiteSession -> AgentSessionsSession)"
   code=0
