@@ -42,6 +42,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
+from ._owned_client import client_for
 from .client import AgentSessionsClient
 from .errors import Conflict, NotFound, RevisionMismatch
 from .types import JSONObject
@@ -70,17 +71,10 @@ class AgentSessionsService(BaseSessionService):
         uri: Optional[str] = None,
         **_: Any,
     ) -> None:
-        self._owns_client = client is None
-        if client is None:
-            if uri is not None:
-                base_url = _base_url(uri)
-            options: dict[str, Any] = {
-                "api_key": api_key or os.environ.get("AGENT_SESSIONS_API_KEY")
-            }
-            if base_url is not None:
-                options["base_url"] = base_url
-            client = AgentSessionsClient(**options)
-        self.client = client
+        if uri is not None:
+            base_url = _base_url(uri)
+        api_key = api_key or os.environ.get("AGENT_SESSIONS_API_KEY")
+        self.client, self._owns_client = client_for(client, base_url=base_url, api_key=api_key)
 
     async def create_session(
         self,

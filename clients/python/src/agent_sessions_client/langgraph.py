@@ -33,6 +33,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ._loop_thread import run_blocking
+from ._owned_client import client_for
 from .client import AgentSessionsClient
 from .errors import NotFound
 from .types import JSONObject
@@ -59,13 +60,7 @@ class AgentSessionsSaver(BaseCheckpointSaver[str]):
         serde: Optional[SerializerProtocol] = None,
     ) -> None:
         super().__init__(serde=serde)
-        self._owns_client = client is None
-        if client is None:
-            options: dict[str, Any] = {"api_key": api_key}
-            if base_url is not None:
-                options["base_url"] = base_url
-            client = AgentSessionsClient(**options)
-        self.client = client
+        self.client, self._owns_client = client_for(client, base_url=base_url, api_key=api_key)
 
     # --- async -------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from strands.types.exceptions import SessionException
 from strands.types.session import Session, SessionAgent, SessionMessage
 
 from ._loop_thread import run_blocking
+from ._owned_client import client_for
 from .client import AgentSessionsClient
 from .errors import Conflict, NotFound, RevisionMismatch
 from .types import JSONObject
@@ -49,13 +50,7 @@ class AgentSessionsRepository(SessionRepository):
         base_url: Optional[str] = None,
         api_key: Optional[str] = None,
     ) -> None:
-        self._owns_client = client is None
-        if client is None:
-            options: dict[str, Any] = {"api_key": api_key}
-            if base_url is not None:
-                options["base_url"] = base_url
-            client = AgentSessionsClient(**options)
-        self.client = client
+        self.client, self._owns_client = client_for(client, base_url=base_url, api_key=api_key)
 
     # --- the session ---------------------------------------------------------------------
 
