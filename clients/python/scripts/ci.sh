@@ -129,18 +129,20 @@ extra = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"
 print(re.search(r"strands-agents==([\w.]+)", " ".join(extra)).group(1))
 PY
 )"
-echo "== strands-agents $strands_version sdist and venv"
-"$PYTHON" -m venv "$work/strands-venv"
-strands_py="$work/strands-venv/bin/python"
-"$strands_py" -m pip install -q "$here[strands]" -r "$here/requirements-strands.txt"
+echo "== strands-agents $strands_version sdist, and the venv of Strands and AutoGen"
+frameworks="$work/frameworks-venv"
+"$PYTHON" -m venv "$frameworks"
+strands_py="$frameworks/bin/python"
+"$strands_py" -m pip install -q "$here[strands]" -r "$here/requirements-frameworks.txt"
 "$py" -m pip download -q --no-binary :all: --no-deps "strands-agents==$strands_version" -d "$work/strands-sdist"
 tar -xzf "$work/strands-sdist/strands_agents-$strands_version.tar.gz" -C "$work"
 strands="$work/strands_agents-$strands_version"
 strands_suite="tests/strands/session/test_repository_session_manager.py"
 [[ -f "$strands/$strands_suite" ]] || { echo "no $strands_suite in the strands-agents sdist" >&2; exit 2; }
-check "mypy --strict (the Strands adapter, in its venv)" bash -c 'cd "$1/tests" &&
+check "mypy --strict (Strands and AutoGen tests, in their venv)" bash -c 'cd "$1/tests" &&
   "$2/bin/mypy" --strict --python-version 3.10 --explicit-package-bases --follow-imports=silent \
-    ../src/agent_sessions_client/strands.py sessions_testkit/strands_suite.py' _ "$here" "$work/strands-venv"
+    ../src/agent_sessions_client/strands.py sessions_testkit/strands_suite.py autogen_state' \
+  _ "$here" "$frameworks"
 
 for backend in $backends; do
   export AGENT_SESSIONS_BACKEND="$backend"
@@ -179,6 +181,12 @@ for backend in $backends; do
       -p sessions_testkit.strands_suite "$strands_suite" --junitxml="$work/strands-$backend.xml") \
     || code=$?
   record "Strands suite ($backend)" "$work/strands-$backend.xml" "$code"
+
+  echo "== AutoGen on $backend (tests/autogen_state, SavedState)"
+  code=0
+  "$strands_py" -m pytest -p no:cacheprovider tests/autogen_state \
+    --junitxml="$work/autogen-$backend.xml" || code=$?
+  record "AutoGen ($backend)" "$work/autogen-$backend.xml" "$code"
 done
 
 echo
