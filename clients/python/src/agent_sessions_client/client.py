@@ -542,7 +542,8 @@ class Checkpoints(_Resource):
         if_match: IfMatch = None,
     ) -> JSONObject:
         """Store a checkpoint (the same id again replaces it) with the blobs of the
-        channels it changed; makes the session if needed."""
+        channels it changed; makes the session if needed. The request is idempotent as
+        it is (a ``PUT``), so its retries need no ``Idempotency-Key``."""
         body = {
             "parent_id": parent_id,
             "checkpoint": dict(checkpoint),
@@ -555,7 +556,7 @@ class Checkpoints(_Resource):
             _p("v1", "sessions", session_id, "checkpoints", checkpoint_id),
             params=[("namespace", namespace)],
             json=body,
-            headers={"idempotency-key": str(uuid.uuid4()), **_if_match(if_match)},
+            headers=_if_match(if_match),
             replay_safe=True,
         )
         return cast(JSONObject, await self._json(call))
@@ -570,13 +571,14 @@ class Checkpoints(_Resource):
         namespace: str = "",
         task_path: str = "",
     ) -> None:
-        """Store a task's writes (``{"idx", "channel", "type", "data"}``) on a checkpoint."""
+        """Store a task's writes (``{"idx", "channel", "type", "data"}``) on a checkpoint.
+        Writing the same ``(task_id, idx)`` again keeps the first (a negative ``idx``
+        replaces it), so a retry changes nothing and needs no ``Idempotency-Key``."""
         call = Call(
             "POST",
             _p("v1", "sessions", session_id, "checkpoints", checkpoint_id, "writes"),
             params=[("namespace", namespace)],
             json={"task_id": task_id, "task_path": task_path, "writes": [dict(w) for w in writes]},
-            headers={"idempotency-key": str(uuid.uuid4())},
             replay_safe=True,
         )
         await self._t.send(call)
