@@ -5,6 +5,7 @@ mod agents;
 mod api_keys;
 mod at_rest;
 mod checkpoints;
+mod combined_writes;
 mod combiner;
 mod compactions;
 mod deadline;

@@ -2,6 +2,7 @@
 //! Writes to one session serialize on that session's row lock. The flows are shared
 //! with SQLite (`store::shared`); this module holds what only Postgres does.
 
+mod append_seqs;
 mod append_states;
 mod appends;
 mod claims;
@@ -32,7 +33,8 @@ use sqlx::{ConnectOptions, Connection, Executor, Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use super::at_rest::PayloadColumn;
-use super::combiner::{Append, Combiner, Creation};
+use super::combined_writes::{Append, Creation};
+use super::combiner::Combiner;
 use super::held::HeldConnections;
 use super::outage;
 use super::payload::PayloadCodec;

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::{touch, NOW};
 use crate::model::IfBusy;
-use crate::store::combiner::Creation;
+use crate::store::combined_writes::Creation;
 use crate::store::event_rows::stored_events;
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::{live, to_json, ExpiryColumns};

@@ -10,7 +10,7 @@ use super::owners::{take_owners, write_owner_documents};
 use super::sessions::{forget_expired, precondition, BindExpiry};
 use super::Conn;
 use crate::model::{ExpiresAfter, Item, SessionId, StateDocument, StateWrite};
-use crate::store::combiner::Append;
+use crate::store::combined_writes::Append;
 use crate::store::idempotency::{first_append, AppendedSeqs, FirstAppend};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::{

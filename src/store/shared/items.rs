@@ -9,7 +9,7 @@ use super::idempotency_keys::{answered, first_answer};
 use super::sessions::{row_value, session_pk, session_pk_at};
 use super::Conn;
 use crate::model::{IdempotencyKey, IfMatch, Item, ItemBody, Page, PageRequest, SessionId};
-use crate::store::combiner::Replacing;
+use crate::store::combined_writes::Replacing;
 use crate::store::pages::{explain_empty_page, read_item_rows, uuid_cursor, ItemsPage};
 use crate::store::payload::Column;
 use crate::store::rows::{live, open_items, to_json, ItemRow, ITEM_COLUMNS};

@@ -11,7 +11,7 @@ use super::sessions::{forget_expired, session_pk_at, BindExpiry};
 use super::steering::join;
 use super::Conn;
 use crate::model::{IdempotencyKey, IfBusy, NewRun, Run, SessionId};
-use crate::store::combiner::Creation;
+use crate::store::combined_writes::Creation;
 use crate::store::idempotency::{replayed_run_id, run_response};
 use crate::store::payload::PayloadCodec;
 use crate::store::rows::{expiry_columns, live};

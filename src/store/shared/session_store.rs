@@ -11,7 +11,8 @@ use crate::model::{
     IdempotencyKey, IfMatch, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionFilter,
     SessionId, SessionPatch, StateChanges,
 };
-use crate::store::combiner::{Append, Combiner, Replacing};
+use crate::store::combined_writes::{Append, Replacing};
+use crate::store::combiner::Combiner;
 use crate::store::{
     AppendStats, Appended, PoolStats, Result, SessionStore, StateStore, StoreError, Swept,
 };

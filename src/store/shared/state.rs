@@ -10,7 +10,7 @@ use crate::model::{
     IdempotencyKey, IfMatch, ItemBody, OwnerDocument, SessionId, StateChanges, StateDocument,
     StateWrite,
 };
-use crate::store::combiner::{Append, Replacing};
+use crate::store::combined_writes::{Append, Replacing};
 use crate::store::payload::Column;
 use crate::store::rows::live;
 use crate::store::timestamp::Timestamp;

@@ -4,7 +4,7 @@ use sqlx::SqliteConnection;
 
 use super::shared::appends::append_in;
 use crate::model::ExpiresAfter;
-use crate::store::combiner::Append;
+use crate::store::combined_writes::Append;
 use crate::store::payload::PayloadCodec;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Appended, Result};

@@ -29,7 +29,8 @@ use sqlx::sqlite::{
 use sqlx::{ConnectOptions, Connection, QueryBuilder, Sqlite};
 
 use super::at_rest::PayloadColumn;
-use super::combiner::{Append, Combiner, Creation};
+use super::combined_writes::{Append, Creation};
+use super::combiner::Combiner;
 use super::held::HeldConnections;
 use super::payload::PayloadCodec;
 use super::timestamp::Timestamp;

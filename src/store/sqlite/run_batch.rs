@@ -9,7 +9,7 @@ use sqlx::SqliteConnection;
 use super::runs::insert_run;
 use super::{touch, NOW};
 use crate::model::IfBusy;
-use crate::store::combiner::Creation;
+use crate::store::combined_writes::Creation;
 use crate::store::payload::PayloadCodec;
 use crate::store::rows::{live, ExpiryColumns};
 use crate::store::run_rows::{InsertedRun, NewRunRow, UNFINISHED};
