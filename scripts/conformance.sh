@@ -7,7 +7,8 @@
 # 1. A virtual environment at .venv-conformance/ (created once, refreshed whenever
 #    conformance/requirements.txt changes) holds schemathesis and openapi-python-client at
 #    pinned versions; nothing is installed globally.
-# 2. `cargo build --locked`, then a Python client is generated from openapi.yaml into a
+# 2. `cargo build --release --locked` (the build scripts/test.sh made, when it ran first:
+#    the suites run against one build of each profile), then a Python client is generated from openapi.yaml into a
 #    temporary directory (conformance/generate_client.py; never committed).
 # 3. For each backend (SQLite in a temporary file; PostgreSQL in a fresh database created
 #    on the server of DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres,
@@ -30,13 +31,13 @@
 #   DATABASE_URL               the PostgreSQL server to create the scratch database on
 #                              (its role needs CREATEDB); unset: the local default above.
 #   CONFORMANCE_BACKENDS       which backends to test (default "sqlite postgres").
-#   CONFORMANCE_MAX_EXAMPLES   schemathesis examples per operation and phase (default 300).
+#   CONFORMANCE_MAX_EXAMPLES   schemathesis examples per operation and phase (default 200).
 #   CONFORMANCE_SEED           schemathesis seed (default 20261122).
 #   CONFORMANCE_EXTRA_STATEFUL_SEEDS
 #                              further stateful-only runs, with seeds SEED+1, SEED+2, ...
 #                              (default 3; see run_schemathesis).
-#   CONFORMANCE_STAGE_TIMEOUT  seconds one schemathesis run may take (default 900: the
-#                              first run, all four phases, takes 9-10 minutes here).
+#   CONFORMANCE_STAGE_TIMEOUT  seconds one schemathesis run may take (default 1200: the
+#                              first run, all four phases, takes 6-13 minutes here).
 #   CONFORMANCE_PYTHON         the Python that creates the venv (default python3, >= 3.11).
 set -euo pipefail
 
@@ -44,15 +45,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 
 BACKENDS=${CONFORMANCE_BACKENDS:-sqlite postgres}
-MAX_EXAMPLES=${CONFORMANCE_MAX_EXAMPLES:-300}
+MAX_EXAMPLES=${CONFORMANCE_MAX_EXAMPLES:-200}
 SEED=${CONFORMANCE_SEED:-20261122}
 EXTRA_STATEFUL_SEEDS=${CONFORMANCE_EXTRA_STATEFUL_SEEDS:-3}
-STAGE_TIMEOUT=${CONFORMANCE_STAGE_TIMEOUT:-900}
+STAGE_TIMEOUT=${CONFORMANCE_STAGE_TIMEOUT:-1200}
 PYTHON=${CONFORMANCE_PYTHON:-python3}
 PG_SERVER_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 VENV=$ROOT/.venv-conformance
 REQUIREMENTS=$ROOT/conformance/requirements.txt
-BIN=${CARGO_TARGET_DIR:-$ROOT/target}/debug/agent-sessions
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/agent-sessions
 
 log() { printf 'conformance: %s\n' "$*" >&2; }
 banner() { printf '\n==> conformance: %s\n' "$*"; }
@@ -162,7 +163,7 @@ setup_venv() {
 }
 
 build() {
-  cargo build --locked || return 1
+  cargo build --release --locked || return 1
   [[ -x "$BIN" ]] || { log "no binary at $BIN"; return 1; }
 }
 
@@ -366,7 +367,7 @@ log "backends: $BACKENDS; $MAX_EXAMPLES examples per operation, seed $SEED" \
 if ! stage "python venv ($VENV)" setup_venv; then
   finish || exit 1
 fi
-if ! stage "cargo build --locked" build; then
+if ! stage "cargo build --release --locked" build; then
   finish || exit 1
 fi
 CLIENT=1
