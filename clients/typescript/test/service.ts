@@ -1,7 +1,8 @@
 /**
  * The real service for the tests: the binary named by `AGENT_SESSIONS_BIN` on a fresh
- * SQLite file, its runs answered by a fake OpenAI-compatible LLM in this process (the
- * only fake), which streams `echo: <the last user message>` a word at a time.
+ * SQLite file, or on the Postgres database `AGENT_SESSIONS_DATABASE_URL` names, its runs
+ * answered by a fake OpenAI-compatible LLM in this process (the only fake), which
+ * streams `echo: <the last user message>` a word at a time.
  */
 
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -13,22 +14,37 @@ import { join } from 'node:path';
 
 export interface Service {
   url: string;
-  stop(): Promise<void>;
+  /** The database it runs on, for another process of the service to share. */
+  databaseUrl: string;
+  /** Stops the process and removes its SQLite file, unless `keepDatabase`. */
+  stop(options?: { keepDatabase?: boolean }): Promise<void>;
+}
+
+export interface ServiceOptions {
+  /** Run on this database (one an earlier process used) instead of a fresh one. */
+  databaseUrl?: string;
+  /** Turns authentication on: tenants' keys are made with this admin key. */
+  adminKey?: string;
 }
 
 /** Milliseconds between two streamed words. */
 export const WORD_DELAY_MS = 30;
 
-export async function startService(): Promise<Service> {
+export async function startService(options: ServiceOptions = {}): Promise<Service> {
   const binary = process.env.AGENT_SESSIONS_BIN;
   if (!binary) throw new Error('set AGENT_SESSIONS_BIN to the agent-sessions binary');
   const llm = await startFakeLlm();
   const dir = mkdtempSync(join(tmpdir(), 'agent-sessions-ts-'));
+  const databaseUrl =
+    options.databaseUrl ??
+    process.env.AGENT_SESSIONS_DATABASE_URL ??
+    `sqlite://${join(dir, 'service.db')}`;
   const port = await freePort();
   const child = spawn(binary, [], {
     env: {
       ...process.env,
-      DATABASE_URL: `sqlite://${join(dir, 'service.db')}`,
+      DATABASE_URL: databaseUrl,
+      ...(options.adminKey ? { ADMIN_API_KEY: options.adminKey } : {}),
       LISTEN_ADDR: `127.0.0.1:${port}`,
       LLM_BASE_URL: `http://127.0.0.1:${(llm.address() as AddressInfo).port}/v1`,
       LLM_MODEL: 'fake-model',
@@ -43,14 +59,15 @@ export async function startService(): Promise<Service> {
   await Promise.race([waitReady(url, child), spawned]);
   return {
     url,
-    async stop() {
+    databaseUrl,
+    async stop({ keepDatabase = false } = {}) {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
         child.kill('SIGTERM');
         await exited;
       }
       await new Promise((resolve) => llm.close(resolve));
-      rmSync(dir, { recursive: true, force: true });
+      if (!keepDatabase) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
