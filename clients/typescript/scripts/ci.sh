@@ -22,7 +22,7 @@ npm test
 
 admin="${PG_URL:-${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}}"
 database="ts_client_$(date +%s)_$$"
-psql -q "$admin" -c "create database $database"
-trap 'psql -q "$admin" -c "drop database if exists $database with (force)"' EXIT
+psql -w -X -q "$admin" -c "create database $database"
+trap 'psql -w -X -q "$admin" -c "drop database if exists $database with (force)"' EXIT
 echo "TypeScript client on Postgres"
 AGENT_SESSIONS_DATABASE_URL="${admin%/*}/$database" npm test
