@@ -39,6 +39,7 @@ import {
 import {
   HistoryTransactionError,
   checkItems,
+  canonical,
   checkTransactionArgs,
   sameItems,
   type CheckedTransaction,
@@ -77,22 +78,10 @@ export class AgentSessionsSession
 
   /** The history oldest first; with `limit`, its newest `limit` items, oldest first. */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
-    if (limit === undefined) return (await this.everything()).rows.map((row) => row.item as AgentInputItem);
-    const newest: Item[] = [];
-    let after: string | undefined;
-    while (newest.length < limit) {
-      const answer = await listItems({
-        client: this.client,
-        path: { session_id: this.sessionId },
-        query: { limit: Math.min(PAGE, limit - newest.length), order: 'desc', after },
-      });
-      if (answer.response?.status === 404) break;
-      const page = ok(answer);
-      newest.push(...page.data);
-      if (!page.has_more || page.data.length === 0) break;
-      after = page.data[page.data.length - 1].id;
-    }
-    return newest.reverse().map((row) => row.item as AgentInputItem);
+    if (limit !== undefined && limit <= 0) return [];
+    const { rows } = await this.read(limit === undefined ? 'asc' : 'desc', limit);
+    if (limit !== undefined) rows.reverse();
+    return rows.map((row) => row.item as AgentInputItem);
   }
 
   async addItems(items: AgentInputItem[]): Promise<void> {
@@ -142,7 +131,7 @@ export class AgentSessionsSession
    * reader sees the old history or the new one, never a mix).
    */
   async replaceHistoryWithCompaction(items: AgentInputItem[]): Promise<void> {
-    const checked = checkItems(items);
+    const checked = checkItems(fitting(items));
     ok(
       await replaceItems({
         client: this.client,
@@ -161,9 +150,10 @@ export class AgentSessionsSession
   async applyHistoryMutations(args: SessionHistoryRewriteArgs): Promise<void> {
     if (args.mutations.length === 0) return;
     for (let attempt = 1; ; attempt++) {
-      const { rows, revision } = await this.everything();
+      const { rows, revision } = await this.read('asc');
       let items = rows.map((row) => row.item as AgentInputItem);
       for (const mutation of args.mutations) {
+        if (mutation.type !== 'replace_function_call') continue;
         const [replacement] = checkItems([mutation.replacement]);
         let kept = false;
         items = items.flatMap((item) => {
@@ -181,7 +171,7 @@ export class AgentSessionsSession
         path: { session_id: this.sessionId },
         query: first === 0 ? undefined : { after: rows[first - 1].id },
         headers: revision ? { 'If-Match': revision } : undefined,
-        body: { items: items.slice(first) },
+        body: { items: fitting(items.slice(first)) },
       });
       if (answer.response?.status === 412 && attempt < ATTEMPTS) continue;
       ok(answer);
@@ -191,12 +181,26 @@ export class AgentSessionsSession
 
   async applyHistoryTransaction(args: SessionHistoryTransactionArgs): Promise<void> {
     const { operationId, transaction } = checkTransactionArgs(args);
+    if (transaction.type === 'append_items') {
+      fitting(transaction.items);
+    } else {
+      fitting(transaction.replacement);
+      // The suffix is read with the item before it, in one page.
+      if (transaction.expectedSuffix.length >= PAGE) {
+        throw new HistoryTransactionError(`A suffix replacement expects at most ${PAGE - 1} items.`);
+      }
+    }
     const stored = await this.ensured();
     const key = await operationKey(this.sessionId, stored, operationId);
     if (transaction.type === 'append_items') {
       await this.appendOnce(transaction.items, key);
     } else {
-      await this.replaceSuffixOnce(transaction, key);
+      // An append under this operation id was another transaction.
+      if (await this.keyUsed(key)) throw reused();
+      // The replacement's key names its content too: a 422 for it means this very
+      // replacement was made already (the If-Match it was made under is long gone).
+      const exact = await operationKey(this.sessionId, stored, operationId, canonical(transaction));
+      await this.replaceSuffixOnce(transaction, exact);
     }
   }
 
@@ -227,7 +231,6 @@ export class AgentSessionsSession
       const revision = tail.response.headers.get('etag') ?? undefined;
       const suffix = rows.slice(rows.length - expectedSuffix.length);
       const matches =
-        expectedSuffix.length < PAGE &&
         suffix.length === expectedSuffix.length &&
         sameItems(
           suffix.map((row) => row.item),
@@ -235,7 +238,7 @@ export class AgentSessionsSession
         );
       const before = rows.length > expectedSuffix.length ? rows[0].id : undefined;
       if (!matches) {
-        if (await this.keyUsed(key, before)) return;
+        if (await this.keyUsed(key)) return;
         throw new HistoryTransactionError(
           'Session history suffix no longer matches the transaction precondition.',
         );
@@ -248,7 +251,7 @@ export class AgentSessionsSession
         body: { items: replacement },
       });
       const status = answer.response?.status;
-      if (status === 422) throw reused();
+      if (status === 422) return;
       // 412: a write came between the read and this one; read the suffix again.
       if (status === 412 && attempt < ATTEMPTS) continue;
       ok(answer);
@@ -258,14 +261,13 @@ export class AgentSessionsSession
 
   /**
    * Whether an earlier request used `key`: a replacement that cannot apply (its
-   * `If-Match` names no revision the session can be at) is answered 422 when the key
+   * `If-Match` names revision 0, and revisions start at 1) is answered 422 when the key
    * was used, with another request, and 412 when it was not, which records nothing.
    */
-  private async keyUsed(key: string, after: string | undefined): Promise<boolean> {
+  private async keyUsed(key: string): Promise<boolean> {
     const probe = await replaceItems({
       client: this.client,
       path: { session_id: this.sessionId },
-      query: after === undefined ? undefined : { after },
       headers: { 'Idempotency-Key': key, 'If-Match': '"0"' },
       body: { items: [] },
     });
@@ -275,23 +277,40 @@ export class AgentSessionsSession
     throw new Error(`a replacement under If-Match "0" was answered ${probe.response?.status}`);
   }
 
-  /** Every stored item, oldest first, and the revision before the first page was read. */
-  private async everything(): Promise<{ rows: Item[]; revision: string | undefined }> {
-    const rows: Item[] = [];
-    let revision: string | undefined;
-    let after: string | undefined;
-    for (;;) {
-      const answer = await listItems({
-        client: this.client,
-        path: { session_id: this.sessionId },
-        query: { limit: PAGE, after },
-      });
-      if (answer.response?.status === 404) return { rows, revision };
-      const page = ok(answer);
-      revision ??= answer.response.headers.get('etag') ?? undefined;
-      rows.push(...page.data);
-      if (!page.has_more || page.data.length === 0) return { rows, revision };
-      after = page.data[page.data.length - 1].id;
+  /**
+   * The items in `order` (up to `limit`), page by page, and the revision they are at. A
+   * read of more than one page that a write crossed (another revision, a cursor a pop
+   * took away, the session deleted) starts again, a few times; then it answers what the
+   * last one read, as a plain listing would.
+   */
+  private async read(order: 'asc' | 'desc', limit?: number): Promise<{ rows: Item[]; revision?: string }> {
+    for (let attempt = 1; ; attempt++) {
+      const rows: Item[] = [];
+      let revision: string | undefined;
+      let after: string | undefined;
+      let crossed = false;
+      for (;;) {
+        const want = limit === undefined ? PAGE : Math.min(PAGE, limit - rows.length);
+        const answer = await listItems({
+          client: this.client,
+          path: { session_id: this.sessionId },
+          query: { limit: want, order, after },
+        });
+        const status = answer.response?.status;
+        if (after !== undefined && (status === 400 || status === 404)) {
+          crossed = true;
+          break;
+        }
+        if (status === 404) return { rows };
+        const page = ok(answer);
+        const etag = answer.response.headers.get('etag') ?? undefined;
+        revision ??= etag;
+        crossed ||= etag !== revision;
+        rows.push(...page.data);
+        if (!page.has_more || page.data.length === 0 || rows.length === limit) break;
+        after = page.data[page.data.length - 1].id;
+      }
+      if (!crossed || attempt === ATTEMPTS) return { rows, revision };
     }
   }
 
@@ -307,6 +326,16 @@ export class AgentSessionsSession
   }
 }
 
+/** `items`, when one write can take them all; a refusal, before anything is sent, if not. */
+function fitting<T>(items: T[]): T[] {
+  if (items.length > PAGE) {
+    throw new HistoryTransactionError(
+      `A session history write takes at most ${PAGE} items; this one has ${items.length}.`,
+    );
+  }
+  return items;
+}
+
 function reused(): HistoryTransactionError {
   return new HistoryTransactionError(
     'Session history operation was already applied with a different transaction.',
@@ -317,9 +346,13 @@ function reused(): HistoryTransactionError {
  * The `Idempotency-Key` of an operation on this life and epoch of the session: a
  * SHA-256, so that any operation id fits the key's printable 255 characters.
  */
-async function operationKey(sessionId: string, stored: StoredSession, operationId: string): Promise<string> {
+async function operationKey(
+  sessionId: string,
+  stored: StoredSession,
+  ...operation: string[]
+): Promise<string> {
   const epoch = stored.metadata?.[HISTORY_EPOCH_KEY] ?? '';
-  const text = JSON.stringify([sessionId, stored.created_at, epoch, operationId]);
+  const text = JSON.stringify([sessionId, stored.created_at, epoch, ...operation]);
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
   const hex = Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, '0')).join('');
   return `history-operation:${hex}`;

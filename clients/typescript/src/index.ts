@@ -14,9 +14,16 @@
 
 export * from './generated/index.js';
 export type { Client } from './generated/client/index.js';
-export * from './connect.js';
+export {
+  DEFAULT_RETRY,
+  connect,
+  retryingFetch,
+  type ConnectOptions,
+  type RetryPolicy,
+  type ServiceOptions,
+} from './connect.js';
 export * from './follow.js';
-export * from './errors.js';
+export { AgentSessionsError } from './errors.js';
 export * from './agents.js';
 export * from './langgraph.js';
 export { HistoryTransactionError } from './history_values.js';

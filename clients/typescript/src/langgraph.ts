@@ -89,11 +89,22 @@ export class AgentSessionsSaver extends BaseCheckpointSaver {
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     const threadId = config.configurable?.thread_id as string | undefined;
     const namespace = config.configurable?.checkpoint_ns as string | undefined;
-    const only = getCheckpointId(config) || undefined;
+    const filter = options.filter ?? {};
     let before = options.before ? getCheckpointId(options.before) || undefined : undefined;
-    // With one checkpoint asked for by id, the limit applies to it alone, below.
-    let left = only ? undefined : options.limit;
-    const metadata = options.filter && Object.keys(options.filter).length > 0 ? JSON.stringify(options.filter) : undefined;
+    let left = options.limit;
+    const only = getCheckpointId(config) || undefined;
+    if (only !== undefined && threadId !== undefined) {
+      // One checkpoint asked for by id: it, if it passes the other conditions.
+      const tuple = await this.getTuple(config);
+      const passes =
+        tuple !== undefined &&
+        (left === undefined || left > 0) &&
+        (before === undefined || only < before) &&
+        Object.entries(filter).every(([key, value]) => sameJson(tuple.metadata?.[key as keyof CheckpointMetadata], value));
+      if (passes) yield tuple;
+      return;
+    }
+    const metadata = Object.keys(filter).length > 0 ? JSON.stringify(filter) : undefined;
     while (left === undefined || left > 0) {
       const query = { namespace, before, metadata, limit: left === undefined ? PAGE : Math.min(PAGE, left) };
       let page;
@@ -199,14 +210,14 @@ export class AgentSessionsSaver extends BaseCheckpointSaver {
    * parent; LangGraph reads them as the checkpoint's own tasks channel since.
    */
   private async migratePendingSends(checkpoint: Checkpoint, row: StoredCheckpoint): Promise<void> {
-    const parent = ok(
-      await getCheckpoint({
-        client: this.client,
-        path: { session_id: row.session_id, checkpoint_id: row.parent_id as string },
-        query: { namespace: row.namespace },
-      }),
-    );
-    const sends = ordered(parent.writes).filter((write) => write.channel === TASKS);
+    const parent = await getCheckpoint({
+      client: this.client,
+      path: { session_id: row.session_id, checkpoint_id: row.parent_id as string },
+      query: { namespace: row.namespace },
+    });
+    // A parent that is gone left no sends.
+    const writes = parent.response?.status === 404 ? [] : ok(parent).writes;
+    const sends = ordered(writes).filter((write) => write.channel === TASKS);
     checkpoint.channel_values[TASKS] = await Promise.all(sends.map((write) => this.decode(write)));
     const versions = Object.values(checkpoint.channel_versions);
     checkpoint.channel_versions[TASKS] =
@@ -257,6 +268,11 @@ function checkpointNamespace(config: RunnableConfig): string {
 
 function checkpointConfig(threadId: string, namespace: string, checkpointId: string): RunnableConfig {
   return { configurable: { thread_id: threadId, checkpoint_ns: namespace, checkpoint_id: checkpointId } };
+}
+
+/** The service's metadata filter: equal as JSON, null also matching a missing member. */
+function sameJson(stored: unknown, wanted: unknown): boolean {
+  return JSON.stringify(stored ?? null) === JSON.stringify(wanted ?? null);
 }
 
 function compare(a: string, b: string): number {

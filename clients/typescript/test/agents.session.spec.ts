@@ -82,6 +82,30 @@ describe('the Session protocol', () => {
     expect(await session.getItems()).toEqual([]);
   });
 
+  test('a read of several pages that a pop crossed starts again', async () => {
+    const sessionId = `agents-${crypto.randomUUID()}`;
+    const items = Array.from({ length: 1_500 }, (_, n) => said(`item ${n}`));
+    await fresh(sessionId).session.addItems(items);
+    let popped = false;
+    // The first time a second page is asked for, the item it would start after goes.
+    const crossing: typeof fetch = async (input, init) => {
+      const request = new Request(input, init);
+      if (!popped && new URL(request.url).searchParams.has('after')) {
+        popped = true;
+        await fetch(`${service.url}/v1/sessions/${sessionId}/items/last`, { method: 'DELETE' });
+        await fetch(`${service.url}/v1/sessions/${sessionId}/items`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ items: [said('late')] }),
+        });
+      }
+      return fetch(request);
+    };
+    const session = new AgentSessionsSession({ sessionId, client: connect({ baseUrl: service.url, fetch: crossing }) });
+    expect(await session.getItems()).toEqual([...items.slice(0, -1), said('late')]);
+    expect(popped).toBe(true);
+  });
+
   test('pages through a history longer than one page, whole and by limit', async () => {
     const { session } = fresh();
     const items = Array.from({ length: 1_205 }, (_, n) => said(`item ${n}`));
@@ -176,6 +200,32 @@ describe('history transactions', () => {
     await session.addItems([said('later')]);
     await session.applyHistoryTransaction(args);
     expect(await session.getItems()).toEqual([said('start'), said('accepted'), said('later')]);
+  });
+
+  test('a replacement that keeps its suffix is a no-op when retried', async () => {
+    const { session } = await seeded(said('start'), said('kept'));
+    const args: SessionHistoryTransactionArgs = {
+      operationId: 'replace-keeps-suffix',
+      transaction: { type: 'replace_suffix', expectedSuffix: [said('kept')], replacement: [said('new'), said('kept')] },
+    };
+    await session.applyHistoryTransaction(args);
+    await session.applyHistoryTransaction(args);
+    expect(await session.getItems()).toEqual([said('start'), said('new'), said('kept')]);
+  });
+
+  test('a replacement under an operation id an append used is refused', async () => {
+    const { session } = await seeded(said('start'));
+    await session.applyHistoryTransaction({
+      operationId: 'append-then-replace',
+      transaction: { type: 'append_items', items: [said('appended')] },
+    });
+    await expect(
+      session.applyHistoryTransaction({
+        operationId: 'append-then-replace',
+        transaction: { type: 'replace_suffix', expectedSuffix: [said('appended')], replacement: [] },
+      }),
+    ).rejects.toThrow('already applied with a different transaction');
+    expect(await session.getItems()).toEqual([said('start'), said('appended')]);
   });
 
   test('a suffix that covers the whole history replaces all of it', async () => {
@@ -338,6 +388,19 @@ describe('refusals, before anything is sent', () => {
     }
   });
 
+  test('more items than one write takes', async () => {
+    const many = Array.from({ length: 1_001 }, (_, n) => said(`item ${n}`));
+    await refused({ operationId: 'many', transaction: { type: 'append_items', items: many } }, 'at most 1000 items');
+    await refused(
+      { operationId: 'many', transaction: { type: 'replace_suffix', expectedSuffix: many.slice(1), replacement: [] } },
+      'expects at most 999 items',
+    );
+    const { session, sent } = await seeded(said('start'));
+    const before = sent.count;
+    await expect(session.replaceHistoryWithCompaction(many)).rejects.toThrow('at most 1000 items');
+    expect(sent.count).toBe(before);
+  });
+
   test('a refusal never quotes the content', async () => {
     const secret = said('secret');
     secret.providerData = { secret: Symbol('api-key-secret') };
@@ -411,7 +474,9 @@ describe('errors and retries', () => {
       operationId: 'lost-append',
       transaction: { type: 'append_items', items: [said('three')] },
     });
-    expect(lost.size).toBe(3);
+    // The append, the replacement's check that its id was no append's, the replacement, the
+    // transaction's append: each answer lost once.
+    expect(lost.size).toBe(4);
     expect(await session.getItems()).toEqual([said('two'), said('three')]);
   });
 });
