@@ -239,7 +239,8 @@ fn cors(origins: &[String]) -> Result<Option<CorsLayer>, InvalidOrigin> {
     Ok(Some(
         CorsLayer::new()
             .allow_origin(allow_origin)
-            .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
+            // PUT: history and state replacements, checkpoints.
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
             // Whatever headers the page's client sends (`last-event-id` to resume,
             // `if-match`, the `openai` package's `x-stainless-*`): none of them grants
             // anything, only the bearer key does, and a fixed list breaks each new client.

@@ -1,8 +1,9 @@
 """Clients in a page on another origin than the service, in chromium: the ``openai``
-package (with its ``x-stainless-*`` headers) and the TypeScript client (resuming a run's
-events with ``Last-Event-ID``), both pinned in tests/browser/cross_origin. Through CORS
-the browser lets their requests and the headers they read (``x-request-id``,
-``Location``) through; without it, it blocks them.
+package (with its ``x-stainless-*`` headers), the TypeScript client (resuming a run's
+events with ``Last-Event-ID``) and its framework adapters (``PUT`` under an ``If-Match``
+read from ``ETag``), pinned in tests/browser/cross_origin. Through CORS the browser lets
+their requests and the headers they read (``x-request-id``, ``Location``, ``ETag``)
+through; without it, it blocks them.
 
 scripts/browser-tests.sh builds the page (``npm run build`` in tests/browser/cross_origin)
 first.
@@ -51,6 +52,15 @@ def test_the_openai_package_from_another_origin(page: Page, open_service: str) -
     assert answer["models"] == ["fake-model"]
     assert answer["text"] == "echo: hello from a page"
     assert answer["requestId"], answer
+
+
+def test_the_framework_adapters_from_another_origin(page: Page, open_service: str) -> None:
+    answer: Any = page.evaluate("base => window.withAdapters(base, 'cross-origin-adapters')", open_service)
+    assert answer["items"] == [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "three"},
+    ], answer
+    assert answer["values"] == {"topic": "bicycles"}, answer
 
 
 def test_the_typescript_client_resumes_from_another_origin(page: Page, open_service: str) -> None:
