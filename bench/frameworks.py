@@ -28,41 +28,21 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any, Callable, Coroutine, Dict, List
 
-ROOT = Path(__file__).resolve().parent.parent
-CLIENT = ROOT / "clients" / "python"
-VENV = CLIENT / ".venv"
+from client_venv import CLIENT, run_in_client_venv
+
 REFERENCE = ["langgraph-checkpoint-postgres==3.2.0", "psycopg[binary]==3.3.2"]
 
-
-def ensure_environment() -> None:
-    """Re-run this script in the client's venv when the packages are missing here."""
-    try:
-        import google.adk  # noqa: F401
-        import langgraph.checkpoint.postgres.aio  # noqa: F401
-
-        import agent_sessions_client.adk  # noqa: F401
-
-        return
-    except ImportError:
-        if os.environ.get("FRAMEWORKS_BENCH_REEXEC"):
-            raise
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    install = [str(python), "-m", "pip", "install", "-q", f"{CLIENT}[adk,langgraph]", *REFERENCE]
-    subprocess.run([*install, "-r", str(CLIENT / "requirements-test.txt")], check=True)
-    env = {**os.environ, "FRAMEWORKS_BENCH_REEXEC": "1"}
-    os.execve(str(python), [str(python), __file__, *sys.argv[1:]], env)
-
-
-ensure_environment()
+run_in_client_venv(
+    __file__,
+    ["google.adk", "langgraph.checkpoint.postgres.aio", "agent_sessions_client.adk"],
+    [f"{CLIENT}[adk,langgraph]", *REFERENCE],
+    "FRAMEWORKS_BENCH_REEXEC",
+)
 sys.path.insert(0, str(CLIENT / "tests"))
 
 from google.adk.events.event import Event  # noqa: E402

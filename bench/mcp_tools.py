@@ -25,40 +25,13 @@ import datetime
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any, Dict, List
 
-ROOT = Path(__file__).resolve().parent.parent
-CLIENT = ROOT / "clients" / "python"
-VENV = CLIENT / ".venv"
+from client_venv import CLIENT, ROOT, run_in_client_venv
 
-
-def ensure_environment() -> None:
-    """Re-run this script in the client's venv when the packages are missing here."""
-    try:
-        import mcp  # noqa: F401
-
-        import agent_sessions_client  # noqa: F401
-
-        return
-    except ImportError:
-        if os.environ.get("MCP_BENCH_REEXEC"):
-            raise
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    requirements = str(CLIENT / "requirements-test.txt")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", str(CLIENT), "-r", requirements], check=True
-    )
-    env = {**os.environ, "MCP_BENCH_REEXEC": "1"}
-    os.execve(str(python), [str(python), __file__, *sys.argv[1:]], env)
-
-
-ensure_environment()
+run_in_client_venv(__file__, ["mcp", "agent_sessions_client"], [str(CLIENT)], "MCP_BENCH_REEXEC")
 sys.path.insert(0, str(CLIENT / "tests"))
 
 from agent_sessions_client import AgentSessionsClient  # noqa: E402

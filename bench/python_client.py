@@ -30,51 +30,19 @@ import datetime
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence
 
-ROOT = Path(__file__).resolve().parent.parent
-CLIENT = ROOT / "clients" / "python"
-VENV = CLIENT / ".venv"
+from client_venv import CLIENT, run_in_client_venv
 
-
-def ensure_environment() -> None:
-    """Re-run this script in the client's venv when the packages are missing here."""
-    try:
-        import agents.extensions.memory.sqlalchemy_session  # noqa: F401
-        import asyncpg  # type: ignore[import-untyped]  # noqa: F401
-
-        import agent_sessions_client  # noqa: F401
-
-        return
-    except ImportError:
-        if os.environ.get("PYTHON_CLIENT_BENCH_REEXEC"):
-            raise
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            f"{CLIENT}[agents]",
-            "-r",
-            str(CLIENT / "requirements-test.txt"),
-        ],
-        check=True,
-    )
-    env = {**os.environ, "PYTHON_CLIENT_BENCH_REEXEC": "1"}
-    os.execve(str(python), [str(python), __file__, *sys.argv[1:]], env)
-
-
-ensure_environment()
+run_in_client_venv(
+    __file__,
+    ["agents.extensions.memory.sqlalchemy_session", "asyncpg", "agent_sessions_client"],
+    [f"{CLIENT}[agents]"],
+    "PYTHON_CLIENT_BENCH_REEXEC",
+)
 sys.path.insert(0, str(CLIENT / "tests"))
 
 from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession  # noqa: E402
