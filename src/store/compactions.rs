@@ -24,6 +24,16 @@ pub trait CompactionStore: Send + Sync {
     /// [`super::StoreError::SessionBusy`] while the session has an unfinished run.
     async fn context(&self, tenant: &str, session_id: &SessionId, idle: bool) -> Result<Context>;
 
+    /// The session's [`HistoryMark`] and its items after `seq`, oldest first, as of one
+    /// snapshot (one statement): a run that holds the history as of the same mark reads
+    /// only what was appended since.
+    async fn appended_since(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        seq: i64,
+    ) -> Result<(HistoryMark, Vec<Item>)>;
+
     /// Stores a compaction made from the session as `base` saw it: the previous
     /// compaction it folded in (if any) and the `summarised` items after it must all
     /// still be there, and no newer compaction may cover as much; otherwise nothing is
@@ -62,6 +72,15 @@ pub trait CompactionStore: Send + Sync {
 pub struct Context {
     pub compaction: Option<Compaction>,
     pub items: Vec<Item>,
+}
+
+/// Which history a session holds: the session row (a session deleted and made again is
+/// another) and how often anything but an append changed its items or compactions. While
+/// both stay, its history only grew at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryMark {
+    pub session_pk: i64,
+    pub rewrites: i64,
 }
 
 /// What `fork_session` did.

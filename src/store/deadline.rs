@@ -22,8 +22,8 @@ use uuid::Uuid;
 use super::{
     outage, AgentStore, ApiKeyStore, AppendStats, Appended, AtRestStore, Attempt, CheckpointRef,
     CheckpointStore, Claim, CompactionStore, Context, CreatedRun, Delivery, DeliveryStore,
-    Finished, Forked, Keep, PoolStats, Progress, Result, RunFlush, RunStore, SessionStore,
-    StartNow, StateSnapshot, StateStore, StoreError, Swept,
+    Finished, Forked, HistoryMark, Keep, PoolStats, Progress, Result, RunFlush, RunStore,
+    SessionStore, StartNow, StateSnapshot, StateStore, StoreError, Swept,
 };
 use crate::model::{
     Agent, AgentPatch, ApiKey, Checkpoint, CheckpointFilter, Compaction, IdempotencyKey, IfBusy,
@@ -286,6 +286,9 @@ within_deadline!(RunStore {
 within_deadline!(CompactionStore {
     read fn latest_compaction(&self, tenant: &str, session_id: &SessionId) -> Option<Compaction>;
     read fn context(&self, tenant: &str, session_id: &SessionId, idle: bool) -> Context;
+    read fn appended_since(
+        &self, tenant: &str, session_id: &SessionId, seq: i64
+    ) -> (HistoryMark, Vec<Item>);
     write fn add_compaction(
         &self, tenant: &str, session_id: &SessionId, base: Option<&Compaction>,
         summarised: i64, compaction: &Compaction, if_match: Option<IfMatch>

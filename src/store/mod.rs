@@ -38,7 +38,7 @@ pub use api_keys::ApiKeyStore;
 pub use at_rest::{AtRestStore, Progress};
 pub use checkpoints::{CheckpointRef, CheckpointStore, Keep};
 pub use combiner::AppendStats;
-pub use compactions::{CompactionStore, Context, Forked};
+pub use compactions::{CompactionStore, Context, Forked, HistoryMark};
 pub use deliveries::{Attempt, Delivery, DeliveryStore};
 pub use encryption::{Keyring, KeyringError};
 pub use error::StoreError;

@@ -148,6 +148,32 @@ impl ItemRow {
     }
 }
 
+/// A session's history mark and, where its statement found one, an item after a seq.
+#[derive(sqlx::FromRow)]
+pub(super) struct MarkedItemRow {
+    pub session_pk: i64,
+    pub rewrites: i64,
+    id: Option<Uuid>,
+    seq: Option<i64>,
+    created_at: Option<Timestamp>,
+    run_id: Option<Uuid>,
+    body: Option<String>,
+}
+
+impl MarkedItemRow {
+    /// The item the row holds, if it holds one.
+    pub(super) fn item_row(self) -> Option<ItemRow> {
+        Some(ItemRow {
+            id: self.id?,
+            seq: self.seq?,
+            created_at: self.created_at?,
+            run_id: self.run_id,
+            body: self.body?,
+            revision: None,
+        })
+    }
+}
+
 /// Items from their rows, their payloads opened.
 pub(super) fn open_items(
     codec: &PayloadCodec,

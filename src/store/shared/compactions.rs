@@ -7,15 +7,15 @@ use uuid::Uuid;
 use super::backend::{Store, NOW};
 use super::sessions::{read_session_pk, row_value, session_pk_at};
 use super::{forks, Conn};
-use crate::model::{Compaction, IfMatch, NewFork, Page, PageRequest, SessionId};
+use crate::model::{Compaction, IfMatch, Item, NewFork, Page, PageRequest, SessionId};
 use crate::store::pages::{beyond, direction, uuid_cursor};
 use crate::store::payload::{Column, PayloadCodec};
 use crate::store::rows::{
-    live, open_items, CompactionRow, ItemRow, COMPACTION_COLUMNS, ITEM_COLUMNS,
+    live, open_items, CompactionRow, ItemRow, MarkedItemRow, COMPACTION_COLUMNS, ITEM_COLUMNS,
 };
 use crate::store::run_rows::UNFINISHED;
 use crate::store::timestamp::Timestamp;
-use crate::store::{CompactionStore, Context, Forked, Result, StoreError};
+use crate::store::{CompactionStore, Context, Forked, HistoryMark, Result, StoreError};
 
 /// The newest compaction of the session, its summary opened.
 async fn latest(
@@ -91,6 +91,33 @@ impl CompactionStore for Store {
         Ok(Context { compaction, items })
     }
 
+    async fn appended_since(
+        &self,
+        tenant: &str,
+        session_id: &SessionId,
+        seq: i64,
+    ) -> Result<(HistoryMark, Vec<Item>)> {
+        // A left join: a session with nothing new still yields its mark, in one row.
+        let rows: Vec<MarkedItemRow> = sqlx::query_as(&format!(
+            r"select sessions.pk as session_pk, sessions.rewrites,
+                  i.id, i.seq, i.created_at, i.run_id, i.body
+              from sessions left join items i
+                on i.tenant_id = $1 and i.session_pk = sessions.pk and i.seq > $3
+              where sessions.tenant_id = $1 and sessions.id = $2 and {}
+              order by i.seq",
+            live("sessions", NOW)
+        ))
+        .bind(tenant)
+        .bind(session_id.as_str())
+        .bind(seq)
+        .fetch_all(self.reader())
+        .await?;
+        let first = rows.first().ok_or(StoreError::SessionNotFound)?;
+        let mark = HistoryMark { session_pk: first.session_pk, rewrites: first.rewrites };
+        let items = rows.into_iter().filter_map(MarkedItemRow::item_row).collect();
+        Ok((mark, open_items(&self.codec, tenant, items)?))
+    }
+
     async fn add_compaction(
         &self,
         tenant: &str,
@@ -150,7 +177,8 @@ impl CompactionStore for Store {
         sqlx::query(
             r"update sessions set input_tokens = input_tokens + $3,
                   output_tokens = output_tokens + $4, total_tokens = total_tokens + $5,
-                  llm_calls = llm_calls + $6, updated_at = $7, revision = revision + 1
+                  llm_calls = llm_calls + $6, updated_at = $7, revision = revision + 1,
+                  rewrites = rewrites + 1
               where tenant_id = $1 and pk = $2",
         )
         .bind(tenant)

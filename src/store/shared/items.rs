@@ -17,11 +17,13 @@ use crate::store::run_rows::UNFINISHED;
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError};
 
-/// Moves the session's item count by `change` and marks it updated, as a revision;
-/// returns the new revision.
+/// Moves the session's item count by `change` and marks it updated, as a revision and a
+/// rewrite of its history (every caller changes items other than by an append); returns
+/// the new revision.
 async fn count_items(conn: &mut Conn, tenant: &str, session_pk: i64, change: i64) -> Result<i64> {
     let revision = sqlx::query_scalar(
-        r"update sessions set item_count = item_count + $3, updated_at = $4, revision = revision + 1
+        r"update sessions set item_count = item_count + $3, updated_at = $4,
+              revision = revision + 1, rewrites = rewrites + 1
           where tenant_id = $1 and pk = $2 returning revision",
     )
     .bind(tenant)
@@ -267,7 +269,8 @@ pub(super) async fn remove(
             .await?
             .rows_affected();
     sqlx::query(
-        "update sessions set item_count = item_count - $3 where tenant_id = $1 and pk = $2",
+        r"update sessions set item_count = item_count - $3, rewrites = rewrites + 1
+          where tenant_id = $1 and pk = $2",
     )
     .bind(tenant)
     .bind(session_pk)
