@@ -163,6 +163,12 @@ pub struct Config {
     #[arg(long, env = "RUN_WORKERS", global = true, default_value_t = 4)]
     pub run_workers: usize,
 
+    /// Megabytes of session history a process keeps prepared between runs, so that a
+    /// run reads only the items appended since the last; 0 reads every run's history
+    /// whole.
+    #[arg(long, env = "HISTORY_CACHE_MB", global = true, default_value_t = 64)]
+    pub history_cache_mb: u64,
+
     /// Seconds a worker's claim on a run lasts unless renewed.
     #[arg(long, env = "RUN_LEASE_SECS", global = true, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub run_lease_secs: u64,

@@ -34,6 +34,7 @@ impl Config {
             default_model: self.llm_model.clone().filter(|m| !m.is_empty()),
             tenant_max_active_runs: self.tenant_max_active_runs,
             mcp_call_timeout: Duration::from_secs(self.mcp_call_timeout_secs),
+            history_cache_bytes: self.history_cache_mb.saturating_mul(1 << 20),
             ..crate::runs::RunSettings::default()
         }
     }

@@ -3,6 +3,7 @@
 //! [`LlmClient`] is the seam: the worker only knows this trait, so tests and other
 //! providers plug in without touching the run engine.
 
+mod messages;
 mod openai;
 mod sse;
 
@@ -14,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::secret::Secret;
 
+pub use messages::Messages;
 pub use openai::OpenAiClient;
 
 /// The protocol of the LLM calls, as `gen_ai.provider.name` names it in traces.
@@ -37,10 +39,10 @@ pub(crate) async fn read_limited(
 }
 
 /// One Chat Completions request, already translated from session items.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ChatRequest {
     pub model: String,
-    pub messages: Vec<Message>,
+    pub messages: Messages,
     pub tools: Vec<ToolSpec>,
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u32>,

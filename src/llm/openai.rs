@@ -19,8 +19,8 @@ use tracing::{Instrument, Span};
 
 use super::sse::SseParser;
 use super::{
-    read_limited, ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message,
-    Progress, TokenUsage, ToolSpec, PROVIDER,
+    read_limited, ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings,
+    Messages, Progress, TokenUsage, ToolSpec, PROVIDER,
 };
 use crate::secret::Secret;
 use crate::telemetry;
@@ -244,7 +244,7 @@ impl From<LlmError> for Failure {
 #[derive(Serialize)]
 struct RequestBody<'a> {
     model: &'a str,
-    messages: &'a [Message],
+    messages: &'a Messages,
     stream: bool,
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -11,7 +11,7 @@ use super::context::build_messages;
 use super::error::{Result, RunsError};
 use super::execution::Execution;
 use super::{config, spans, ConfigRequest, Engine, Runs};
-use crate::llm::{ChatRequest, LlmError, Message, Progress, Role};
+use crate::llm::{ChatRequest, LlmError, Message, Messages, Progress, Role};
 use crate::model::{
     AgentConfig, Compaction, IfMatch, InvalidField, RunError, RunEventKind, Sampling, SessionId,
     MAX_KEEP_RECENT_ITEMS,
@@ -257,10 +257,10 @@ async fn summary_of(
     }
     let request = ChatRequest {
         model: model.to_owned(),
-        messages: vec![
+        messages: Messages::plain(vec![
             Message::text(Role::System, instructions.unwrap_or(SUMMARY_PROMPT)),
             Message::text(Role::User, text),
-        ],
+        ]),
         tools: Vec::new(),
         temperature: None,
         max_output_tokens: None,

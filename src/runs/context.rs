@@ -16,13 +16,23 @@
 //! output is paired with the latest unanswered earlier call of the same `call_id`, across
 //! history and current alike, and unpaired calls and outputs are left out of the input.
 //!
+//! A session's history is most of every request and the same in each: [`PreparedHistory`]
+//! keeps the messages of its items serialized, so that a turn translates only what was
+//! appended since (`context/prepared.rs`).
+//!
 //! The tests (`context/tests.rs`) walk the table above row by row.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::llm::{Message, Role, ToolCall};
+use crate::llm::{Message, Messages, Role};
+use parse::{parse, Parsed};
+pub use prepared::PreparedHistory;
+use prepared::Settled;
+
+mod parse;
+mod prepared;
 
 /// How the summary is introduced where a run sends it, as a developer message.
 pub const SUMMARY_HEADING: &str = "Summary of the earlier conversation, which it replaces:";
@@ -54,11 +64,78 @@ pub fn build_messages(
     current: &[Value],
     max_input_tokens: Option<u64>,
 ) -> Result<Vec<Message>, ContextTooLong> {
-    let items: Vec<(bool, Parsed)> = (history.iter().map(|v| (false, v)))
+    let (messages, _) =
+        assemble(instructions, summary, &Settled::default(), history, current, max_input_tokens)?;
+    Ok(messages.head.into_iter().chain(messages.tail).collect())
+}
+
+/// What [`build_messages`] builds, from history of which the messages of `settled` are made
+/// already, followed by `unsettled` items; with the estimated tokens of what it keeps.
+fn assemble(
+    instructions: Option<&str>,
+    summary: Option<&str>,
+    settled: &Settled,
+    unsettled: &[Value],
+    current: &[Value],
+    max_input_tokens: Option<u64>,
+) -> Result<(Messages, u64), ContextTooLong> {
+    let items: Vec<(bool, Parsed)> = (unsettled.iter().map(|v| (false, v)))
         .chain(current.iter().map(|v| (true, v)))
         .flat_map(|(is_current, v)| parse(v).into_iter().map(move |p| (is_current, p)))
         .collect();
+    let Translated { msgs, units } = translate(&items);
 
+    let instructions = instructions.filter(|s| !s.is_empty()).map(str::to_owned);
+    let summary = summary.map(|s| format!("{SUMMARY_HEADING}\n\n{s}"));
+    let system: Vec<Message> =
+        (instructions.into_iter().chain(summary)).map(|s| Message::text(Role::System, s)).collect();
+    // Every unit, settled ones first, as (first message, cost, holds a current message);
+    // messages are numbered settled ones first.
+    let offset = settled.len();
+    let all_units = (settled.units.iter().map(|&(first, cost)| (first, cost, false)))
+        .chain(units.iter().map(|&(first, cost, current)| (offset + first, cost, current)));
+    let mut total: u64 = system.iter().map(estimate_tokens).sum();
+    let first_kept = match max_input_tokens {
+        None => {
+            total += all_units.map(|u| u.1).sum::<u64>();
+            0
+        }
+        Some(budget) => {
+            let all_units: Vec<(usize, u64, bool)> = all_units.collect();
+            // Every unit after a current one is current too: messages keep item order.
+            let split = all_units.iter().position(|u| u.2).unwrap_or(all_units.len());
+            total += all_units[split..].iter().map(|u| u.1).sum::<u64>();
+            if total > budget {
+                return Err(ContextTooLong { needed: total, budget });
+            }
+            let mut first = split;
+            while first > 0 && total + all_units[first - 1].1 <= budget {
+                total += all_units[first - 1].1;
+                first -= 1;
+            }
+            all_units.get(first).map_or(offset + msgs.len(), |u| u.0)
+        }
+    };
+    let messages = Messages {
+        head: system,
+        shared: settled.json.clone(),
+        shared_from: first_kept.min(offset),
+        tail: msgs.into_iter().skip(first_kept.saturating_sub(offset)).map(|(m, _)| m).collect(),
+    };
+    Ok((messages, total))
+}
+
+/// Messages translated from parsed items, and the units history is dropped in.
+struct Translated {
+    /// Each message, with whether it holds a current item.
+    msgs: Vec<(Message, bool)>,
+    /// Units as (first message, cost, holds a current message), in order: a message starts
+    /// a unit unless an earlier one reaches it.
+    units: Vec<(usize, u64, bool)>,
+}
+
+/// Pairs calls and outputs, translates what is sent into messages and groups them in units.
+fn translate(items: &[(bool, Parsed)]) -> Translated {
     // partner[i]: the index in `items` of the call an output answers, or of a call's output.
     let mut partner = vec![None; items.len()];
     let mut pending: HashMap<&str, usize> = HashMap::new();
@@ -104,8 +181,6 @@ pub fn build_messages(
             reach[msg_of[i]] = reach[msg_of[i]].max(msg_of[*p]);
         }
     }
-    // Units as (first message, cost, holds a current message), in order: a message starts
-    // a unit unless an earlier one reaches it.
     let mut units: Vec<(usize, u64, bool)> = Vec::new();
     let mut end = 0;
     for (m, (message, is_current)) in msgs.iter().enumerate() {
@@ -116,30 +191,7 @@ pub fn build_messages(
         let unit = units.last_mut().expect("pushed above");
         (unit.1, unit.2) = (unit.1 + estimate_tokens(message), unit.2 || *is_current);
     }
-
-    let instructions = instructions.filter(|s| !s.is_empty()).map(str::to_owned);
-    let summary = summary.map(|s| format!("{SUMMARY_HEADING}\n\n{s}"));
-    let system: Vec<Message> =
-        (instructions.into_iter().chain(summary)).map(|s| Message::text(Role::System, s)).collect();
-    let first_kept = match max_input_tokens {
-        None => 0,
-        Some(budget) => {
-            // Every unit after a current one is current too: messages keep item order.
-            let split = units.iter().position(|u| u.2).unwrap_or(units.len());
-            let mut total: u64 = system.iter().map(estimate_tokens).sum::<u64>()
-                + units[split..].iter().map(|u| u.1).sum::<u64>();
-            if total > budget {
-                return Err(ContextTooLong { needed: total, budget });
-            }
-            let mut first = split;
-            while first > 0 && total + units[first - 1].1 <= budget {
-                total += units[first - 1].1;
-                first -= 1;
-            }
-            units.get(first).map_or(msgs.len(), |u| u.0)
-        }
-    };
-    Ok(system.into_iter().chain(msgs.into_iter().skip(first_kept).map(|(m, _)| m)).collect())
+    Translated { msgs, units }
 }
 
 /// A conservative estimate of the tokens one message costs: 4 tokens of per-message framing,
@@ -160,121 +212,6 @@ pub fn estimate_tokens(message: &Message) -> u64 {
         })
         .sum();
     FRAMING + per_bytes(content) + per_bytes(id) + calls
-}
-
-/// An item worth sending, before pairing.
-enum Parsed {
-    Msg(Message),
-    Call(ToolCall),
-    Output(String, String),
-}
-
-fn parse(item: &Value) -> Vec<Parsed> {
-    let str_field = |k: &str| item.get(k).and_then(Value::as_str);
-    match str_field("type") {
-        Some("mcp_call") => mcp_call(item).unwrap_or_default(),
-        Some("mcp_approval_request") => {
-            let (Some(call_id), Some(name)) =
-                (str_field("id").filter(|s| !s.is_empty()), str_field("name"))
-            else {
-                return Vec::new();
-            };
-            let arguments = str_field("arguments").unwrap_or_default().to_owned();
-            vec![Parsed::Call(ToolCall {
-                call_id: call_id.to_owned(),
-                name: function_name(name),
-                arguments,
-            })]
-        }
-        Some("mcp_approval_response") if item.get("approve") == Some(&Value::Bool(false)) => {
-            let Some(request) = str_field("approval_request_id") else { return Vec::new() };
-            let rejected = serde_json::json!({"error": "rejected", "reason": item.get("reason")});
-            vec![Parsed::Output(request.to_owned(), rejected.to_string())]
-        }
-        _ => parse_one(item).into_iter().collect(),
-    }
-}
-
-/// A call of an MCP tool and its answer, as a function call and its output.
-fn mcp_call(item: &Value) -> Option<Vec<Parsed>> {
-    let id = item.get("id")?.as_str().filter(|s| !s.is_empty())?;
-    let call = ToolCall {
-        call_id: id.to_owned(),
-        name: function_name(item.get("name")?.as_str()?),
-        arguments: item.get("arguments").and_then(Value::as_str).unwrap_or_default().to_owned(),
-    };
-    let answer = match (item.get("output"), item.get("error").and_then(Value::as_str)) {
-        (_, Some(error)) => format!("error: {error}"),
-        (Some(Value::String(output)), None) => output.clone(),
-        (Some(other), None) => other.to_string(),
-        (None, None) => String::new(),
-    };
-    Some(vec![Parsed::Call(call), Parsed::Output(id.to_owned(), answer)])
-}
-
-/// What a function may be called: an MCP tool's name with other characters as `_`.
-fn function_name(name: &str) -> String {
-    (name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }))
-        .take(64)
-        .collect()
-}
-
-fn parse_one(item: &Value) -> Option<Parsed> {
-    let str_field = |k: &str| item.get(k).and_then(Value::as_str);
-    match str_field("type") {
-        None | Some("message") => {
-            let role = match str_field("role")? {
-                "user" => Role::User,
-                "system" | "developer" => Role::System,
-                "assistant" => Role::Assistant,
-                _ => return None,
-            };
-            let text = match item.get("content")? {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts_text(parts, role == Role::Assistant),
-                _ => return None,
-            };
-            (!text.is_empty()).then(|| Parsed::Msg(Message::text(role, text)))
-        }
-        Some("function_call") => Some(Parsed::Call(ToolCall {
-            call_id: str_field("call_id").filter(|s| !s.is_empty())?.to_owned(),
-            name: str_field("name")?.to_owned(),
-            arguments: str_field("arguments")?.to_owned(),
-        })),
-        Some("compaction") => {
-            let summary = str_field("summary").filter(|s| !s.is_empty())?;
-            Some(Parsed::Msg(Message::text(
-                Role::System,
-                format!("{SUMMARY_HEADING}\n\n{summary}"),
-            )))
-        }
-        Some("function_call_output") => {
-            let call_id = str_field("call_id").filter(|s| !s.is_empty())?.to_owned();
-            let output = match item.get("output")? {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) if parts.iter().all(is_part) => parts_text(parts, false),
-                other => other.to_string(),
-            };
-            Some(Parsed::Output(call_id, output))
-        }
-        Some(_) => None,
-    }
-}
-
-fn is_part(part: &Value) -> bool {
-    part.get("type").is_some_and(Value::is_string)
-}
-
-/// The texts of the text parts (and, when asked, refusals), joined with newlines.
-fn parts_text(parts: &[Value], with_refusals: bool) -> String {
-    let texts: Vec<&str> = (parts.iter())
-        .filter_map(|p| match p.get("type").and_then(Value::as_str)? {
-            "input_text" | "output_text" | "text" => p.get("text")?.as_str(),
-            "refusal" if with_refusals => p.get("refusal")?.as_str(),
-            _ => None,
-        })
-        .collect();
-    texts.join("\n")
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod error;
 mod execution;
 mod flush;
 mod follow;
+mod history;
 mod hub;
 mod llm_calls;
 mod mcp;
@@ -68,6 +69,8 @@ pub struct RunSettings {
     pub webhook_signing_secret: Option<crate::secret::Secret>,
     /// How long one request to an MCP server may take (`MCP_CALL_TIMEOUT_SECS`).
     pub mcp_call_timeout: Duration,
+    /// The bytes of stored history kept prepared between runs (`HISTORY_CACHE_MB`).
+    pub history_cache_bytes: u64,
 }
 
 impl Default for RunSettings {
@@ -83,6 +86,7 @@ impl Default for RunSettings {
             tenant_max_active_runs: None,
             webhook_signing_secret: None,
             mcp_call_timeout: Duration::from_secs(60),
+            history_cache_bytes: 64 << 20,
         }
     }
 }
@@ -104,6 +108,7 @@ pub(crate) struct Engine {
     ended: std::sync::Mutex<Vec<i64>>,
     webhook_client: reqwest::Client,
     metrics: Arc<EngineMetrics>,
+    histories: history::Histories,
 }
 
 /// The handle the API and the application hold. Cheap to clone.
@@ -137,6 +142,7 @@ impl Runs {
                 ended: std::sync::Mutex::default(),
                 webhook_client,
                 metrics,
+                histories: history::Histories::new(settings.history_cache_bytes),
             }),
         }
     }

@@ -7,14 +7,12 @@ use tokio::sync::mpsc;
 
 use super::calls;
 use super::compact::{compact_for_run, RunCompaction};
-use super::context::{build_messages, estimate_tokens};
 use super::execution::{Execution, Outcome};
+use super::history::{self, History};
 use super::mcp::{self, McpSessions, Offer};
 use super::Engine;
-use crate::llm::{ChatRequest, Progress};
-use crate::model::{
-    mcp_items, run_items, IncompleteDetails, Order, PageRequest, RunConfig, RunError, SessionId,
-};
+use crate::llm::{ChatRequest, Messages, Progress};
+use crate::model::{mcp_items, run_items, IncompleteDetails, RunConfig, RunError, SessionId};
 use crate::store::{Claim, StoreError};
 
 /// Runs turns until the run completes, fails or waits for the client.
@@ -25,22 +23,23 @@ pub(super) async fn drive(
 ) -> Result<Outcome, StoreError> {
     let config = exec.record.config.clone();
     let session_id = SessionId::parse("session_id", exec.record.run.session_id.clone())?;
+    let (tenant, budget) = (&claim.tenant, history_budget(&config));
     let mut history = if claim.history_empty {
         History::default()
     } else {
-        load_history(engine, &claim.tenant, &session_id, history_budget(&config)).await?
+        history::read(engine, tenant, &session_id, budget, None).await?
     };
     if let (Some(policy), 0) = (config.compaction, exec.record.turns) {
         let current = parse_items(exec.record.run.input.iter());
         let (instructions, summary) = (config.instructions.as_deref(), history.summary.as_deref());
-        let messages = build_messages(instructions, summary, &history.items, &current, None)
-            .unwrap_or_default();
-        if messages.iter().map(estimate_tokens).sum::<u64>() > policy.threshold_tokens {
-            let (tenant, keep) = (&claim.tenant, policy.keep_recent_items);
-            match compact_for_run(engine, tenant, &session_id, exec, keep).await? {
+        if history.prepared.estimated_tokens(instructions, summary, &current)
+            > policy.threshold_tokens
+        {
+            match compact_for_run(engine, tenant, &session_id, exec, policy.keep_recent_items)
+                .await?
+            {
                 RunCompaction::Stored => {
-                    history =
-                        load_history(engine, tenant, &session_id, history_budget(&config)).await?;
+                    history = history::read(engine, tenant, &session_id, budget, None).await?;
                 }
                 RunCompaction::Skipped => {}
                 RunCompaction::Failed(error) => return Ok(Outcome::Failed(error)),
@@ -55,11 +54,14 @@ pub(super) async fn drive(
     mcp::discover(exec, &mut mcp, &config).await;
     let listed = mcp_items::listed(&exec.record.run.output);
     let offer = Offer::new(&config, &listed);
-    offer.rename(&mut history.items);
+    if offer.renames() && !history.mcp.is_empty() {
+        let rename = |items: &mut [Value]| offer.rename(items);
+        history = history::read(engine, tenant, &session_id, budget, Some(&rename)).await?;
+    }
     // The same request each turn, but for its messages.
     let mut request = ChatRequest {
         model: config.model.clone(),
-        messages: Vec::new(),
+        messages: Messages::default(),
         tools: offer.specs.clone(),
         temperature: config.temperature,
         max_output_tokens: config.max_output_tokens,
@@ -77,10 +79,9 @@ pub(super) async fn drive(
         }
         let mut current = parse_items(exec.record.run.input.iter().chain(&exec.record.run.output));
         offer.rename(&mut current);
-        request.messages = match build_messages(
+        request.messages = match history.prepared.messages(
             config.instructions.as_deref(),
             history.summary.as_deref(),
-            &history.items,
             &current,
             config.max_input_tokens,
         ) {
@@ -194,80 +195,6 @@ fn history_budget(config: &RunConfig) -> Option<u64> {
         .max_input_tokens
         .zip(threshold)
         .map_or(config.max_input_tokens.or(threshold), |(max, threshold)| Some(max.max(threshold)))
-}
-
-/// What a run reads of its session before it starts.
-#[derive(Default)]
-struct History {
-    /// The latest summary of the session's older items.
-    summary: Option<String>,
-    /// The items after the summary, oldest first: all of them, or with a token budget
-    /// only the newest that could fit it (the estimate is refined when the messages are
-    /// built).
-    items: Vec<Value>,
-    /// Of those, the MCP items: the approval requests a later run may make the approved
-    /// calls of, and the calls made of them.
-    mcp: Vec<Box<RawValue>>,
-}
-
-async fn load_history(
-    engine: &Engine,
-    tenant: &str,
-    session_id: &SessionId,
-    budget: Option<u64>,
-) -> Result<History, StoreError> {
-    let mut page = PageRequest {
-        limit: PageRequest::MAX_LIMIT,
-        order: Order::Desc,
-        cursor: None,
-        created_after: None,
-    };
-    let mut found = match engine.store.list_items(tenant, session_id, &page).await {
-        Ok(found) => found,
-        Err(StoreError::SessionNotFound) => return Ok(History::default()),
-        Err(error) => return Err(error),
-    };
-    // An empty session has no summary either (a compaction goes with the items it
-    // summarises), so a new session's first turn reads nothing more.
-    if found.data.is_empty() {
-        return Ok(History::default());
-    }
-    // A session deleted since its items were read reads as one without a compaction;
-    // the turn's append then fails as the session is gone.
-    let compaction = engine.store.latest_compaction(tenant, session_id).await?;
-    let after = compaction.as_ref().map_or(0, |c| c.through_seq);
-    let mut history = History::default();
-    let mut bytes = 0u64;
-    'pages: loop {
-        for item in &found.data {
-            if item.seq <= after {
-                break 'pages;
-            }
-            bytes += item.item.get().len() as u64;
-            history.items.push(serde_json::from_str(item.item.get()).unwrap_or(Value::Null));
-            if item.item.get().contains("\"mcp_") {
-                history.mcp.push(item.item.clone());
-            }
-        }
-        // The estimate counts a token per three bytes at least, so history beyond four
-        // bytes per token of the budget can never be sent.
-        let enough = budget.is_some_and(|budget| bytes > budget.saturating_mul(4));
-        match found.last_id {
-            Some(last) if found.has_more && !enough => {
-                page.cursor = Some(crate::model::Cursor::After(last));
-                found = match engine.store.list_items(tenant, session_id, &page).await {
-                    Ok(found) => found,
-                    Err(StoreError::SessionNotFound) => break,
-                    Err(error) => return Err(error),
-                };
-            }
-            _ => break,
-        }
-    }
-    history.items.reverse();
-    history.mcp.reverse();
-    history.summary = compaction.map(|c| c.summary);
-    Ok(history)
 }
 
 fn parse_items<'a>(items: impl Iterator<Item = &'a Box<RawValue>>) -> Vec<Value> {

@@ -33,6 +33,8 @@ struct Script {
     summarised: usize,
     default: Reply,
     requests: Vec<Value>,
+    /// The last request's body as it came, byte for byte.
+    last_body: Bytes,
     authorizations: Vec<Option<String>>,
 }
 
@@ -103,6 +105,7 @@ impl FakeLlm {
             summarised: 0,
             default: Reply::text("ok"),
             requests: Vec::new(),
+            last_body: Bytes::new(),
             authorizations: Vec::new(),
         }));
         let app = Router::new()
@@ -143,6 +146,10 @@ impl FakeLlm {
         self.script().requests.clone()
     }
 
+    pub fn last_body(&self) -> Bytes {
+        self.script().last_body.clone()
+    }
+
     pub fn authorizations(&self) -> Vec<Option<String>> {
         self.script().authorizations.clone()
     }
@@ -178,6 +185,7 @@ async fn chat_completions(
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
         let streamed = request["stream"] == true;
         script.requests.push(request);
+        script.last_body = body.clone();
         let authorization =
             headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(String::from);
         script.authorizations.push(authorization);

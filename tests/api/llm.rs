@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use agent_sessions::llm::{
-    ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message, OpenAiClient,
-    Progress, Role, ToolSpec,
+    ChatRequest, Completion, LlmClient, LlmError, LlmErrorCode, LlmSettings, Message, Messages,
+    OpenAiClient, Progress, Role, ToolSpec,
 };
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -29,10 +29,10 @@ fn settings(base_url: String) -> LlmSettings {
 fn request() -> ChatRequest {
     ChatRequest {
         model: "fake-model".to_owned(),
-        messages: vec![
+        messages: Messages::plain(vec![
             Message::text(Role::System, "Be brief."),
             Message::text(Role::User, "Tell me a story."),
-        ],
+        ]),
         tools: Vec::new(),
         temperature: None,
         max_output_tokens: None,

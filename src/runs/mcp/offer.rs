@@ -61,6 +61,11 @@ impl<'a> Offer<'a> {
         self.mcp.get(offered).map(|(server, name)| (*server, name.as_str()))
     }
 
+    /// Whether the run offers an MCP tool under another name than its server's.
+    pub fn renames(&self) -> bool {
+        self.mcp.iter().any(|(offered, (_, own))| offered != own)
+    }
+
     /// Names the calls of MCP items (`mcp_call`, `mcp_approval_request`) as the model is
     /// offered their tools, so that what it reads of earlier calls, and the loop guard,
     /// name each tool as its calls do. A tool the run does not offer keeps its name.

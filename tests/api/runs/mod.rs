@@ -10,6 +10,7 @@ mod examples;
 mod failures;
 mod full_disk;
 mod handover;
+mod kept_history;
 mod lost_workers;
 mod metrics;
 mod modes;
