@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use agent_sessions::app::Application;
 use agent_sessions::config::Cli;
-use agent_sessions::llm::{ChatRequest, LlmClient, Message, OpenAiClient, Role};
+use agent_sessions::llm::{ChatRequest, LlmClient, Message, Messages, OpenAiClient, Role};
 use agent_sessions::store::{self, SessionStore};
 use clap::Parser;
 use fake_llm::{FakeLlm, Reply};
@@ -56,7 +56,7 @@ async fn main() {
     let llm_client = OpenAiClient::new(config.llm_settings()).unwrap();
     let direct = ChatRequest {
         model: "bench".into(),
-        messages: vec![Message::text(Role::User, "hi")],
+        messages: Messages::plain(vec![Message::text(Role::User, "hi")]),
         tools: Vec::new(),
         temperature: None,
         max_output_tokens: None,

@@ -18,6 +18,7 @@
 //! is printed; LiteLLM stores nothing, so its row has no database. Measured with
 //! `pip install 'litellm[proxy]==1.108.7'` in a virtualenv of its own.
 
+mod cpu;
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
@@ -25,7 +26,6 @@ mod litellm;
 mod process;
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,8 +34,8 @@ use fake_llm::{micros_now, FakeLlm, Reply};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
+use cpu::{clock_ticks, cpu, rss, tree, Backends, Service};
 use database::BenchDatabase;
-use process::{answers, free_port};
 
 #[tokio::main]
 async fn main() {
@@ -59,7 +59,7 @@ async fn main() {
     println!("|---|---|---|---|---|---|");
 
     let database = BenchDatabase::create(&backend).await;
-    let service = Service::start(&database.url, &llm.base_url(), load.runs + 8).await;
+    let service = Service::start(&database.url, &llm.base_url(), load.runs + 8, &[]).await;
     let backends = Backends::of(&backend, &database.url).await;
     let row = measure(&load, service.process.id(), Some(&backends), |http, n| {
         let url = format!("{}/v1/sessions/bench-{n}/runs", service.base);
@@ -92,43 +92,6 @@ struct Load {
     runs: usize,
     tokens: usize,
     interval: Duration,
-}
-
-/// The service's release binary in a process of its own.
-struct Service {
-    process: Child,
-    base: String,
-}
-
-impl Service {
-    async fn start(database_url: &str, llm_url: &str, workers: usize) -> Self {
-        let port = free_port();
-        let process = Command::new(env!("CARGO_BIN_EXE_agent-sessions"))
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("DATABASE_URL", database_url)
-            .env("DATABASE_MAX_CONNECTIONS", "32")
-            .env("LLM_BASE_URL", llm_url)
-            .env("LLM_MODEL", "bench")
-            .env("RUN_WORKERS", workers.to_string())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the service");
-        let base = format!("http://127.0.0.1:{port}");
-        assert!(answers(&format!("{base}/readyz"), Duration::from_secs(60)).await);
-        Self { process, base }
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        stop(&mut self.process);
-    }
-}
-
-fn stop(process: &mut Child) {
-    let _ = Command::new("kill").arg(process.id().to_string()).status();
-    let _ = process.wait();
 }
 
 #[derive(Clone, Copy)]
@@ -279,80 +242,4 @@ fn percentile<T: Copy + Default>(sorted: &[T], p: f64) -> T {
     }
     let index = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
     sorted[index]
-}
-
-/// The database's backends serving the scratch database, found by name.
-struct Backends(Option<(sqlx::PgPool, String)>);
-
-impl Backends {
-    async fn of(backend: &str, url: &str) -> Self {
-        if backend != "postgres" {
-            return Self(None);
-        }
-        let name = url.rsplit('/').next().unwrap().to_owned();
-        let admin = url.rsplit_once('/').unwrap().0.to_owned() + "/postgres";
-        Self(Some((sqlx::PgPool::connect(&admin).await.unwrap(), name)))
-    }
-
-    /// CPU ticks so far of each backend of the scratch database.
-    async fn cpu(&self) -> HashMap<u32, u64> {
-        let Some((admin, name)) = &self.0 else { return HashMap::new() };
-        let pids: Vec<i32> =
-            sqlx::query_scalar("select pid from pg_stat_activity where datname = $1")
-                .bind(name)
-                .fetch_all(admin)
-                .await
-                .unwrap();
-        pids.into_iter()
-            .filter_map(|pid| u32::try_from(pid).ok())
-            .map(|pid| (pid, cpu(&[pid])))
-            .collect()
-    }
-}
-
-/// `root` and every process below it.
-fn tree(root: u32) -> Vec<u32> {
-    let mut parents: HashMap<u32, Vec<u32>> = HashMap::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Some(ppid) = stat(pid).and_then(|f| f.get(1).and_then(|p| p.parse().ok())) {
-            parents.entry(ppid).or_default().push(pid);
-        }
-    }
-    let mut pids = vec![root];
-    let mut next = 0;
-    while next < pids.len() {
-        pids.extend(parents.get(&pids[next]).into_iter().flatten());
-        next += 1;
-    }
-    pids
-}
-
-/// The fields of /proc/<pid>/stat after the command's name (state first).
-fn stat(pid: u32) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(text.rsplit_once(')')?.1.split_whitespace().map(String::from).collect())
-}
-
-/// User and system CPU ticks of `pids` so far.
-fn cpu(pids: &[u32]) -> u64 {
-    let ticks = |f: &[String], i: usize| f.get(i).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
-    pids.iter().filter_map(|pid| stat(*pid)).map(|f| ticks(&f, 11) + ticks(&f, 12)).sum()
-}
-
-fn clock_ticks() -> u64 {
-    let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(100)
-}
-
-/// Resident KiB of `pids`.
-fn rss(pids: &[u32]) -> u64 {
-    let kib = |pid: &u32| -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
-    pids.iter().filter_map(kib).sum()
 }
