@@ -3,7 +3,7 @@
 //! kept between runs and without (`HISTORY_CACHE_MB=0`, every run reading and translating
 //! its whole history), in one sitting.
 //!
-//! `cargo bench --bench history -- [sqlite|postgres] [runs]`
+//! `cargo bench --bench history -- [sqlite|postgres] [runs] [sizes]`
 //!
 //! For each size and setting, the release binary runs as a process of its own
 //! (`RUN_WORKERS=4`) on a fresh scratch database; four clients each fill a session of
@@ -31,6 +31,9 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let backend = args.first().map_or("postgres", String::as_str).to_owned();
     let runs: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(30);
+    let sizes: Vec<usize> = (args.get(2).map_or("10,1000,10000", String::as_str).split(','))
+        .map(|size| size.parse().expect("sizes are numbers of items, comma-separated"))
+        .collect();
     let llm = instant_llm().await;
     println!("backend {backend}, {CLIENTS} clients, {runs} runs each after one to warm up");
     println!(
@@ -38,7 +41,7 @@ async fn main() {
     );
     println!("|---|---|---|---|---|");
     let mut totals = Vec::new();
-    for items in [10, 1_000, 10_000] {
+    for &items in &sizes {
         for cache in ["64", "0"] {
             let (service_ms, database_ms, rate, rss_mb) =
                 measure(&backend, &llm, items, runs, cache).await;
@@ -51,13 +54,14 @@ async fn main() {
             totals.push(((items, cache), total));
         }
     }
-    let total = |items, cache| totals.iter().find(|(k, _)| *k == (items, cache)).unwrap().1;
+    let total = |items, cache| totals.iter().find(|(k, _)| *k == (items, cache)).map(|t| t.1);
+    let ratio = |items, cache| Some(total(items, cache)? / total(10, cache)?);
     for cache in ["64", "0"] {
         let kept = if cache == "0" { "not kept" } else { "kept" };
         println!(
             "history {kept}: 1,000 items / 10 = {:.2}×, 10,000 / 10 = {:.2}×",
-            total(1_000, cache) / total(10, cache),
-            total(10_000, cache) / total(10, cache)
+            ratio(1_000, cache).unwrap_or(f64::NAN),
+            ratio(10_000, cache).unwrap_or(f64::NAN)
         );
     }
 }
