@@ -22,10 +22,12 @@ mod cpu;
 mod database;
 #[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
+mod forwarder;
 mod litellm;
 mod process;
 
 use std::collections::HashMap;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,9 +38,13 @@ use serde_json::{json, Value};
 
 use cpu::{clock_ticks, cpu, rss, tree, Backends, Service};
 use database::BenchDatabase;
+use process::{answers, free_port};
 
 #[tokio::main]
 async fn main() {
+    if let Ok(spec) = std::env::var(forwarder::VARIABLE) {
+        return forwarder::serve(&spec).await;
+    }
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let arg = |i: usize, default: u64| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(default);
     let (runs, tokens, per_second) = (arg(0, 500), arg(1, 200), arg(2, 25));
@@ -67,9 +73,23 @@ async fn main() {
         (request, Protocol::Runs)
     })
     .await;
-    println!("| agent-sessions | {row}");
+    println!("| agent-sessions | {}", row.0);
     drop(service);
     database.drop().await;
+
+    let (mut bare, base) = start_forwarder(&llm.base_url()).await;
+    let forwarded = measure(&load, bare.id(), None, |http, n| {
+        let url = format!("{base}/v1/sessions/bench-{n}/runs");
+        (http.post(url).json(&json!({"input": "hi", "stream": true})), Protocol::Runs)
+    })
+    .await;
+    println!("| bare forwarder | {}", forwarded.0);
+    let _ = Command::new("kill").arg(bare.id().to_string()).status();
+    let _ = bare.wait();
+    println!(
+        "CPU per token, agent-sessions / bare forwarder: {:.2}",
+        row.1 / forwarded.1.max(f64::MIN_POSITIVE)
+    );
 
     if let Ok(litellm) = std::env::var("LITELLM") {
         let (proxy, base) = litellm::start(&litellm, &llm.base_url()).await;
@@ -84,7 +104,7 @@ async fn main() {
             (http.post(url).bearer_auth(litellm::KEY).json(&body), Protocol::ChatCompletions)
         })
         .await;
-        println!("| LiteLLM proxy | {row}");
+        println!("| LiteLLM proxy | {}", row.0);
     }
 }
 
@@ -117,7 +137,7 @@ async fn measure(
     server: u32,
     backends: Option<&Backends>,
     request: impl Fn(&reqwest::Client, usize) -> (reqwest::RequestBuilder, Protocol),
-) -> String {
+) -> (String, f64) {
     let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let pids = tree(server);
@@ -174,7 +194,7 @@ async fn measure(
         let micros = ticks as f64 * 1e6 / clock_ticks() as f64;
         micros / delivered.max(1) as f64
     };
-    format!(
+    let row = format!(
         "{whole}/{} runs, {delivered}/{} tokens | {} / {} ms | {:.2} / {:.2} s ({} ms) \
          | {} → {} MB | {:.0} + {:.0} µs |",
         load.runs,
@@ -188,7 +208,21 @@ async fn measure(
         peak.load(Ordering::Relaxed) / 1024,
         per_token(server_cpu),
         per_token(database_cpu),
-    )
+    );
+    (row, per_token(server_cpu))
+}
+
+/// The bare forwarder in a process of its own (this binary again), relaying to `llm_url`;
+/// the process and its base URL.
+async fn start_forwarder(llm_url: &str) -> (std::process::Child, String) {
+    let port = free_port();
+    let process = Command::new(std::env::current_exe().unwrap())
+        .env(forwarder::VARIABLE, format!("{port} {llm_url}"))
+        .spawn()
+        .expect("start the forwarder");
+    let base = format!("http://127.0.0.1:{port}");
+    assert!(answers(&format!("{base}/readyz"), Duration::from_secs(30)).await);
+    (process, base)
 }
 
 /// Sends the request and reads its SSE answer to the end.
