@@ -163,9 +163,9 @@ pub struct Config {
     #[arg(long, env = "RUN_WORKERS", global = true, default_value_t = 4)]
     pub run_workers: usize,
 
-    /// Megabytes of session history a process keeps prepared between runs, so that a
-    /// run reads only the items appended since the last; 0 reads every run's history
-    /// whole.
+    /// Megabytes of memory a process may hold in session histories kept prepared between
+    /// runs, so that a run reads only the items appended since the last; 0 reads every
+    /// run's history whole.
     #[arg(long, env = "HISTORY_CACHE_MB", global = true, default_value_t = 64)]
     pub history_cache_mb: u64,
 

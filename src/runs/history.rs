@@ -6,7 +6,7 @@
 //! at: a delete, pop, clear, replacement or compaction (made by any replica) changes it,
 //! and the history is then read whole again. The mark and the items appended since are
 //! read in one statement, so they are of one moment. The histories kept are bounded by
-//! the bytes of their stored items (`HISTORY_CACHE_MB`); the least recently used go first.
+//! the memory they hold (`HISTORY_CACHE_MB`); the least recently used go first.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -186,6 +186,14 @@ struct Kept {
 }
 
 impl Kept {
+    /// About the bytes of memory it holds.
+    fn held(&self) -> u64 {
+        let mcp: usize = self.history.mcp.iter().map(|item| item.get().len()).sum();
+        self.history.prepared.held_bytes() + mcp as u64
+    }
+}
+
+impl Kept {
     /// Adds items appended since, oldest first.
     fn add(&mut self, items: Vec<Item>) {
         for item in &items {
@@ -208,7 +216,8 @@ pub(super) struct Histories {
 
 #[derive(Default)]
 struct Lru {
-    entries: HashMap<Key, (Kept, u64)>,
+    /// Each history with when it was last used and the bytes it holds.
+    entries: HashMap<Key, (Kept, u64, u64)>,
     /// Each entry's key by when it was last used.
     by_use: BTreeMap<u64, Key>,
     uses: u64,
@@ -227,32 +236,70 @@ impl Histories {
     /// Takes the session's history out: a run that reads it concurrently reads it whole.
     fn take(&self, key: &Key) -> Option<Kept> {
         let mut lru = self.lru();
-        let (kept, used) = lru.entries.remove(key)?;
+        let (kept, used, held) = lru.entries.remove(key)?;
         lru.by_use.remove(&used);
-        lru.bytes -= kept.bytes;
+        lru.bytes -= held;
         Some(kept)
     }
 
     /// Keeps the history, dropping the least recently used ones beyond the capacity.
     fn keep(&self, key: Key, kept: Kept) {
-        if kept.bytes > self.capacity {
+        let held = kept.held();
+        if held > self.capacity {
             return;
         }
         let mut lru = self.lru();
-        if let Some((old, used)) = lru.entries.remove(&key) {
+        if let Some((_, used, old)) = lru.entries.remove(&key) {
             lru.by_use.remove(&used);
-            lru.bytes -= old.bytes;
+            lru.bytes -= old;
         }
-        while lru.bytes + kept.bytes > self.capacity {
+        while lru.bytes + held > self.capacity {
             let Some((_, oldest)) = lru.by_use.pop_first() else { break };
-            if let Some((old, _)) = lru.entries.remove(&oldest) {
-                lru.bytes -= old.bytes;
+            if let Some((_, _, old)) = lru.entries.remove(&oldest) {
+                lru.bytes -= old;
             }
         }
         lru.uses += 1;
         let used = lru.uses;
-        lru.bytes += kept.bytes;
+        lru.bytes += held;
         lru.by_use.insert(used, key.clone());
-        lru.entries.insert(key, (kept, used));
+        lru.entries.insert(key, (kept, used, held));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A history of `items` user messages of about 100 bytes each.
+    fn kept(items: usize) -> Kept {
+        let mut history = History::default();
+        let text = "x".repeat(60);
+        history.prepared.extend((0..items).map(|_| json!({"role": "user", "content": text})));
+        Kept { mark: HistoryMark { session_pk: 1, rewrites: 0 }, last_seq: 0, bytes: 0, history }
+    }
+
+    fn key(session: &str) -> Key {
+        ("tenant".into(), session.into())
+    }
+
+    #[test]
+    fn the_least_recently_used_go_first_and_the_bound_holds() {
+        let one = kept(30).held();
+        assert!(one > 30 * 60, "{one}");
+        let histories = Histories::new(one * 2 + one / 2);
+        for session in ["a", "b", "c"] {
+            histories.keep(key(session), kept(30));
+        }
+        assert!(histories.lru().bytes <= histories.capacity);
+        assert!(histories.take(&key("a")).is_none(), "the oldest is dropped");
+        assert!(histories.take(&key("c")).is_some());
+        assert_eq!(histories.lru().bytes, one, "taken out, c no longer counts");
+        // One too large to keep at all is not kept, and drops nothing.
+        histories.keep(key("big"), kept(100));
+        assert!(histories.take(&key("big")).is_none());
+        assert!(histories.take(&key("b")).is_some());
     }
 }

@@ -69,7 +69,7 @@ pub struct RunSettings {
     pub webhook_signing_secret: Option<crate::secret::Secret>,
     /// How long one request to an MCP server may take (`MCP_CALL_TIMEOUT_SECS`).
     pub mcp_call_timeout: Duration,
-    /// The bytes of stored history kept prepared between runs (`HISTORY_CACHE_MB`).
+    /// The bytes of memory histories kept prepared between runs may hold (`HISTORY_CACHE_MB`).
     pub history_cache_bytes: u64,
 }
 

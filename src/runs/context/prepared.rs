@@ -32,10 +32,16 @@ impl Settled {
     }
 }
 
+/// What one kept message costs beside its JSON: its box, the allocator's header and its
+/// share of the units.
+const MESSAGE_OVERHEAD: u64 = 48;
+
 /// A session's history, oldest first.
 #[derive(Debug, Clone, Default)]
 pub struct PreparedHistory {
     settled: Settled,
+    /// The bytes the settled messages hold.
+    settled_bytes: u64,
     /// The items after the settled ones: the first call still waiting and what follows.
     unsettled: Vec<Value>,
 }
@@ -54,11 +60,20 @@ impl PreparedHistory {
         let Translated { msgs, units } = translate(&items);
         let offset = self.settled.len();
         let json = Arc::make_mut(&mut self.settled.json);
-        json.extend(msgs.iter().map(|(message, _)| {
-            serde_json::value::to_raw_value(message).expect("a message serializes")
-        }));
+        for (message, _) in &msgs {
+            let raw = serde_json::value::to_raw_value(message).expect("a message serializes");
+            self.settled_bytes += raw.get().len() as u64 + MESSAGE_OVERHEAD;
+            json.push(raw);
+        }
         self.settled.units.extend(units.iter().map(|&(first, cost, _)| (offset + first, cost)));
         self.unsettled.drain(..settling);
+    }
+
+    /// About the bytes of memory the history holds: its settled messages, and its
+    /// unsettled items at twice their JSON's length.
+    pub fn held_bytes(&self) -> u64 {
+        let unsettled: usize = self.unsettled.iter().map(|item| item.to_string().len()).sum();
+        self.settled_bytes + 2 * unsettled as u64
     }
 
     /// The messages of one LLM call with this history, as `build_messages` makes them.
