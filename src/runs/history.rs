@@ -126,6 +126,8 @@ async fn load(
     // the turn's append then fails as the session is gone.
     let compaction = engine.store.latest_compaction(tenant, session_id).await?;
     let after = compaction.as_ref().map_or(0, |c| c.through_seq);
+    // Read through the summary at least: a compaction may leave no item after it.
+    loaded.last_seq = after;
     let mut items = Vec::new();
     'pages: loop {
         for item in &found.data {

@@ -124,6 +124,16 @@ async fn the_model_gets_the_same_bytes_whatever_the_process_kept(db: TestDb) {
     let replaced = t.same_request("after a replacement").await;
     assert!(!replaced.contains("the earlier conversation"), "{replaced}");
 
+    // A compaction that keeps no item: the history starts after the summary.
+    for session in ["k", "p"] {
+        t.llm.push_summary(Reply::text("all of it"));
+        let path = format!("/v1/sessions/{session}/compact");
+        t.plain.post(&path, json!({"keep_recent_items": 0})).await.expect(StatusCode::CREATED);
+    }
+    t.same_request("after a compaction of everything").await;
+    let after = t.same_request("after it, warm").await;
+    assert!(after.contains("all of it") && !after.contains("question 1\""), "{after}");
+
     let restarted = Replicas { kept: restart(&t), ..t };
     restarted.same_request("after a restart").await;
     restarted.same_request("warm again").await;
