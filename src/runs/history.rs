@@ -280,7 +280,8 @@ mod tests {
         let mut history = History::default();
         let text = "x".repeat(60);
         history.prepared.extend((0..items).map(|_| json!({"role": "user", "content": text})));
-        Kept { mark: HistoryMark { session_pk: 1, rewrites: 0 }, last_seq: 0, bytes: 0, history }
+        let mark = HistoryMark { session_pk: 1, created_at: chrono::Utc::now(), rewrites: 0 };
+        Kept { mark, last_seq: 0, bytes: 0, history }
     }
 
     fn key(session: &str) -> Key {

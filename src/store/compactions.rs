@@ -74,12 +74,14 @@ pub struct Context {
     pub items: Vec<Item>,
 }
 
-/// Which history a session holds: the session row (a session deleted and made again is
-/// another) and how often anything but an append changed its items or compactions. While
-/// both stay, its history only grew at the end.
+/// Which history a session holds: the session row, with when it was made (SQLite gives a
+/// session deleted and made again the pk of the old one), and how often anything but an
+/// append changed its items or compactions. While all three stay, its history only grew
+/// at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistoryMark {
     pub session_pk: i64,
+    pub created_at: chrono::DateTime<chrono::Utc>,
     pub rewrites: i64,
 }
 

@@ -152,6 +152,7 @@ impl ItemRow {
 #[derive(sqlx::FromRow)]
 pub(super) struct MarkedItemRow {
     pub session_pk: i64,
+    pub session_created_at: Timestamp,
     pub rewrites: i64,
     id: Option<Uuid>,
     seq: Option<i64>,

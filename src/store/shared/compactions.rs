@@ -99,7 +99,8 @@ impl CompactionStore for Store {
     ) -> Result<(HistoryMark, Vec<Item>)> {
         // A left join: a session with nothing new still yields its mark, in one row.
         let rows: Vec<MarkedItemRow> = sqlx::query_as(&format!(
-            r"select sessions.pk as session_pk, sessions.rewrites,
+            r"select sessions.pk as session_pk, sessions.created_at as session_created_at,
+                  sessions.rewrites,
                   i.id, i.seq, i.created_at, i.run_id, i.body
               from sessions left join items i
                 on i.tenant_id = $1 and i.session_pk = sessions.pk and i.seq > $3
@@ -113,7 +114,11 @@ impl CompactionStore for Store {
         .fetch_all(self.reader())
         .await?;
         let first = rows.first().ok_or(StoreError::SessionNotFound)?;
-        let mark = HistoryMark { session_pk: first.session_pk, rewrites: first.rewrites };
+        let mark = HistoryMark {
+            session_pk: first.session_pk,
+            created_at: first.session_created_at.0,
+            rewrites: first.rewrites,
+        };
         let items = rows.into_iter().filter_map(MarkedItemRow::item_row).collect();
         Ok((mark, open_items(&self.codec, tenant, items)?))
     }

@@ -163,4 +163,12 @@ async fn a_kept_history_is_read_again_only_when_its_mark_moves(db: TestDb) {
     t.db.execute("update sessions set rewrites = rewrites + 1").await;
     let reread = t.run(&t.kept, "k", "four").await;
     assert!(reread.contains("changed words") && reread.contains("\"three\""), "{reread}");
+    // A session deleted and made again under its id is another history, even where the
+    // database gives its row the old one's pk.
+    append(&t.plain, "d", json!([{"role": "user", "content": "the old one"}])).await;
+    t.run(&t.kept, "d", "kept").await;
+    t.plain.delete("/v1/sessions/d").await.expect(StatusCode::NO_CONTENT);
+    append(&t.plain, "d", json!([{"role": "user", "content": "a new start"}])).await;
+    let again = t.run(&t.kept, "d", "again").await;
+    assert!(again.contains("a new start") && !again.contains("the old one"), "{again}");
 }

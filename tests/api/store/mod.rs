@@ -2,6 +2,7 @@
 
 mod combined;
 mod concurrency;
+mod history_marks;
 mod idempotency;
 mod items;
 mod listing;
