@@ -64,20 +64,35 @@ impl Asset {
     }
 }
 
-static INDEX: LazyLock<Asset> = LazyLock::new(|| {
-    Asset::new(include_bytes!("../../console/index.html"), "text/html; charset=utf-8")
-});
-static SCRIPT: LazyLock<Asset> = LazyLock::new(|| {
-    Asset::new(include_bytes!("../../console/app.js"), "text/javascript; charset=utf-8")
-});
-static STYLE: LazyLock<Asset> = LazyLock::new(|| {
-    Asset::new(include_bytes!("../../console/app.css"), "text/css; charset=utf-8")
+/// Embedded files of `console/` of one content type, each served at its path under
+/// `/console/`.
+macro_rules! console_files {
+    ($content_type:expr; $($name:literal),+ $(,)?) => {
+        [$((
+            concat!("/console/", $name),
+            Asset::new(include_bytes!(concat!("../../console/", $name)), $content_type),
+        )),+]
+    };
+}
+
+/// Every file of the console: the page, its style, and its script as native ES modules
+/// (`app.js` imports the rest), so the browser needs no build step.
+static FILES: LazyLock<Vec<(&str, Asset)>> = LazyLock::new(|| {
+    const SCRIPT: &str = "text/javascript; charset=utf-8";
+    let page = Asset::new(include_bytes!("../../console/index.html"), "text/html; charset=utf-8");
+    let mut files = vec![("/console", page)];
+    files.extend(console_files!["text/css; charset=utf-8"; "app.css"]);
+    files.extend(console_files![SCRIPT;
+        "app.js", "api.js", "dialogs.js", "dom.js", "events.js", "markdown.js", "page.js",
+        "views/agents.js", "views/items.js", "views/runs.js", "views/session.js",
+        "views/sessions.js", "views/turn.js",
+    ]);
+    files
 });
 
 /// `/console` needs no key: the page holds no data, its API calls do.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/console", get(|h: HeaderMap| async move { INDEX.serve(&h) }))
-        .route("/console/app.js", get(|h: HeaderMap| async move { SCRIPT.serve(&h) }))
-        .route("/console/app.css", get(|h: HeaderMap| async move { STYLE.serve(&h) }))
+    FILES.iter().fold(Router::new(), |router, (path, asset)| {
+        router.route(path, get(move |h: HeaderMap| async move { asset.serve(&h) }))
+    })
 }

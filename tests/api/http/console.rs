@@ -75,3 +75,51 @@ async fn each_console_file_has_its_own_etag() {
     tags.dedup();
     assert_eq!(tags.len(), 3, "{tags:?}");
 }
+
+/// The relative module paths a script imports (`import … from './x.js';`).
+fn imports(script: &str) -> Vec<String> {
+    script
+        .lines()
+        .filter(|line| line.starts_with("import "))
+        .filter_map(|line| line.split(" from '").nth(1))
+        .map(|rest| rest.trim_end_matches("';").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn every_module_the_console_imports_is_served_as_javascript() {
+    let app = TestApp::sqlite().await;
+    let mut pending = vec!["/console/app.js".to_owned()];
+    let mut served = std::collections::BTreeSet::new();
+    while let Some(path) = pending.pop() {
+        if !served.insert(path.clone()) {
+            continue;
+        }
+        let response = app.get(&path).await;
+        assert_eq!(response.status, StatusCode::OK, "{path}");
+        assert_eq!(response.header("content-type"), Some("text/javascript; charset=utf-8"));
+        assert!(response.header("content-security-policy").is_some(), "{path}");
+        let assigns_markup = ["innerHTML =", "innerHTML=", "outerHTML", "insertAdjacentHTML"];
+        assert!(!assigns_markup.iter().any(|s| response.text.contains(s)), "{path} assigns markup");
+        let dir = &path[..path.rfind('/').expect("a path with a folder")];
+        for import in imports(&response.text) {
+            let mut parts: Vec<&str> = dir.split('/').collect();
+            for segment in import.split('/') {
+                match segment {
+                    "." => {}
+                    ".." => {
+                        parts.pop();
+                    }
+                    name => parts.push(name),
+                }
+            }
+            pending.push(parts.join("/"));
+        }
+    }
+    // The entry point and at least a module per view: the script is split, and each
+    // piece is reachable from the page.
+    assert!(served.len() >= 10, "{served:?}");
+    assert!(served.contains("/console/views/session.js"), "{served:?}");
+    let page = app.get("/console").await.text;
+    assert!(page.contains("type=\"module\""), "the page loads app.js as a module");
+}
