@@ -9,7 +9,6 @@
 //! The service, the fake LLM and the client share this process and machine.
 
 mod database;
-#[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
 
 use std::sync::Arc;

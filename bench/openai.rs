@@ -17,7 +17,6 @@
 //! first tenth of the rounds warms up and is not counted.
 
 mod database;
-#[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
 mod litellm;
 mod post;

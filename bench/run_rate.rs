@@ -14,7 +14,6 @@
 //! ratio of the two rates is printed.
 
 mod database;
-#[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
 mod post;
 mod statistics;

@@ -10,7 +10,6 @@
 //! machine.
 
 mod database;
-#[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
 mod post;
 mod statistics;

@@ -15,7 +15,6 @@
 //! and whether every sample is within ±10% of the median.
 
 mod database;
-#[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
 mod post;
 mod process;

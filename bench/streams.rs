@@ -20,7 +20,6 @@
 
 mod cpu;
 mod database;
-#[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
 mod forwarder;
 mod litellm;

@@ -6,7 +6,6 @@
 //! `cargo bench --bench tracing -- [sqlite|postgres] [seconds] [clients] [rounds]`
 
 mod database;
-#[path = "../tests/api/fake_llm.rs"]
 mod fake_llm;
 // Its in-process server configuration is for the other on/off benchmarks.
 #[allow(dead_code)]

@@ -1,7 +1,7 @@
 //! An in-process OpenAI-compatible server that answers from a script.
 //!
-//! Shared by the integration tests and the load benchmark (which includes this file by
-//! path), so it depends on nothing but axum, tokio, serde_json, futures and bytes.
+//! Shared by the integration tests and the benchmarks (`bench/fake_llm.rs` mounts it), so
+//! it depends on nothing but axum, tokio, serde_json, futures and bytes.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
