@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use crate::config::{describe_database, Config, KeysCommand};
 use crate::http::api_keys::issue_key;
-use crate::model::{ApiKey, Cursor, Order, PageRequest, Scope};
+use crate::model::{ApiKey, Order, PageRequest, Scope};
 use crate::store::{self, SessionStore, StoreError};
 
 pub async fn run(config: &Config, command: KeysCommand) -> anyhow::Result<()> {
@@ -49,22 +49,15 @@ async fn create(
 /// header: what `cut` and `column -t` read.
 async fn list(store: &dyn SessionStore, tenant: Option<&str>) -> anyhow::Result<()> {
     println!("id\ttenant\tname\tprefix\tscopes\tcreated_at\texpires_at\tlast_used_at");
-    let mut page = PageRequest {
-        limit: PageRequest::MAX_LIMIT,
-        order: Order::Asc,
-        cursor: None,
-        created_after: None,
-    };
-    loop {
-        let keys = store.list_api_keys(tenant, &page).await?;
+    let mut page = Some(PageRequest::first(PageRequest::MAX_LIMIT, Order::Asc));
+    while let Some(request) = page {
+        let keys = store.list_api_keys(tenant, &request).await?;
         for key in &keys.data {
             println!("{}", line(key));
         }
-        match keys.last_id {
-            Some(last) if keys.has_more => page.cursor = Some(Cursor::After(last)),
-            _ => return Ok(()),
-        }
+        page = keys.next(&request);
     }
+    Ok(())
 }
 
 fn line(key: &ApiKey) -> String {

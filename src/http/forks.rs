@@ -11,8 +11,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::answer::Created;
-use super::error::{ApiError, JsonBody, Lookup, Result};
-use super::error::{Conflict, KeyReused};
+use super::error::{ApiError, JsonWrite, Lookup, Result};
 use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
 use super::AppState;
 use crate::model::{ForkPoint, IdempotencyKey, Identifier, Metadata, NewFork, Session, SessionId};
@@ -49,9 +48,7 @@ pub struct ForkSessionRequest {
     responses(
         (status = 201, description = "The fork", body = Session, headers(("location" = String, description = "The path of the fork"))),
         Lookup,
-        JsonBody,
-        (status = 409, response = Conflict),
-        (status = 422, response = KeyReused),
+        JsonWrite,
     ))]
 async fn fork_session(
     State(state): State<AppState>,

@@ -10,8 +10,8 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::error::{ApiError, JsonBody, KeyReused, Lookup, Result};
-use super::extract::{AppJson, IdempotencyHeader, TenantItem, TenantSession};
-use super::revision::{ETag, IfMatchHeader};
+use super::extract::{AppJson, Preconditions, TenantItem, TenantSession};
+use super::revision::ETag;
 use super::AppState;
 use crate::model::{IdempotencyKey, Item, ItemBody};
 
@@ -31,20 +31,19 @@ pub struct ReplaceItemRequest {
 
 /// Replace one item in place.
 #[utoipa::path(put, path = "/v1/sessions/{session_id}/items/{item_id}", tag = "items",
-    params(TenantItem, IdempotencyHeader, IfMatchHeader), request_body = ReplaceItemRequest,
+    params(TenantItem, Preconditions), request_body = ReplaceItemRequest,
     responses((status = 200, description = "The item as it is now", body = Item), Lookup, JsonBody,
         (status = 422, response = KeyReused)))]
 async fn replace_item(
     State(state): State<AppState>,
     item: TenantItem,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    preconditions: Preconditions,
     AppJson(request): AppJson<ReplaceItemRequest>,
 ) -> Result<(ETag, Json<Item>)> {
     let body = ItemBody::new("item", request.item)?;
-    let target = format!("replace item\0{}\0{if_match:?}", item.id);
-    let key =
-        idempotency.key(|k| IdempotencyKey::for_write(k, &item.session, &target, body.as_str()))?;
+    let target = format!("replace item\0{}", item.id);
+    let key = preconditions.write_key(&item.session, &target, body.as_str())?;
+    let if_match = preconditions.if_match;
     let replaced =
         state.store.replace_item(&item.tenant, &item.session, item.id, body, key, if_match);
     let (replaced, revision) = replaced.await.map_err(|e| item.store_error(e))?;
@@ -78,7 +77,7 @@ pub struct ReplaceItemsResponse {
 /// Atomic: the old items go and the new ones come in one transaction, creating the
 /// session if it does not exist. With `If-Match` this is compare-and-swap on the history.
 #[utoipa::path(put, path = "/v1/sessions/{session_id}/items", tag = "items",
-    params(TenantSession, ReplaceQuery, IdempotencyHeader, IfMatchHeader),
+    params(TenantSession, ReplaceQuery, Preconditions),
     request_body = ReplaceItemsRequest,
     responses(
         (status = 200, description = "The new items", body = ReplaceItemsResponse),
@@ -90,8 +89,7 @@ async fn replace_items(
     State(state): State<AppState>,
     session: TenantSession,
     Query(query): Query<ReplaceQuery>,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    preconditions: Preconditions,
     AppJson(request): AppJson<ReplaceItemsRequest>,
 ) -> Result<(ETag, Json<ReplaceItemsResponse>)> {
     let after = match &query.after {
@@ -104,10 +102,11 @@ async fn replace_items(
         true => Vec::new(),
         false => ItemBody::batch("items", request.items)?,
     };
-    let idempotency = idempotency.key(|key| {
+    let idempotency = preconditions.key(|key, if_match| {
         let rest = format!("replace\0{after:?}\0{if_match:?}");
         IdempotencyKey::for_append(key, &session.id, &bodies, Some(&rest))
     })?;
+    let if_match = preconditions.if_match;
     let replaced = state
         .store
         .replace_items(&session.tenant, &session.id, bodies, after, idempotency, if_match)

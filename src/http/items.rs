@@ -11,10 +11,10 @@ use utoipa::ToSchema;
 
 use super::answer::Created;
 use super::error::Result;
-use super::error::{Conflict, JsonBody, KeyReused, Lookup};
-use super::extract::{AppJson, IdempotencyHeader, TenantItem, TenantSession};
+use super::error::{JsonWrite, KeyReused, Lookup};
+use super::extract::{AppJson, Preconditions, TenantItem, TenantSession};
 use super::list_query::ListQuery;
-use super::revision::{ETag, IfMatchHeader};
+use super::revision::ETag;
 use super::state::StateLimit;
 use super::AppState;
 use crate::model::{
@@ -112,24 +112,22 @@ async fn list_items(
 /// The batch is appended atomically and in order. With an `Idempotency-Key`, a retry of
 /// the same request returns the first response and appends nothing.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/items", tag = "items",
-    params(TenantSession, IdempotencyHeader, IfMatchHeader),
+    params(TenantSession, Preconditions),
     request_body = AppendItemsRequest,
     responses(
         (status = 201, description = "The appended items", body = AppendItemsResponse),
-        JsonBody,
-        (status = 409, response = Conflict),
-        (status = 422, response = KeyReused),
+        JsonWrite,
     ))]
 async fn append_items(
     State(state): State<AppState>,
     Extension(StateLimit(limit)): Extension<StateLimit>,
     session: TenantSession,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    preconditions: Preconditions,
     AppJson(request): AppJson<AppendItemsRequest>,
 ) -> Result<Created<AppendItemsResponse>> {
     let (bodies, changes) = request.into_parts(limit)?;
-    let idempotency = idempotency.key(|key| {
+    let if_match = preconditions.if_match;
+    let idempotency = preconditions.key(|key, if_match| {
         // What the request asks besides its items: part of what a retry must repeat.
         let rest = (!changes.is_empty() || if_match.is_some())
             .then(|| format!("{}\0{:?}", changes.fingerprint(), if_match));
@@ -155,48 +153,45 @@ async fn get_item(State(state): State<AppState>, item: TenantItem) -> Result<Jso
 
 /// Delete one item.
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}/items/{item_id}", tag = "items",
-    params(TenantItem, IdempotencyHeader, IfMatchHeader),
+    params(TenantItem, Preconditions),
     responses((status = 204, description = "Deleted"), Lookup, (status = 422, response = KeyReused)))]
 async fn delete_item(
     State(state): State<AppState>,
     item: TenantItem,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    preconditions: Preconditions,
 ) -> Result<NoContent> {
-    let target = format!("delete item\0{}\0{if_match:?}", item.id);
-    let key = idempotency.key(|k| IdempotencyKey::for_write(k, &item.session, &target, ""))?;
+    let key = preconditions.write_key(&item.session, &format!("delete item\0{}", item.id), "")?;
+    let if_match = preconditions.if_match;
     let done = state.store.delete_item(&item.tenant, &item.session, item.id, key, if_match).await;
     done.map(|()| NoContent).map_err(|e| item.store_error(e))
 }
 
 /// Remove and return the newest item (the SDKs' `pop_item`).
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}/items/last", tag = "items",
-    params(TenantSession, IdempotencyHeader, IfMatchHeader),
+    params(TenantSession, Preconditions),
     responses((status = 200, description = "The removed item", body = Item), Lookup, (status = 422, response = KeyReused)))]
 async fn pop_last_item(
     State(state): State<AppState>,
     session: TenantSession,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    preconditions: Preconditions,
 ) -> Result<Json<Item>> {
-    let target = format!("pop\0{if_match:?}");
-    let key = idempotency.key(|k| IdempotencyKey::for_write(k, &session.id, &target, ""))?;
+    let key = preconditions.write_key(&session.id, "pop", "")?;
+    let if_match = preconditions.if_match;
     let answer = state.store.pop_last_item(&session.tenant, &session.id, key, if_match).await;
     answer.map(Json).map_err(|e| session.store_error(e))
 }
 
 /// Remove every item and keep the session (the SDKs' `clear_session`).
 #[utoipa::path(delete, path = "/v1/sessions/{session_id}/items", tag = "items",
-    params(TenantSession, IdempotencyHeader, IfMatchHeader),
+    params(TenantSession, Preconditions),
     responses((status = 204, description = "Cleared"), Lookup, (status = 422, response = KeyReused)))]
 async fn clear_items(
     State(state): State<AppState>,
     session: TenantSession,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    preconditions: Preconditions,
 ) -> Result<NoContent> {
-    let target = format!("clear\0{if_match:?}");
-    let key = idempotency.key(|k| IdempotencyKey::for_write(k, &session.id, &target, ""))?;
+    let key = preconditions.write_key(&session.id, "clear", "")?;
+    let if_match = preconditions.if_match;
     let done = state.store.clear_items(&session.tenant, &session.id, key, if_match).await;
     done.map(|()| NoContent).map_err(|e| session.store_error(e))
 }

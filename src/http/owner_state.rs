@@ -125,8 +125,12 @@ impl StateWriteParts<TenantOwner, OwnerStateRequest> {
         let document = StateDocument::new("state", &self.request.state)?;
         let write = StateWrite { change: change(document), max_bytes: self.max_bytes };
         let owner = &self.target;
-        let written =
-            state.store.write_owner_state(&owner.tenant, &owner.document, write, self.if_match);
+        let written = state.store.write_owner_state(
+            &owner.tenant,
+            &owner.document,
+            write,
+            self.preconditions.if_match,
+        );
         written.await.map(answer).map_err(|e| owner.store_error(e))
     }
 }

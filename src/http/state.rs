@@ -14,13 +14,12 @@ use utoipa::openapi::Required;
 use utoipa::{IntoParams, ToSchema};
 
 use super::answer::Replayed;
-use super::error::{ApiError, Conflict, JsonBody, KeyReused, Lookup, Result};
-use super::extract::{AppJson, IdempotencyHeader, TenantSession};
-use super::revision::{ETag, IfMatchHeader};
+use super::error::{ApiError, JsonWrite, Lookup, Result};
+use super::extract::{AppJson, Preconditions, TenantSession};
+use super::revision::ETag;
 use super::AppState;
 use crate::model::{
-    IdempotencyKey, Identifier, IfMatch, Owners, StateChange, StateChanges, StateDocument,
-    StateWrite,
+    IdempotencyKey, Identifier, Owners, StateChange, StateChanges, StateDocument, StateWrite,
 };
 use crate::store::{StateSnapshot, StoreError};
 
@@ -152,12 +151,10 @@ async fn read(
 /// Replace a session's state, creating the session if it does not exist.
 #[utoipa::path(put, path = "/v1/sessions/{session_id}/state", tag = "state",
     operation_id = "replace_session_state",
-    params(TenantSession, IdempotencyHeader, IfMatchHeader), request_body = StateRequest,
+    params(TenantSession, Preconditions), request_body = StateRequest,
     responses(
         (status = 200, description = "The new state and revision", body = SessionState),
-        JsonBody,
-        (status = 409, response = Conflict),
-        (status = 422, response = KeyReused),
+        JsonWrite,
     ))]
 async fn replace(
     State(state): State<AppState>,
@@ -170,12 +167,10 @@ async fn replace(
 /// exist.
 #[utoipa::path(patch, path = "/v1/sessions/{session_id}/state", tag = "state",
     operation_id = "merge_session_state",
-    params(TenantSession, IdempotencyHeader, IfMatchHeader), request_body = StateRequest,
+    params(TenantSession, Preconditions), request_body = StateRequest,
     responses(
         (status = 200, description = "The new state and revision", body = SessionState),
-        JsonBody,
-        (status = 409, response = Conflict),
-        (status = 422, response = KeyReused),
+        JsonWrite,
     ))]
 async fn merge(
     State(state): State<AppState>,
@@ -188,8 +183,7 @@ async fn merge(
 /// its `Idempotency-Key` and `If-Match`, the limit and the body (`B`).
 pub struct StateWriteParts<P, B> {
     pub target: P,
-    pub idempotency: IdempotencyHeader,
-    pub if_match: Option<IfMatch>,
+    pub preconditions: Preconditions,
     pub max_bytes: usize,
     pub request: B,
 }
@@ -204,12 +198,11 @@ where
     async fn from_request(request: Request, state: &AppState) -> Result<Self> {
         let (mut parts, body) = request.into_parts();
         let target = P::from_request_parts(&mut parts, state).await?;
-        let Ok(idempotency) = IdempotencyHeader::from_request_parts(&mut parts, state).await;
-        let IfMatchHeader(if_match) = IfMatchHeader::from_request_parts(&mut parts, state).await?;
+        let preconditions = Preconditions::from_request_parts(&mut parts, state).await?;
         let max_bytes = StateLimit::of(&parts);
         let request = Request::from_parts(parts, body);
         let AppJson(request) = AppJson::<B>::from_request(request, state).await?;
-        Ok(Self { target, idempotency, if_match, max_bytes, request })
+        Ok(Self { target, preconditions, max_bytes, request })
     }
 }
 
@@ -230,8 +223,8 @@ impl StateWriteRequest {
             session: Some(StateWrite { change: change(document), max_bytes: self.max_bytes }),
             ..StateChanges::default()
         };
-        let (session, if_match) = (&self.target, self.if_match);
-        let idempotency = self.idempotency.key(|key| {
+        let (session, if_match) = (&self.target, self.preconditions.if_match);
+        let idempotency = self.preconditions.key(|key, if_match| {
             let rest = format!("state {route}\0{}\0{if_match:?}", changes.fingerprint());
             IdempotencyKey::for_append(key, &session.id, &[], Some(&rest))
         })?;

@@ -40,6 +40,11 @@ impl PageRequest {
     pub const DEFAULT_LIMIT: u32 = 100;
     pub const MAX_LIMIT: u32 = 1000;
 
+    /// The first page of `limit` rows in `order`.
+    pub fn first(limit: u32, order: Order) -> Self {
+        Self { limit, order, cursor: None, created_after: None }
+    }
+
     /// The order the store reads rows in: a `before` page is read backwards from its
     /// cursor, then turned around by [`PageRequest::finish`].
     pub fn scan_order(&self) -> Order {
@@ -103,6 +108,13 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
+    /// The request of the page after this one in a listing read to its end with `page`,
+    /// or `None` at the end.
+    pub fn next(&self, page: &PageRequest) -> Option<PageRequest> {
+        let last = self.last_id.clone().filter(|_| self.has_more)?;
+        Some(PageRequest { cursor: Some(Cursor::After(last)), ..page.clone() })
+    }
+
     /// The same page with every row changed by `f`; ids and paging stay.
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
         Page {

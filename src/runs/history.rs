@@ -106,12 +106,7 @@ async fn load(
     rename: Option<&Rename<'_>>,
 ) -> Result<Loaded, StoreError> {
     let mut loaded = Loaded { history: History::default(), last_seq: 0, bytes: 0, whole: true };
-    let mut page = PageRequest {
-        limit: PageRequest::MAX_LIMIT,
-        order: Order::Desc,
-        cursor: None,
-        created_after: None,
-    };
+    let mut page = PageRequest::first(PageRequest::MAX_LIMIT, Order::Desc);
     let mut found = match engine.store.list_items(tenant, session_id, &page).await {
         Ok(found) => found,
         Err(StoreError::SessionNotFound) => return Ok(loaded),

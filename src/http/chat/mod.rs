@@ -26,8 +26,10 @@ use super::event_stream::{sse, Handover};
 use super::extract::{AppJson, Tenant, TenantSession};
 use super::list_query::page_limit;
 use super::{ApiError, AppState};
-use crate::model::{run_items, IfBusy, Order, PageRequest, Run, RunStatus, SessionId};
-use crate::runs::{self, ConfigRequest, StartRun};
+use crate::model::{
+    run_items, IfBusy, Order, PageRequest, RequiredAction, Run, RunStatus, SessionId,
+};
+use crate::runs::{self, ConfigRequest, StartRun, Started};
 use crate::store::StoreError;
 use messages::{History, UiMessage};
 use request::{Ask, ChatRequest};
@@ -69,41 +71,13 @@ pub(super) async fn chat(
     AppJson(request): AppJson<ChatRequest>,
 ) -> Result<Response> {
     let session = SessionId::parse("id", request.id.clone())?;
-    let runs_error = |e| ApiError::from_runs(e, session.as_str(), None);
     let (run_id, after, answered, tools) = match request.ask()? {
         Ask::Turn(text) => {
-            let input = run_items::user_message(&text);
-            let start = StartRun {
-                input: serde_json::value::to_raw_value(&[input]).expect("an item serializes"),
-                config: ConfigRequest {
-                    agent_id: request.agent_id.clone(),
-                    ..ConfigRequest::default()
-                },
-                metadata: None,
-                if_busy: IfBusy::Reject,
-                background: false,
-                idempotency: None,
-                if_match: None,
-                run_id: None,
-                request: None,
-            };
-            let started = state.runs.start(&tenant, &session, start).await.map_err(runs_error)?;
+            let started = turn(&state, &tenant, &session, &request, &text).await?;
             (started.run.id, 0, None, started.client_tools)
         }
         Ask::Answer(run_id) => {
-            let run_error = |e| ApiError::from_runs(e, session.as_str(), Some(&run_id.to_string()));
-            let run = state.runs.get(&tenant, &session, run_id).await.map_err(run_error)?;
-            let waits = (run.required_action.clone())
-                .filter(|_| run.status == RunStatus::RequiresAction)
-                .ok_or_else(|| {
-                    ApiError::RunNotWaiting(format!(
-                        "the run `{run_id}` is `{}`, not waiting for the tool results the newest message carries",
-                        run.status
-                    ))
-                })?;
-            let answer = request.answer(&waits)?;
-            let after =
-                state.runs.answer(&tenant, &session, run_id, &answer).await.map_err(run_error)?;
+            let (after, waits) = answer(&state, &tenant, &session, &request, run_id).await?;
             (run_id, after, Some(waits), None)
         }
     };
@@ -116,6 +90,55 @@ pub(super) async fn chat(
         translator = translator.answering(waits);
     }
     Ok(ui_message_stream(&state, &tenant, &session, run_id, after, translator))
+}
+
+/// A user message's turn: a run with the message as its input, on the session's agent or
+/// the request's.
+async fn turn(
+    state: &AppState,
+    tenant: &str,
+    session: &SessionId,
+    request: &ChatRequest,
+    text: &str,
+) -> Result<Started> {
+    let input = run_items::user_message(text);
+    let start = StartRun {
+        input: serde_json::value::to_raw_value(&[input]).expect("an item serializes"),
+        config: ConfigRequest { agent_id: request.agent_id.clone(), ..ConfigRequest::default() },
+        metadata: None,
+        if_busy: IfBusy::Reject,
+        background: false,
+        idempotency: None,
+        if_match: None,
+        run_id: None,
+        request: None,
+    };
+    let started = state.runs.start(tenant, session, start).await;
+    started.map_err(|e| ApiError::from_runs(e, session.as_str(), None))
+}
+
+/// The tool results or approvals of the newest message, given to the paused run they
+/// answer: where its events go on from, and what it waited for.
+async fn answer(
+    state: &AppState,
+    tenant: &str,
+    session: &SessionId,
+    request: &ChatRequest,
+    run_id: Uuid,
+) -> Result<(i64, RequiredAction)> {
+    let run_error = |e| ApiError::from_runs(e, session.as_str(), Some(&run_id.to_string()));
+    let run = state.runs.get(tenant, session, run_id).await.map_err(run_error)?;
+    let waits = (run.required_action.clone())
+        .filter(|_| run.status == RunStatus::RequiresAction)
+        .ok_or_else(|| {
+            ApiError::RunNotWaiting(format!(
+                "the run `{run_id}` is `{}`, not waiting for the tool results the newest message carries",
+                run.status
+            ))
+        })?;
+    let answer = request.answer(&waits)?;
+    let after = state.runs.answer(tenant, session, run_id, &answer).await.map_err(run_error)?;
+    Ok((after, waits))
 }
 
 /// Resume the chat's stream (`useChat({resume: true})`).
@@ -186,7 +209,7 @@ pub(super) async fn chat_messages(
     // The run first: a turn it finishes before the items are read is in them, and is
     // then not shown twice.
     let newest = newest_run(&state, &session).await?;
-    let page = PageRequest { limit, order: Order::Desc, cursor: None, created_after: None };
+    let page = PageRequest::first(limit, Order::Desc);
     let mut items = state
         .store
         .list_items(&session.tenant, &session.id, &page)
@@ -202,7 +225,7 @@ pub(super) async fn chat_messages(
 
 /// The session's newest run; none in a session without runs, or without the session.
 async fn newest_run(state: &AppState, session: &TenantSession) -> Result<Option<Run>> {
-    let page = PageRequest { limit: 1, order: Order::Desc, cursor: None, created_after: None };
+    let page = PageRequest::first(1, Order::Desc);
     match state.runs.list(&session.tenant, &session.id, &page).await {
         Ok(runs) => Ok(runs.data.into_iter().next()),
         Err(crate::runs::RunsError::Store(StoreError::SessionNotFound)) => Ok(None),

@@ -6,7 +6,8 @@ pub(super) mod tenant;
 
 use std::collections::BTreeMap;
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::response::NoContent;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
@@ -16,12 +17,12 @@ use utoipa::ToSchema;
 
 use super::answer::Replayed;
 use super::error::{ApiError, JsonBody, KeyReused, Lookup, Result};
-use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
+use super::extract::{AppJsonText, Preconditions, TenantSession};
 use super::revision::IfMatchHeader;
 use super::AppState;
 use crate::model::{
-    check_name, ChannelBlob, Checkpoint, CheckpointName, CheckpointPath, IdempotencyKey,
-    NewCheckpoint, PendingWrite, TypedValue,
+    check_name, ChannelBlob, Checkpoint, CheckpointName, CheckpointPath, NewCheckpoint,
+    PendingWrite, TypedValue,
 };
 use crate::store::{CheckpointRef, StoreError};
 use query::CheckpointQuery;
@@ -105,10 +106,31 @@ impl CheckpointList {
     }
 }
 
-/// The `{checkpoint_id}` of the path, checked.
-fn checkpoint_id(parts: &axum::extract::Path<(String, String)>) -> Result<String> {
-    check_name("checkpoint_id", &parts.1, false)?;
-    Ok(parts.1.clone())
+/// The checkpoint a request names: its session, the `{checkpoint_id}` of the path
+/// (checked) and the `namespace` of the query.
+struct NamedCheckpoint {
+    session: TenantSession,
+    namespace: String,
+    id: String,
+}
+
+impl NamedCheckpoint {
+    fn at(&self) -> CheckpointRef<'_> {
+        CheckpointRef { session_id: &self.session.id, namespace: &self.namespace, id: &self.id }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for NamedCheckpoint {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let session = TenantSession::from_request_parts(parts, state).await?;
+        let query = CheckpointQuery::from_request_parts(parts, state).await?;
+        let path = Path::<(String, String)>::from_request_parts(parts, state).await;
+        let Path((_, id)) = path.map_err(|e| ApiError::invalid("checkpoint_id", e.body_text()))?;
+        check_name("checkpoint_id", &id, false)?;
+        Ok(Self { session, namespace: query.namespace().to_owned(), id })
+    }
 }
 
 /// Store a checkpoint (the same id again replaces it), creating the session if it does
@@ -116,21 +138,18 @@ fn checkpoint_id(parts: &axum::extract::Path<(String, String)>) -> Result<String
 #[utoipa::path(put, path = "/v1/sessions/{session_id}/checkpoints/{checkpoint_id}", tag = "checkpoints", operation_id = "put_checkpoint",
     params(TenantSession, ("checkpoint_id" = String, Path, description = "The checkpoint id: ids of one namespace sort in the order they were made"),
         ("namespace" = Option<String>, Query, description = "The namespace (default: the root one, empty)"),
-        IdempotencyHeader, IfMatchHeader),
+        Preconditions),
     request_body = PutCheckpointRequest,
     responses((status = 200, description = "Stored", body = CheckpointSaved), JsonBody, (status = 422, response = KeyReused)))]
 async fn put_checkpoint(
     State(state): State<AppState>,
-    session: TenantSession,
-    path: axum::extract::Path<(String, String)>,
-    query: CheckpointQuery,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    NamedCheckpoint { session, namespace, id }: NamedCheckpoint,
+    preconditions: Preconditions,
     AppJsonText(request, text): AppJsonText<PutCheckpointRequest>,
 ) -> Result<(Replayed, Json<CheckpointSaved>)> {
     let new = NewCheckpoint {
-        namespace: query.namespace().to_owned(),
-        id: checkpoint_id(&path)?,
+        namespace,
+        id,
         parent_id: request.parent_id,
         payload: request.checkpoint,
         metadata: request.metadata,
@@ -138,8 +157,9 @@ async fn put_checkpoint(
         blobs: request.blobs,
     };
     new.check()?;
-    let target = format!("checkpoint\0{}\0{}\0{if_match:?}", new.namespace, new.id);
-    let key = idempotency.key(|key| IdempotencyKey::for_write(key, &session.id, &target, &text))?;
+    let target = format!("checkpoint\0{}\0{}", new.namespace, new.id);
+    let key = preconditions.write_key(&session.id, &target, &text)?;
+    let if_match = preconditions.if_match;
     let saved = CheckpointSaved {
         session_id: session.id.as_str().to_owned(),
         namespace: new.namespace.clone(),
@@ -155,19 +175,15 @@ async fn put_checkpoint(
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/checkpoints/{checkpoint_id}/writes", tag = "checkpoints", operation_id = "put_checkpoint_writes",
     params(TenantSession, ("checkpoint_id" = String, Path, description = "The checkpoint id"),
         ("namespace" = Option<String>, Query, description = "The namespace (default: the root one, empty)"),
-        IdempotencyHeader, IfMatchHeader),
+        Preconditions),
     request_body = PutWritesRequest,
     responses((status = 204, description = "Stored"), JsonBody, (status = 422, response = KeyReused)))]
 async fn put_writes(
     State(state): State<AppState>,
-    session: TenantSession,
-    path: axum::extract::Path<(String, String)>,
-    query: CheckpointQuery,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    named: NamedCheckpoint,
+    preconditions: Preconditions,
     AppJsonText(request, text): AppJsonText<PutWritesRequest>,
 ) -> Result<(Replayed, NoContent)> {
-    let id = checkpoint_id(&path)?;
     let writes: Vec<PendingWrite> = request
         .writes
         .into_iter()
@@ -182,10 +198,11 @@ async fn put_writes(
     for (n, write) in writes.iter().enumerate() {
         write.check(&format!("writes[{n}]"))?;
     }
-    let target = format!("checkpoint writes\0{}\0{id}\0{if_match:?}", query.namespace());
-    let key = idempotency.key(|key| IdempotencyKey::for_write(key, &session.id, &target, &text))?;
-    let at = CheckpointRef { session_id: &session.id, namespace: query.namespace(), id: &id };
-    let put = state.store.put_writes(&session.tenant, at, writes, key, if_match).await;
+    let target = format!("checkpoint writes\0{}\0{}", named.namespace, named.id);
+    let session = &named.session;
+    let key = preconditions.write_key(&session.id, &target, &text)?;
+    let if_match = preconditions.if_match;
+    let put = state.store.put_writes(&session.tenant, named.at(), writes, key, if_match).await;
     let replayed = put.map_err(|e| session.store_error(e))?;
     Ok((Replayed(replayed), NoContent))
 }
@@ -197,20 +214,17 @@ async fn put_writes(
     responses((status = 200, description = "The checkpoint", body = Checkpoint), Lookup))]
 async fn get_checkpoint(
     State(state): State<AppState>,
-    session: TenantSession,
-    path: axum::extract::Path<(String, String)>,
-    query: CheckpointQuery,
+    named: NamedCheckpoint,
 ) -> Result<Json<Checkpoint>> {
-    let id = checkpoint_id(&path)?;
-    let at = CheckpointRef { session_id: &session.id, namespace: query.namespace(), id: &id };
-    let found = state.store.get_checkpoint(&session.tenant, at).await;
+    let found = state.store.get_checkpoint(&named.session.tenant, named.at()).await;
     found.map(Json).map_err(|e| match e {
         StoreError::CheckpointNotFound => ApiError::CheckpointNotFound(format!(
-            "no checkpoint `{id}` in namespace `{}` of session `{}`",
-            query.namespace(),
-            session.id.as_str()
+            "no checkpoint `{}` in namespace `{}` of session `{}`",
+            named.id,
+            named.namespace,
+            named.session.id.as_str()
         )),
-        other => session.store_error(other),
+        other => named.session.store_error(other),
     })
 }
 

@@ -11,9 +11,9 @@ use utoipa::ToSchema;
 use crate::llm::LlmErrorCode;
 use crate::store::StoreError;
 pub use responses::{
-    BadRequest, Conflict, Forbidden, Internal, JsonBody, KeyReused, LlmFailed, Lookup, NotFound,
-    PayloadTooLarge, RateLimited, RevisionMismatch, StorageFull, Unauthorized, Unavailable,
-    UnsupportedMediaType,
+    BadRequest, Conflict, Forbidden, Internal, JsonBody, JsonWrite, KeyReused, LlmFailed, Lookup,
+    NotFound, PayloadTooLarge, RateLimited, RevisionMismatch, StorageFull, Unauthorized,
+    Unavailable, UnsupportedMediaType,
 };
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;

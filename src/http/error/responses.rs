@@ -71,4 +71,13 @@ response_sets! {
     Lookup => ["400" => BadRequest, "404" => NotFound],
     /// What an operation answers to a JSON body it cannot take.
     JsonBody => ["400" => BadRequest, "413" => PayloadTooLarge, "415" => UnsupportedMediaType],
+    /// What a write with a JSON body and an `Idempotency-Key` answers when it cannot be
+    /// made: a body it cannot take, a conflict with the object's state, a key reused.
+    JsonWrite => [
+        "400" => BadRequest,
+        "409" => Conflict,
+        "413" => PayloadTooLarge,
+        "415" => UnsupportedMediaType,
+        "422" => KeyReused
+    ],
 }

@@ -1,6 +1,7 @@
 //! Extractors that reject bad input with our problem format and name the field at fault.
 
 mod path;
+mod preconditions;
 
 use std::convert::Infallible;
 
@@ -17,6 +18,7 @@ use utoipa::IntoParams;
 use super::error::ApiError;
 use crate::model::{json_error_message, IdempotencyKey, InvalidField};
 pub use path::{id_schema, Tenant, TenantAgent, TenantItem, TenantOwner, TenantRun, TenantSession};
+pub use preconditions::Preconditions;
 
 /// A JSON request body. A missing `Content-Type` is taken as JSON.
 pub struct AppJson<T>(pub T);

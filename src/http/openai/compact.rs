@@ -15,7 +15,7 @@ use super::items::{input, view, SEALED_SUMMARY};
 use super::OpenAiErrors;
 use crate::http::extract::{AppJson, Tenant};
 use crate::http::{ApiError, AppState};
-use crate::model::{Cursor, Item, Order, PageRequest, SessionId};
+use crate::model::{Item, Order, PageRequest, SessionId, Usage};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -50,34 +50,38 @@ pub async fn compact(
     Tenant(tenant): Tenant,
     AppJson(request): AppJson<CompactRequest>,
 ) -> Result<Json<Value>> {
-    let items: Vec<Value> = match (&request.input, &request.previous_response_id) {
-        (Some(_), Some(_)) => {
-            return Err(OpenAiError::invalid(
-                "previous_response_id",
-                "cannot be combined with input",
-            ))
-        }
-        (None, None) => {
-            return Err(OpenAiError::invalid(
-                "input",
-                "give the input to compact or previous_response_id",
-            ))
-        }
-        (Some(given), None) => input(&state.sealer, &tenant, "input", given)
-            .await?
-            .into_iter()
-            .map(|item| serde_json::from_str(item.into_raw().get()).expect("checked JSON"))
-            .collect(),
-        (None, Some(previous)) => chain(&state, &tenant, previous).await?,
-    };
+    let items = compacted(&state, &tenant, &request).await?;
     let (_, model) = super::models::resolve(&state, request.model.as_deref())?;
     let (summary, usage) = state
         .runs
         .summarise(&items, &model, request.instructions.as_deref())
         .await
         .map_err(|error| ApiError::from_runs(error, "", None))?;
-    let id = Uuid::now_v7().simple().to_string();
     let sealed = state.sealer.seal(&tenant, SEALED_SUMMARY, &summary).await?;
+    Ok(Json(compaction(&items, sealed, &usage)))
+}
+
+/// The items a request compacts: its input, or the chain of its previous response.
+async fn compacted(state: &AppState, tenant: &str, request: &CompactRequest) -> Result<Vec<Value>> {
+    match (&request.input, &request.previous_response_id) {
+        (Some(_), Some(_)) => {
+            Err(OpenAiError::invalid("previous_response_id", "cannot be combined with input"))
+        }
+        (None, None) => {
+            Err(OpenAiError::invalid("input", "give the input to compact or previous_response_id"))
+        }
+        (Some(given), None) => Ok(input(&state.sealer, tenant, "input", given)
+            .await?
+            .into_iter()
+            .map(|item| serde_json::from_str(item.into_raw().get()).expect("checked JSON"))
+            .collect()),
+        (None, Some(previous)) => chain(state, tenant, previous).await,
+    }
+}
+
+/// The compacted history: the user's messages as they were, then the sealed summary.
+fn compaction(items: &[Value], sealed: String, usage: &Usage) -> Value {
+    let id = Uuid::now_v7().simple().to_string();
     let mut output: Vec<Value> = (items.iter().enumerate())
         .filter(|(_, item)| is_user_message(item))
         .map(|(i, item)| {
@@ -88,13 +92,13 @@ pub async fn compact(
     output.push(
         json!({"type": "compaction", "id": format!("cmp_{id}"), "encrypted_content": sealed}),
     );
-    Ok(Json(json!({
+    json!({
         "id": format!("cmp_{id}"),
         "object": "response.compaction",
         "created_at": chrono::Utc::now().timestamp(),
         "output": output,
-        "usage": super::responses::view::usage(&usage),
-    })))
+        "usage": super::responses::view::usage(usage),
+    })
 }
 
 fn is_user_message(item: &Value) -> bool {
@@ -108,20 +112,12 @@ async fn chain(state: &AppState, tenant: &str, previous: &str) -> Result<Vec<Val
     let run = record.run.id;
     let session = SessionId::parse("session_id", record.run.session_id.clone())?;
     let mut items: Vec<Item> = Vec::new();
-    let mut page = PageRequest {
-        limit: PageRequest::MAX_LIMIT,
-        order: Order::Asc,
-        cursor: None,
-        created_after: None,
-    };
-    loop {
-        let found = state.store.list_items(tenant, &session, &page).await;
+    let mut page = Some(PageRequest::first(PageRequest::MAX_LIMIT, Order::Asc));
+    while let Some(request) = page {
+        let found = state.store.list_items(tenant, &session, &request).await;
         let found = found.map_err(|e| ApiError::from_store(e, session.as_str(), None))?;
+        page = found.next(&request);
         items.extend(found.data);
-        match found.last_id {
-            Some(last) if found.has_more => page.cursor = Some(Cursor::After(last)),
-            _ => break,
-        }
     }
     let end = items
         .iter()

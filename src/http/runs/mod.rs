@@ -18,9 +18,8 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use super::answer::Replayed;
-use super::error::{Conflict, JsonBody, KeyReused, Lookup, Result};
-use super::extract::{AppJsonText, IdempotencyHeader, TenantSession};
-use super::revision::IfMatchHeader;
+use super::error::{JsonWrite, Lookup, Result};
+use super::extract::{AppJsonText, Preconditions, TenantSession};
 use super::AppState;
 use crate::model::{
     AgentConfig, CompletionWebhook, IdempotencyKey, Identifier, IfBusy, Metadata, Run,
@@ -84,30 +83,30 @@ pub struct CreateRunRequest {
 /// `background: true` answers 202 at once. With `If-Match`, the run is created only while
 /// the session is at that revision (creating a run does not change it).
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/runs", tag = "runs",
-    params(TenantSession, IdempotencyHeader, IfMatchHeader),
+    params(TenantSession, Preconditions),
     request_body = CreateRunRequest,
     responses(
         (status = 200, description = "The finished run, or its events with `stream: true`", content((Run = "application/json"), (RunStreamEvent = "text/event-stream"))),
         (status = 202, description = "The queued (or still running) run", body = Run, headers(("location" = String, description = "The path of the run"))),
         Lookup,
-        JsonBody,
-        (status = 409, response = Conflict),
-        (status = 422, response = KeyReused),
+        JsonWrite,
     ))]
 async fn create_run(
     State(state): State<AppState>,
     session: TenantSession,
-    idempotency: IdempotencyHeader,
-    IfMatchHeader(if_match): IfMatchHeader,
+    preconditions: Preconditions,
     AppJsonText(request, text): AppJsonText<CreateRunRequest>,
 ) -> Result<(Replayed, Response)> {
     let mode = Mode::new(request.stream.unwrap_or(false), request.background.unwrap_or(false))?;
-    // A retry must ask for the same revision as the first request.
-    let asked = match if_match {
-        Some(if_match) => format!("{text}\0{if_match:?}"),
-        None => text,
-    };
-    let idempotency = idempotency.key(|key| IdempotencyKey::for_run(key, &session.id, &asked))?;
+    let idempotency = preconditions.key(|key, if_match| {
+        // A retry must ask for the same revision as the first request.
+        let asked = match if_match {
+            Some(if_match) => format!("{text}\0{if_match:?}"),
+            None => text,
+        };
+        IdempotencyKey::for_run(key, &session.id, &asked)
+    })?;
+    let if_match = preconditions.if_match;
     let start = StartRun {
         input: request.input,
         config: ConfigRequest {

@@ -48,8 +48,7 @@ pub async fn check(
         return Ok(());
     }
     if let Some(session) = history {
-        let page =
-            PageRequest { limit: LOOK_BACK, order: Order::Desc, cursor: None, created_after: None };
+        let page = PageRequest::first(LOOK_BACK, Order::Desc);
         let stored = state.store.list_items(tenant, session, &page).await.map_err(|e| match e {
             StoreError::SessionNotFound => OpenAiError::conversation_not_found(session.as_str()),
             e => e.into(),

@@ -4,11 +4,11 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::super::schemas::StreamEvent;
-use super::request::{self, CreateResponse};
+use super::request::{self, Asked, CreateResponse};
 use super::stream::ResponseStream;
 use super::{answered_calls, session_of, view};
 use crate::http::event_stream::{sse, Handover};
@@ -17,8 +17,8 @@ use crate::http::openai::errors::{OpenAiError, Result};
 use crate::http::openai::items::input;
 use crate::http::openai::{conversations, ids, models, OpenAiErrors};
 use crate::http::{ApiError, AppState};
-use crate::model::{ForkPoint, IfBusy, RunStatus, SessionId};
-use crate::runs::{ConfigRequest, Placed, Placement, RunsError, StartRun};
+use crate::model::{ForkPoint, IfBusy, ItemBody, RunStatus, SessionId};
+use crate::runs::{ConfigRequest, Placed, Placement, RunsError, StartRun, Started};
 use crate::store::StoreError;
 
 /// Create a response.
@@ -42,18 +42,7 @@ pub(super) async fn create(
     Tenant(tenant): Tenant,
     AppJson(request): AppJson<CreateResponse>,
 ) -> Result<Response> {
-    let (stream, background) =
-        (request.stream.unwrap_or(false), request.background.unwrap_or(false));
-    let store = request.store.unwrap_or(true);
-    if background && !store {
-        return Err(OpenAiError::invalid(
-            "background",
-            "needs store: true: an unstored response cannot be polled",
-        ));
-    }
-    if request.conversation.is_some() && request.previous_response_id.is_some() {
-        return Err(OpenAiError::mutually_exclusive("previous_response_id", "conversation"));
-    }
+    let answering = Answering::of(&request)?;
     let (requested, model) = models::resolve(&state, request.model.as_deref())?;
     let asked = request.asked(&requested, &model)?;
     // Checked here too, so that a refusal names the request's own fields.
@@ -63,14 +52,32 @@ pub(super) async fn create(
     };
     let items = input(&state.sealer, &tenant, "input", given).await?;
     let run_id = Uuid::now_v7();
-    let mut echo = asked.echo;
-    let target = target(&state, &tenant, &request, run_id, store).await?;
+    let target = target(&state, &tenant, &request, run_id, answering.store).await?;
     let continued = request.conversation.is_some() || request.previous_response_id.is_some();
     let history = continued.then_some(&target.session);
     if let Err(error) = answered_calls::check(&state, &tenant, history, given).await {
         let unknown = error.is_conversation_not_found();
         return Err(refused(&state, &tenant, &request, &target, unknown, error).await);
     }
+    let (start, echo) = run_of(&request, asked, &target, items, run_id, answering.background);
+    let started = match state.runs.start(&tenant, &target.session, start).await {
+        Ok(started) => started,
+        Err(error) => return Err(not_started(&state, &tenant, &request, &target, error).await),
+    };
+    answering.answer(&state, &tenant, &target, started, echo).await
+}
+
+/// The run a response is, and what its request echoes back: the request's own fields,
+/// with the conversation named by the session it runs on.
+fn run_of(
+    request: &CreateResponse,
+    asked: Asked,
+    target: &Placed,
+    items: Vec<ItemBody>,
+    run_id: Uuid,
+    background: bool,
+) -> (StartRun, Map<String, Value>) {
+    let mut echo = asked.echo;
     echo.insert("previous_response_id".into(), request.previous_response_id.clone().into());
     let conversation = match &request.conversation {
         Some(_) => serde_json::json!({"id": target.session.as_str()}),
@@ -95,49 +102,92 @@ pub(super) async fn create(
         run_id: Some(run_id),
         request: Some(serde_json::value::to_raw_value(&echo).expect("the echo serializes")),
     };
-    let started = state.runs.start(&tenant, &target.session, start).await;
-    let started = match started {
-        Ok(started) => started,
-        Err(error) => {
-            let unknown = matches!(error, RunsError::Store(StoreError::SessionNotFound));
-            let error = match error {
-                RunsError::Store(StoreError::SessionBusy(active)) => {
-                    OpenAiError::conversation_busy(
-                        target.session.as_str(),
-                        &ids::response_id(active),
-                    )
-                }
-                error => ApiError::from_runs(error, target.session.as_str(), None).into(),
-            };
-            return Err(refused(&state, &tenant, &request, &target, unknown, error).await);
+    (start, echo)
+}
+
+/// How a response is answered, from the request's `stream`, `background` and `store`.
+struct Answering {
+    stream: bool,
+    background: bool,
+    store: bool,
+}
+
+impl Answering {
+    fn of(request: &CreateResponse) -> Result<Self> {
+        let answering = Self {
+            stream: request.stream.unwrap_or(false),
+            background: request.background.unwrap_or(false),
+            store: request.store.unwrap_or(true),
+        };
+        if answering.background && !answering.store {
+            return Err(OpenAiError::invalid(
+                "background",
+                "needs store: true: an unstored response cannot be polled",
+            ));
         }
+        if request.conversation.is_some() && request.previous_response_id.is_some() {
+            return Err(OpenAiError::mutually_exclusive("previous_response_id", "conversation"));
+        }
+        Ok(answering)
+    }
+
+    /// The answer to a response that started: its events, the queued response, or the
+    /// response when it ends.
+    async fn answer(
+        self,
+        state: &AppState,
+        tenant: &str,
+        target: &Placed,
+        started: Started,
+        echo: Map<String, Value>,
+    ) -> Result<Response> {
+        let session = &target.session;
+        let reading = (target.ephemeral)
+            .then(|| state.runs.forget_when_done(tenant, session, started.run.id));
+        if self.stream {
+            let events = state.runs.started_events(tenant, session, &started);
+            // OpenAI's clients do not reconnect: the stream stays open until the shutdown
+            // deadline rather than end without the response's last event. A response in
+            // the background goes on when its client leaves, as every run does, and is
+            // resumed with `GET …?stream=true&starting_after=N`.
+            return Ok(sse(events, ResponseStream::new(echo, None, reading), Handover::Never));
+        }
+        if self.background {
+            return Ok(Json(view::response(&started.run, &echo, true)).into_response());
+        }
+        // Answered when it ends, as OpenAI does, however long that takes: OpenAI's
+        // clients take any answer for the final one. RUN_WAIT_SECS bounds native runs
+        // only; the LLM's timeouts and `max_turns` bound this wait.
+        let waited = state.runs.wait_started(tenant, session, &started).await;
+        drop(reading);
+        let run = waited.map_err(|e| ApiError::from_runs(e, session.as_str(), None))?;
+        match (&run.error, run.status) {
+            (Some(error), RunStatus::Failed) => {
+                let id = ids::response_id(run.id);
+                Err(OpenAiError::failed_response(self.store.then_some(id.as_str()), error))
+            }
+            _ => Ok(Json(view::response(&run, &echo, true)).into_response()),
+        }
+    }
+}
+
+/// The answer to a response whose run did not start: a busy conversation names the
+/// response in progress by its `resp_` id.
+async fn not_started(
+    state: &AppState,
+    tenant: &str,
+    request: &CreateResponse,
+    target: &Placed,
+    error: RunsError,
+) -> OpenAiError {
+    let unknown = matches!(error, RunsError::Store(StoreError::SessionNotFound));
+    let error = match error {
+        RunsError::Store(StoreError::SessionBusy(active)) => {
+            OpenAiError::conversation_busy(target.session.as_str(), &ids::response_id(active))
+        }
+        error => ApiError::from_runs(error, target.session.as_str(), None).into(),
     };
-    let reading = (target.ephemeral)
-        .then(|| state.runs.forget_when_done(&tenant, &target.session, started.run.id));
-    if stream {
-        let events = state.runs.started_events(&tenant, &target.session, &started);
-        // OpenAI's clients do not reconnect: the stream stays open until the shutdown
-        // deadline rather than end without the response's last event. A response in the
-        // background goes on when its client leaves, as every run does, and is resumed
-        // with `GET …?stream=true&starting_after=N`.
-        return Ok(sse(events, ResponseStream::new(echo, None, reading), Handover::Never));
-    }
-    if background {
-        return Ok(Json(view::response(&started.run, &echo, true)).into_response());
-    }
-    // Answered when it ends, as OpenAI does, however long that takes: OpenAI's clients
-    // take any answer for the final one. RUN_WAIT_SECS bounds native runs only; the LLM's
-    // timeouts and `max_turns` bound this wait.
-    let waited = state.runs.wait_started(&tenant, &target.session, &started).await;
-    drop(reading);
-    let run = waited.map_err(|e| ApiError::from_runs(e, target.session.as_str(), None))?;
-    match (&run.error, run.status) {
-        (Some(error), RunStatus::Failed) => {
-            let id = ids::response_id(run.id);
-            Err(OpenAiError::failed_response(store.then_some(id.as_str()), error))
-        }
-        _ => Ok(Json(view::response(&run, &echo, true)).into_response()),
-    }
+    refused(state, tenant, request, target, unknown, error).await
 }
 
 /// The answer to a response refused after its session was made ready: that session goes
