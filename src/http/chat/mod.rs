@@ -4,6 +4,7 @@
 //! message is an ordinary run's input, and the run's events are translated into the UI
 //! message stream.
 
+mod chunks;
 mod messages;
 mod parts;
 mod request;

@@ -7,29 +7,13 @@ use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, OneOfBuilder,
 use utoipa::openapi::RefOr;
 use utoipa::{PartialSchema, ToSchema};
 
-pub struct UiMessageChunk;
+use super::chunks::UiChunk;
 
-/// The chunk types the stream sends.
-const TYPES: [&str; 13] = [
-    "start",
-    "start-step",
-    "text-start",
-    "text-delta",
-    "text-end",
-    "tool-input-available",
-    "tool-output-available",
-    "tool-output-error",
-    "tool-output-denied",
-    "tool-approval-request",
-    "finish-step",
-    "finish",
-    "error",
-];
+pub struct UiMessageChunk;
 
 impl PartialSchema for UiMessageChunk {
     fn schema() -> RefOr<Schema> {
-        let chunk = json!({"type": "object", "required": ["type"],
-                           "properties": {"type": {"type": "string", "enum": TYPES}}});
+        let chunk = json!({"$ref": format!("#/components/schemas/{}", UiChunk::name())});
         let json = Extensions::from_iter([
             ("contentMediaType", json!("application/json")),
             ("contentSchema", chunk),
@@ -64,4 +48,8 @@ impl PartialSchema for UiMessageChunk {
     }
 }
 
-impl ToSchema for UiMessageChunk {}
+impl ToSchema for UiMessageChunk {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((UiChunk::name().into(), UiChunk::schema()));
+    }
+}

@@ -12,6 +12,7 @@ use axum::response::sse::Event;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use super::chunks::UiChunk;
 use super::parts::{Said, Steps};
 use crate::http::event_stream::Translator;
 use crate::model::{RequiredAction, RequiredActionKind, Run, RunEvent, RunEventKind, RunStatus};
@@ -77,61 +78,59 @@ impl UiMessageStream {
         self
     }
 
-    fn begin(&mut self, out: &mut Vec<Value>) {
+    fn begin(&mut self, out: &mut Vec<UiChunk>) {
         if !std::mem::replace(&mut self.started, true) {
-            out.push(json!({"type": "start", "messageId": self.run_id.to_string()}));
+            out.push(UiChunk::Start { message_id: self.run_id.to_string() });
         }
     }
 
-    fn model_part(&mut self, out: &mut Vec<Value>) {
+    fn model_part(&mut self, out: &mut Vec<UiChunk>) {
         let change = self.steps.model_part();
         if change.finish {
-            out.push(json!({"type": "finish-step"}));
+            out.push(UiChunk::FinishStep);
         }
         if change.start {
-            out.push(json!({"type": "start-step"}));
+            out.push(UiChunk::StartStep);
         }
     }
 
     /// Opens a text part at this event, unless one is open.
-    fn open_text(&mut self, out: &mut Vec<Value>, seq: i64) -> String {
+    fn open_text(&mut self, out: &mut Vec<UiChunk>, seq: i64) -> String {
         if let Some(id) = &self.text {
             return id.clone();
         }
         self.model_part(out);
         let id = format!("text-{seq}");
-        out.push(json!({"type": "text-start", "id": id}));
+        out.push(UiChunk::TextStart { id: id.clone() });
         self.text = Some(id.clone());
         id
     }
 
-    fn item(&mut self, out: &mut Vec<Value>, seq: i64, said: Said) {
+    fn item(&mut self, out: &mut Vec<UiChunk>, seq: i64, said: Said) {
         match said {
             Said::Message { role, text } if role == "assistant" => {
                 // A message whose text did not stream arrives whole.
                 let streamed = self.text.is_some();
                 let id = self.open_text(out, seq);
                 if !streamed && !text.is_empty() {
-                    out.push(json!({"type": "text-delta", "id": id, "delta": text}));
+                    out.push(UiChunk::TextDelta { id: id.clone(), delta: text });
                 }
-                out.push(json!({"type": "text-end", "id": id}));
+                out.push(UiChunk::TextEnd { id });
                 self.text = None;
             }
             Said::Call { call_id, name, input, mcp } => {
                 self.model_part(out);
                 self.calls.insert(call_id.clone());
-                let mut chunk = json!({"type": "tool-input-available", "toolCallId": call_id,
-                                       "toolName": name, "input": input});
-                if mcp
+                let provider_executed = mcp
                     || !self.client_tools.contains(&name)
-                    || self.answered_before.contains(&call_id)
-                {
-                    chunk["providerExecuted"] = true.into();
-                }
-                if mcp {
-                    chunk["dynamic"] = true.into();
-                }
-                out.push(chunk);
+                    || self.answered_before.contains(&call_id);
+                out.push(UiChunk::ToolInputAvailable {
+                    tool_call_id: call_id,
+                    tool_name: name,
+                    input,
+                    provider_executed,
+                    dynamic: mcp,
+                });
             }
             Said::Output { call_id, output } => self.output(out, call_id, output),
             Said::Denied { call_id } => self.output(out, call_id, Ok(json!({"error": "rejected"}))),
@@ -140,7 +139,7 @@ impl UiMessageStream {
         }
     }
 
-    fn output(&mut self, out: &mut Vec<Value>, call_id: String, output: Result<Value, String>) {
+    fn output(&mut self, out: &mut Vec<UiChunk>, call_id: String, output: Result<Value, String>) {
         if !self.answered.insert(call_id.clone()) {
             return;
         }
@@ -148,19 +147,15 @@ impl UiMessageStream {
         let rejected = matches!(&output, Ok(output) if output["error"] == "rejected");
         let chunk = match output {
             _ if rejected && self.approving.contains(&call_id) => {
-                json!({"type": "tool-output-denied", "toolCallId": call_id})
+                UiChunk::ToolOutputDenied { tool_call_id: call_id }
             }
-            Ok(output) => {
-                json!({"type": "tool-output-available", "toolCallId": call_id, "output": output})
-            }
-            Err(error) => {
-                json!({"type": "tool-output-error", "toolCallId": call_id, "errorText": error})
-            }
+            Ok(output) => UiChunk::ToolOutputAvailable { tool_call_id: call_id, output },
+            Err(error_text) => UiChunk::ToolOutputError { tool_call_id: call_id, error_text },
         };
         out.push(chunk);
     }
 
-    fn status(&mut self, out: &mut Vec<Value>, run: &Run) {
+    fn status(&mut self, out: &mut Vec<UiChunk>, run: &Run) {
         for said in run.output.iter().flat_map(|item| Said::read(item)) {
             let (call_id, output) = match said {
                 Said::Output { call_id, output } => (call_id, output),
@@ -178,8 +173,10 @@ impl UiMessageStream {
                 let approvals = waits.filter(|w| w.kind == RequiredActionKind::ApproveToolCalls);
                 for call in approvals.iter().flat_map(|w| &w.tool_calls) {
                     self.approving.insert(call.call_id.clone());
-                    out.push(json!({"type": "tool-approval-request", "approvalId": call.call_id,
-                                    "toolCallId": call.call_id}));
+                    out.push(UiChunk::ToolApprovalRequest {
+                        approval_id: call.call_id.clone(),
+                        tool_call_id: call.call_id.clone(),
+                    });
                 }
                 "tool-calls"
             }
@@ -192,34 +189,32 @@ impl UiMessageStream {
             }
             RunStatus::Interrupted => "other",
             RunStatus::Failed | RunStatus::Cancelled => {
-                let text = match &run.error {
+                let error_text = match &run.error {
                     Some(error) => format!("{}: {}", error.code, error.message),
                     None => format!("the run was {}", run.status),
                 };
-                out.push(json!({"type": "error", "errorText": text}));
+                out.push(UiChunk::Error { error_text });
                 return;
             }
         };
         if self.steps.close() {
-            out.push(json!({"type": "finish-step"}));
+            out.push(UiChunk::FinishStep);
         }
-        let metadata = json!({"run_id": run.id, "status": run.status, "usage": run.usage});
-        out.push(
-            json!({"type": "finish", "finishReason": finish_reason, "messageMetadata": metadata}),
-        );
+        let message_metadata = json!({"run_id": run.id, "status": run.status, "usage": run.usage});
+        out.push(UiChunk::Finish { finish_reason, message_metadata });
     }
 }
 
 impl UiMessageStream {
     /// The chunks that stand for one of the run's events.
-    fn chunks(&mut self, event: &RunEvent) -> Vec<Value> {
+    fn chunks(&mut self, event: &RunEvent) -> Vec<UiChunk> {
         let mut out = Vec::new();
         self.begin(&mut out);
         match &event.kind {
             RunEventKind::Status(run) => self.status(&mut out, run),
             RunEventKind::TextDelta(delta) => {
                 let id = self.open_text(&mut out, event.seq);
-                out.push(json!({"type": "text-delta", "id": id, "delta": delta}));
+                out.push(UiChunk::TextDelta { id, delta: delta.clone() });
             }
             RunEventKind::ItemCreated(item) => {
                 for said in Said::read(item) {
@@ -235,15 +230,15 @@ impl UiMessageStream {
 impl Translator for UiMessageStream {
     fn translate(&mut self, event: &RunEvent) -> Vec<Event> {
         let chunks = self.chunks(event).into_iter();
-        chunks.map(|chunk| Event::default().data(chunk.to_string())).collect()
+        chunks.map(|chunk| Event::default().data(chunk.data())).collect()
     }
 
     fn finish(&mut self, broke: bool) -> Vec<Event> {
         let mut out = Vec::new();
         if broke {
-            let text = "the stream broke off; the run goes on: reload the chat to resume it";
+            let error_text = "the stream broke off; the run goes on: reload the chat to resume it";
             out.push(
-                Event::default().data(json!({"type": "error", "errorText": text}).to_string()),
+                Event::default().data(UiChunk::Error { error_text: error_text.into() }.data()),
             );
         }
         out.push(Event::default().data("[DONE]"));
@@ -269,7 +264,9 @@ mod tests {
     }
 
     fn chunks(stream: &mut UiMessageStream, kinds: Vec<RunEventKind>) -> Vec<Value> {
-        (1..).zip(kinds).flat_map(|(seq, kind)| stream.chunks(&RunEvent { seq, kind })).collect()
+        let chunks =
+            (1..).zip(kinds).flat_map(|(seq, kind)| stream.chunks(&RunEvent { seq, kind }));
+        chunks.map(|chunk| serde_json::to_value(chunk).unwrap()).collect()
     }
 
     fn item(value: Value) -> RunEventKind {

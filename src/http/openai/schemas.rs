@@ -7,7 +7,9 @@
 use serde_json::{json, Value};
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{Ref, RefOr};
-use utoipa::Modify;
+use utoipa::{Modify, PartialSchema, ToSchema};
+
+use super::responses::events::{OutputText, ResponseEvent};
 
 /// The components the fields below refer to.
 pub struct Components;
@@ -58,29 +60,11 @@ pub struct StreamEvent;
 
 impl utoipa::PartialSchema for StreamEvent {
     fn schema() -> RefOr<Schema> {
-        let names = [
-            "response.created",
-            "response.in_progress",
-            "response.output_item.added",
-            "response.content_part.added",
-            "response.output_text.delta",
-            "response.output_text.done",
-            "response.content_part.done",
-            "response.function_call_arguments.delta",
-            "response.function_call_arguments.done",
-            "response.output_item.done",
-            "response.completed",
-            "response.incomplete",
-            "response.failed",
-            "error",
-        ];
+        let names = ResponseEvent::NAMES;
         let event = json!({
-            "type": "object",
-            "required": ["type", "sequence_number"],
-            "properties": {
-                "type": {"type": "string", "enum": names},
-                "sequence_number": {"type": "integer", "minimum": 0},
-            },
+            "allOf": [component(&ResponseEvent::name())],
+            "required": ["sequence_number"],
+            "properties": {"sequence_number": {"type": "integer", "minimum": 0}},
         });
         let mut stream_event = schema(json!({
             "type": "object",
@@ -106,6 +90,11 @@ impl utoipa::PartialSchema for StreamEvent {
 impl utoipa::ToSchema for StreamEvent {
     fn name() -> std::borrow::Cow<'static, str> {
         "OpenAiStreamEvent".into()
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((ResponseEvent::name().into(), ResponseEvent::schema()));
+        schemas.push((OutputText::name().into(), OutputText::schema()));
     }
 }
 

@@ -8,6 +8,7 @@
 mod answered_calls;
 pub(in crate::http) mod control;
 pub(in crate::http) mod create;
+pub(super) mod events;
 pub(in crate::http) mod read;
 mod request;
 mod run_options;

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 
 use super::super::ids;
+use super::events::{Numbered, OutputText, ResponseEvent};
 use super::view::{output_item, output_kind, response};
 use crate::http::event_stream::Translator;
 use crate::model::{Run, RunEvent, RunEventKind, RunStatus};
@@ -49,19 +50,15 @@ impl ResponseStream {
         }
     }
 
-    fn emit(&mut self, out: &mut Vec<Event>, kind: &str, fields: Value) {
-        let sequence = self.next_sequence;
+    fn emit(&mut self, out: &mut Vec<Event>, event: ResponseEvent) {
+        let sequence_number = self.next_sequence;
         self.next_sequence += 1;
-        if sequence <= self.starting_after {
+        if sequence_number <= self.starting_after {
             return;
         }
-        let mut data = Map::new();
-        data.insert("type".into(), kind.into());
-        data.insert("sequence_number".into(), sequence.into());
-        if let Value::Object(fields) = fields {
-            data.extend(fields);
-        }
-        out.push(Event::default().event(kind).data(Value::Object(data).to_string()));
+        let data = Numbered { event: &event, sequence_number };
+        let data = serde_json::to_string(&data).expect("an event serializes");
+        out.push(Event::default().event(event.event_name()).data(data));
     }
 
     fn run_id(&self) -> uuid::Uuid {
@@ -77,16 +74,12 @@ impl ResponseStream {
         let output_index = self.output_index;
         let item = json!({"id": id, "type": "message", "status": "in_progress",
                           "role": "assistant", "content": []});
+        self.emit(out, ResponseEvent::OutputItemAdded { output_index, item });
+        let part = OutputText::new(String::new());
+        let item_id = id.clone();
         self.emit(
             out,
-            "response.output_item.added",
-            json!({"output_index": output_index, "item": item}),
-        );
-        let part = json!({"type": "output_text", "text": "", "annotations": [], "logprobs": []});
-        self.emit(
-            out,
-            "response.content_part.added",
-            json!({"item_id": id, "output_index": output_index, "content_index": 0, "part": part}),
+            ResponseEvent::ContentPartAdded { item_id, output_index, content_index: 0, part },
         );
         self.open = Some((id, String::new()));
     }
@@ -95,25 +88,28 @@ impl ResponseStream {
         let first = self.run.is_none();
         self.run = Some(run.clone());
         if first {
-            let created = response(run, &self.echo, false);
-            self.emit(out, "response.created", json!({"response": created}));
+            let response = response(run, &self.echo, false);
+            self.emit(out, ResponseEvent::Created { response });
         }
-        let kind = match run.status {
+        let ended: fn(Value) -> ResponseEvent = match run.status {
             RunStatus::Queued | RunStatus::RequiresAction => return,
             RunStatus::Running if self.in_progress => return,
             RunStatus::Running => {
                 self.in_progress = true;
-                let now = response(run, &self.echo, false);
-                self.emit(out, "response.in_progress", json!({"response": now}));
+                let response = response(run, &self.echo, false);
+                self.emit(out, ResponseEvent::InProgress { response });
                 return;
             }
-            RunStatus::Completed if run.incomplete_details.is_some() => "response.incomplete",
-            RunStatus::Interrupted => "response.incomplete",
-            RunStatus::Completed => "response.completed",
-            RunStatus::Failed | RunStatus::Cancelled => "response.failed",
+            RunStatus::Completed if run.incomplete_details.is_some() => {
+                |response| ResponseEvent::Incomplete { response }
+            }
+            RunStatus::Interrupted => |response| ResponseEvent::Incomplete { response },
+            RunStatus::Completed => |response| ResponseEvent::Completed { response },
+            RunStatus::Failed | RunStatus::Cancelled => {
+                |response| ResponseEvent::Failed { response }
+            }
         };
-        let whole = response(run, &self.echo, true);
-        self.emit(out, kind, json!({"response": whole}));
+        self.emit(out, ended(response(run, &self.echo, true)));
     }
 
     fn item(&mut self, out: &mut Vec<Event>, raw: &serde_json::value::RawValue) {
@@ -135,42 +131,47 @@ impl ResponseStream {
                 let text: String = (item["content"].as_array().into_iter().flatten())
                     .filter_map(|part| part["text"].as_str())
                     .collect();
-                let at = json!({"item_id": id, "output_index": output_index, "content_index": 0});
-                let mut done = at.clone();
-                done["text"] = text.clone().into();
-                done["logprobs"] = json!([]);
-                self.emit(out, "response.output_text.done", done);
-                let mut part = at;
-                part["part"] =
-                    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []});
-                self.emit(out, "response.content_part.done", part);
+                let (item_id, content_index) = (id.clone(), 0);
+                let done = ResponseEvent::OutputTextDone {
+                    item_id: item_id.clone(),
+                    output_index,
+                    content_index,
+                    text: text.clone(),
+                    logprobs: [],
+                };
+                self.emit(out, done);
+                let part = OutputText::new(text);
+                let done =
+                    ResponseEvent::ContentPartDone { item_id, output_index, content_index, part };
+                self.emit(out, done);
             }
             "function_call" => {
                 let mut added = item.clone();
                 added["arguments"] = "".into();
                 added["status"] = "in_progress".into();
-                let at = json!({"output_index": output_index, "item": added});
-                self.emit(out, "response.output_item.added", at);
+                self.emit(out, ResponseEvent::OutputItemAdded { output_index, item: added });
                 let arguments = item["arguments"].clone();
-                let call = json!({"item_id": id, "output_index": output_index});
-                let mut delta = call.clone();
-                delta["delta"] = arguments.clone();
-                self.emit(out, "response.function_call_arguments.delta", delta);
-                let mut done = call;
-                done["arguments"] = arguments;
-                done["name"] = item["name"].clone();
-                self.emit(out, "response.function_call_arguments.done", done);
+                let item_id = id.clone();
+                let delta = arguments.clone();
+                self.emit(
+                    out,
+                    ResponseEvent::FunctionCallArgumentsDelta { item_id, output_index, delta },
+                );
+                let name = item["name"].clone();
+                let done = ResponseEvent::FunctionCallArgumentsDone {
+                    item_id: id,
+                    output_index,
+                    arguments,
+                    name,
+                };
+                self.emit(out, done);
             }
             _ => {
-                let at = json!({"output_index": output_index, "item": item.clone()});
-                self.emit(out, "response.output_item.added", at);
+                let item = item.clone();
+                self.emit(out, ResponseEvent::OutputItemAdded { output_index, item });
             }
         }
-        self.emit(
-            out,
-            "response.output_item.done",
-            json!({"output_index": output_index, "item": item}),
-        );
+        self.emit(out, ResponseEvent::OutputItemDone { output_index, item });
         self.position += 1;
         self.output_index += 1;
     }
@@ -185,10 +186,14 @@ impl Translator for ResponseStream {
                 self.open_message(&mut out);
                 let Some((id, text)) = &mut self.open else { return out };
                 text.push_str(delta);
-                let id = id.clone();
-                let fields = json!({"item_id": id, "output_index": self.output_index,
-                                    "content_index": 0, "delta": delta, "logprobs": []});
-                self.emit(&mut out, "response.output_text.delta", fields);
+                let delta = ResponseEvent::OutputTextDelta {
+                    item_id: id.clone(),
+                    output_index: self.output_index,
+                    content_index: 0,
+                    delta: delta.clone(),
+                    logprobs: [],
+                };
+                self.emit(&mut out, delta);
             }
             RunEventKind::ItemCreated(item) => self.item(&mut out, item),
             RunEventKind::CompactionCreated(_) => {}
@@ -204,11 +209,8 @@ impl Translator for ResponseStream {
                 ids::response_id(self.run_id()),
                 self.next_sequence - 1
             );
-            self.emit(
-                &mut out,
-                "error",
-                json!({"code": "server_error", "message": message, "param": null}),
-            );
+            let error = ResponseEvent::Error { code: "server_error", message, param: None };
+            self.emit(&mut out, error);
         }
         out
     }
