@@ -148,6 +148,21 @@ pub(super) async fn get(
     }
 }
 
+/// What goes with items removed from a session (or one replaced in place): the
+/// compactions through `seq` and on, the finished runs that appended them, and the
+/// session's count, less `removed`; the session's revision after it.
+async fn removed(
+    conn: &mut Conn,
+    (tenant, session_pk): (&str, i64),
+    seq: i64,
+    holding: RunsHolding,
+    removed: i64,
+) -> Result<i64> {
+    drop_compactions(conn, tenant, session_pk, seq).await?;
+    drop_runs(conn, tenant, session_pk, holding).await?;
+    count_items(conn, tenant, session_pk, -removed).await
+}
+
 pub(super) async fn delete(
     store: &Store,
     tenant: &str,
@@ -169,9 +184,7 @@ pub(super) async fn delete(
     .fetch_optional(&mut *tx)
     .await?;
     let (seq, run_id) = deleted.ok_or(StoreError::ItemNotFound)?;
-    drop_compactions(&mut tx, tenant, session_pk, seq).await?;
-    drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(run_id)).await?;
-    count_items(&mut tx, tenant, session_pk, -1).await?;
+    removed(&mut tx, (tenant, session_pk), seq, RunsHolding::Item(run_id), 1).await?;
     answered(&mut tx, &store.codec, tenant, key, "{}").await?;
     tx.commit().await?;
     Ok(())
@@ -201,9 +214,7 @@ pub(super) async fn pop_last(
     .await?;
     let row = row.ok_or(StoreError::SessionEmpty)?;
     let item = row.into_item(&store.codec, tenant)?;
-    drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
-    drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(item.run_id)).await?;
-    count_items(&mut tx, tenant, session_pk, -1).await?;
+    removed(&mut tx, (tenant, session_pk), item.seq, RunsHolding::Item(item.run_id), 1).await?;
     answered(&mut tx, &store.codec, tenant, key, &to_json(&item)?).await?;
     tx.commit().await?;
     Ok(item)
@@ -226,9 +237,7 @@ pub(super) async fn clear(
         .execute(&mut *tx)
         .await?
         .rows_affected();
-    drop_compactions(&mut tx, tenant, session_pk, 0).await?;
-    drop_runs(&mut tx, tenant, session_pk, RunsHolding::All).await?;
-    count_items(&mut tx, tenant, session_pk, -(cleared as i64)).await?;
+    removed(&mut tx, (tenant, session_pk), 0, RunsHolding::All, cleared as i64).await?;
     answered(&mut tx, &store.codec, tenant, key, "{}").await?;
     tx.commit().await?;
     Ok(())
@@ -307,9 +316,8 @@ pub(super) async fn replace(
     .fetch_optional(&mut *tx)
     .await?;
     let mut item = row.ok_or(StoreError::ItemNotFound)?.into_item(&store.codec, tenant)?;
-    drop_compactions(&mut tx, tenant, session_pk, item.seq).await?;
-    drop_runs(&mut tx, tenant, session_pk, RunsHolding::Item(item.run_id)).await?;
-    let revision = count_items(&mut tx, tenant, session_pk, 0).await?;
+    let holding = RunsHolding::Item(item.run_id);
+    let revision = removed(&mut tx, (tenant, session_pk), item.seq, holding, 0).await?;
     item.item = body.to_raw();
     answered(&mut tx, &store.codec, tenant, key, &to_json(&(&item, revision))?).await?;
     tx.commit().await?;
