@@ -4,7 +4,7 @@
 
 use uuid::Uuid;
 
-use super::backend::{Store, NOW};
+use super::backend::{Db, Store, NOW};
 use super::idempotency_keys::{answered, first_answer};
 use super::sessions::{row_value, session_pk, session_pk_at};
 use super::Conn;
@@ -148,6 +148,27 @@ pub(super) async fn get(
     }
 }
 
+/// A change of a session's items, begun: its transaction holding the session's row
+/// lock, or the answer its key's first request got when this is a retry.
+enum Begun {
+    Change(sqlx::Transaction<'static, Db>, i64),
+    Retried(String),
+}
+
+async fn begin(
+    store: &Store,
+    tenant: &str,
+    session_id: &SessionId,
+    (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
+) -> Result<Begun> {
+    let mut tx = store.writer().begin().await?;
+    if let Some(first) = first_answer(&mut tx, &store.codec, tenant, key).await? {
+        return Ok(Begun::Retried(first));
+    }
+    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
+    Ok(Begun::Change(tx, session_pk))
+}
+
 /// What goes with items removed from a session (or one replaced in place): the
 /// compactions through `seq` and on, the finished runs that appended them, and the
 /// session's count, less `removed`; the session's revision after it.
@@ -170,11 +191,11 @@ pub(super) async fn delete(
     item_id: Uuid,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<()> {
-    let mut tx = store.writer().begin().await?;
-    if first_answer(&mut tx, &store.codec, tenant, key).await?.is_some() {
+    let Begun::Change(mut tx, session_pk) =
+        begin(store, tenant, session_id, (key, if_match)).await?
+    else {
         return Ok(());
-    }
-    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
+    };
     let deleted: Option<(i64, Option<Uuid>)> = sqlx::query_as(
         "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq, run_id",
     )
@@ -196,11 +217,10 @@ pub(super) async fn pop_last(
     session_id: &SessionId,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<Item> {
-    let mut tx = store.writer().begin().await?;
-    if let Some(first) = first_answer(&mut tx, &store.codec, tenant, key).await? {
-        return replayed(&first);
-    }
-    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
+    let (mut tx, session_pk) = match begin(store, tenant, session_id, (key, if_match)).await? {
+        Begun::Change(tx, session_pk) => (tx, session_pk),
+        Begun::Retried(first) => return replayed(&first),
+    };
     let row: Option<ItemRow> = sqlx::query_as(&format!(
         r"delete from items where tenant_id = $1 and session_pk = $2 and id = (
               select id from items where tenant_id = $1 and session_pk = $2
@@ -226,11 +246,11 @@ pub(super) async fn clear(
     session_id: &SessionId,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<()> {
-    let mut tx = store.writer().begin().await?;
-    if first_answer(&mut tx, &store.codec, tenant, key).await?.is_some() {
+    let Begun::Change(mut tx, session_pk) =
+        begin(store, tenant, session_id, (key, if_match)).await?
+    else {
         return Ok(());
-    }
-    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
+    };
     let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
         .bind(tenant)
         .bind(session_pk)
@@ -299,11 +319,10 @@ pub(super) async fn replace(
     body: &ItemBody,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<(Item, i64)> {
-    let mut tx = store.writer().begin().await?;
-    if let Some(first) = first_answer(&mut tx, &store.codec, tenant, key).await? {
-        return replayed(&first);
-    }
-    let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
+    let (mut tx, session_pk) = match begin(store, tenant, session_id, (key, if_match)).await? {
+        Begun::Change(tx, session_pk) => (tx, session_pk),
+        Begun::Retried(first) => return replayed(&first),
+    };
     let sealed = store.codec.seal(tenant, Column::ItemBody, body.as_str())?;
     let row: Option<ItemRow> = sqlx::query_as(&format!(
         r"update items set body = $4 where tenant_id = $1 and session_pk = $2 and id = $3
