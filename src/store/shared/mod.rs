@@ -41,6 +41,7 @@ mod deliveries;
 pub(super) mod documents;
 mod forks;
 mod idempotency_keys;
+mod item_changes;
 mod items;
 mod owners;
 mod run_creation;
