@@ -936,6 +936,113 @@ export type OpenAiInputItem = {
     type: 'compaction';
 };
 
+/**
+ * An `output_text` content part as the stream shows it: no annotations, no log
+ * probabilities.
+ */
+export type OpenAiOutputText = {
+    annotations: Array<{
+        [key: string]: unknown;
+    }>;
+    logprobs: Array<{
+        [key: string]: unknown;
+    }>;
+    text: string;
+    /**
+     * `output_text`.
+     */
+    type: string;
+};
+
+/**
+ * One event of a response's stream, as its `data` carries it (with its
+ * `sequence_number`, counted from 0 over the run's events).
+ */
+export type OpenAiResponseEvent = {
+    response: {
+        [key: string]: unknown;
+    };
+    type: 'response.created';
+} | {
+    response: {
+        [key: string]: unknown;
+    };
+    type: 'response.in_progress';
+} | {
+    item: {
+        [key: string]: unknown;
+    };
+    output_index: number;
+    type: 'response.output_item.added';
+} | {
+    content_index: number;
+    item_id: string;
+    output_index: number;
+    part: OpenAiOutputText;
+    type: 'response.content_part.added';
+} | {
+    content_index: number;
+    delta: string;
+    item_id: string;
+    logprobs: Array<{
+        [key: string]: unknown;
+    }>;
+    output_index: number;
+    type: 'response.output_text.delta';
+} | {
+    content_index: number;
+    item_id: string;
+    logprobs: Array<{
+        [key: string]: unknown;
+    }>;
+    output_index: number;
+    text: string;
+    type: 'response.output_text.done';
+} | {
+    content_index: number;
+    item_id: string;
+    output_index: number;
+    part: OpenAiOutputText;
+    type: 'response.content_part.done';
+} | {
+    delta: string;
+    item_id: string;
+    output_index: number;
+    type: 'response.function_call_arguments.delta';
+} | {
+    arguments: string;
+    item_id: string;
+    name: string;
+    output_index: number;
+    type: 'response.function_call_arguments.done';
+} | {
+    item: {
+        [key: string]: unknown;
+    };
+    output_index: number;
+    type: 'response.output_item.done';
+} | {
+    response: {
+        [key: string]: unknown;
+    };
+    type: 'response.completed';
+} | {
+    response: {
+        [key: string]: unknown;
+    };
+    type: 'response.incomplete';
+} | {
+    response: {
+        [key: string]: unknown;
+    };
+    type: 'response.failed';
+} | {
+    code: string;
+    message: string;
+    param: string | null;
+    type: 'error';
+};
+
 export type OpenAiStreamEvent = {
     data: string;
     event: 'response.created' | 'response.in_progress' | 'response.output_item.added' | 'response.content_part.added' | 'response.output_text.delta' | 'response.output_text.done' | 'response.content_part.done' | 'response.function_call_arguments.delta' | 'response.function_call_arguments.done' | 'response.output_item.done' | 'response.completed' | 'response.incomplete' | 'response.failed' | 'error';
@@ -1554,6 +1661,65 @@ export type TypedValue = {
      * The serializer's type tag, such as `msgpack` or `json`.
      */
     type: CheckpointName;
+};
+
+/**
+ * One chunk of the AI SDK's UI message stream, as an event's `data` carries it.
+ */
+export type UiChunk = {
+    messageId: string;
+    type: 'start';
+} | {
+    type: 'start-step';
+} | {
+    id: string;
+    type: 'text-start';
+} | {
+    delta: string;
+    id: string;
+    type: 'text-delta';
+} | {
+    id: string;
+    type: 'text-end';
+} | {
+    dynamic?: boolean;
+    /**
+     * Any JSON: what the model gave as the call's arguments.
+     */
+    input: unknown;
+    providerExecuted?: boolean;
+    toolCallId: string;
+    toolName: string;
+    type: 'tool-input-available';
+} | {
+    /**
+     * Any JSON: the tool's output.
+     */
+    output: unknown;
+    toolCallId: string;
+    type: 'tool-output-available';
+} | {
+    errorText: string;
+    toolCallId: string;
+    type: 'tool-output-error';
+} | {
+    toolCallId: string;
+    type: 'tool-output-denied';
+} | {
+    approvalId: string;
+    toolCallId: string;
+    type: 'tool-approval-request';
+} | {
+    type: 'finish-step';
+} | {
+    finishReason: string;
+    messageMetadata: {
+        [key: string]: unknown;
+    };
+    type: 'finish';
+} | {
+    errorText: string;
+    type: 'error';
 };
 
 /**
