@@ -69,7 +69,7 @@ pub enum UiChunk {
     #[serde(rename_all = "camelCase")]
     Finish {
         finish_reason: &'static str,
-        #[schema(value_type = Object)]
+        /// `{run_id, status, usage}`.
         message_metadata: Value,
     },
     /// The run failed or was cancelled, or the stream broke off.

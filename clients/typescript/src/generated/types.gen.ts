@@ -959,19 +959,13 @@ export type OpenAiOutputText = {
  * `sequence_number`, counted from 0 over the run's events).
  */
 export type OpenAiResponseEvent = {
-    response: {
-        [key: string]: unknown;
-    };
+    response: unknown;
     type: 'response.created';
 } | {
-    response: {
-        [key: string]: unknown;
-    };
+    response: unknown;
     type: 'response.in_progress';
 } | {
-    item: {
-        [key: string]: unknown;
-    };
+    item: unknown;
     output_index: number;
     type: 'response.output_item.added';
 } | {
@@ -984,17 +978,13 @@ export type OpenAiResponseEvent = {
     content_index: number;
     delta: string;
     item_id: string;
-    logprobs: Array<{
-        [key: string]: unknown;
-    }>;
+    logprobs: Array<unknown>;
     output_index: number;
     type: 'response.output_text.delta';
 } | {
     content_index: number;
     item_id: string;
-    logprobs: Array<{
-        [key: string]: unknown;
-    }>;
+    logprobs: Array<unknown>;
     output_index: number;
     text: string;
     type: 'response.output_text.done';
@@ -1016,25 +1006,17 @@ export type OpenAiResponseEvent = {
     output_index: number;
     type: 'response.function_call_arguments.done';
 } | {
-    item: {
-        [key: string]: unknown;
-    };
+    item: unknown;
     output_index: number;
     type: 'response.output_item.done';
 } | {
-    response: {
-        [key: string]: unknown;
-    };
+    response: unknown;
     type: 'response.completed';
 } | {
-    response: {
-        [key: string]: unknown;
-    };
+    response: unknown;
     type: 'response.incomplete';
 } | {
-    response: {
-        [key: string]: unknown;
-    };
+    response: unknown;
     type: 'response.failed';
 } | {
     code: string;
@@ -1713,9 +1695,10 @@ export type UiChunk = {
     type: 'finish-step';
 } | {
     finishReason: string;
-    messageMetadata: {
-        [key: string]: unknown;
-    };
+    /**
+     * `{run_id, status, usage}`.
+     */
+    messageMetadata: unknown;
     type: 'finish';
 } | {
     errorText: string;

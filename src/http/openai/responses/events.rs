@@ -38,13 +38,13 @@ macro_rules! response_events {
 
 response_events! {
     /// The response as it was created, its output empty.
-    Created = "response.created" { #[schema(value_type = Object)] response: Value },
+    Created = "response.created" { response: Value },
     /// The response once its run runs, its output empty.
-    InProgress = "response.in_progress" { #[schema(value_type = Object)] response: Value },
+    InProgress = "response.in_progress" { response: Value },
     /// An output item begins: an assistant message with no content yet, a function call
     /// with no arguments yet, or any other item whole.
     OutputItemAdded = "response.output_item.added" {
-        output_index: usize, #[schema(value_type = Object)] item: Value,
+        output_index: usize, item: Value,
     },
     /// The message's text part begins, empty.
     ContentPartAdded = "response.content_part.added" {
@@ -53,12 +53,12 @@ response_events! {
     /// Text of the message, as the model streams it.
     OutputTextDelta = "response.output_text.delta" {
         item_id: String, output_index: usize, content_index: usize, delta: String,
-        #[schema(value_type = Vec<Object>)] logprobs: [Value; 0],
+        logprobs: Vec<Value>,
     },
     /// The message's whole text.
     OutputTextDone = "response.output_text.done" {
         item_id: String, output_index: usize, content_index: usize, text: String,
-        #[schema(value_type = Vec<Object>)] logprobs: [Value; 0],
+        logprobs: Vec<Value>,
     },
     /// The message's text part, whole.
     ContentPartDone = "response.content_part.done" {
@@ -75,14 +75,14 @@ response_events! {
     },
     /// An output item, whole.
     OutputItemDone = "response.output_item.done" {
-        output_index: usize, #[schema(value_type = Object)] item: Value,
+        output_index: usize, item: Value,
     },
     /// The response, whole, as it completed.
-    Completed = "response.completed" { #[schema(value_type = Object)] response: Value },
+    Completed = "response.completed" { response: Value },
     /// The response, whole, as far as it got: cut short by a limit or interrupted.
-    Incomplete = "response.incomplete" { #[schema(value_type = Object)] response: Value },
+    Incomplete = "response.incomplete" { response: Value },
     /// The response, whole, failed or cancelled.
-    Failed = "response.failed" { #[schema(value_type = Object)] response: Value },
+    Failed = "response.failed" { response: Value },
     /// The stream broke off: the message says where to read on from.
     Error = "error" {
         code: &'static str, message: String, #[schema(required = true)] param: Option<String>,
@@ -135,7 +135,7 @@ mod tests {
                 output_index: 2,
                 content_index: 0,
                 delta: "Hi".into(),
-                logprobs: [],
+                logprobs: Vec::new(),
             },
             ResponseEvent::ContentPartDone {
                 item_id: "msg_1".into(),

@@ -137,7 +137,7 @@ impl ResponseStream {
                     output_index,
                     content_index,
                     text: text.clone(),
-                    logprobs: [],
+                    logprobs: Vec::new(),
                 };
                 self.emit(out, done);
                 let part = OutputText::new(text);
@@ -191,7 +191,7 @@ impl Translator for ResponseStream {
                     output_index: self.output_index,
                     content_index: 0,
                     delta: delta.clone(),
-                    logprobs: [],
+                    logprobs: Vec::new(),
                 };
                 self.emit(&mut out, delta);
             }
