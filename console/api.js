@@ -33,6 +33,15 @@ async function problemOf(response) {
   return error;
 }
 
+/** What a person typed as JSON, parsed; refused as `not_json` naming `what` otherwise. */
+export function parsedJson(text, what) {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ApiError(0, { code: 'not_json', detail: `${what} is not JSON: ${error.message}` });
+  }
+}
+
 /** Calls the API; resolves to the parsed body (or the response itself with `raw`). */
 export async function api(method, path, body, { raw = false, signal } = {}) {
   const headers = {};

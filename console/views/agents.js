@@ -1,6 +1,6 @@
 // Agents: the list, and an editor of one as JSON.
 
-import { act, api, ApiError } from '../api.js';
+import { act, api, parsedJson } from '../api.js';
 import { confirmAction } from '../dialogs.js';
 import { enc, h, json } from '../dom.js';
 import { navigate, ready, setMain } from '../page.js';
@@ -50,12 +50,7 @@ function agentEditor(agent) {
     h('label', { for: 'agent-json' }, agent ? 'Agent (JSON; sent as a PATCH)' : 'Agent (JSON)'),
     text, h('div', { class: 'row' }, save, h('a', { href: '#/agents' }, 'Close')), errors);
   form.addEventListener('submit', act(save, async () => {
-    let body;
-    try {
-      body = JSON.parse(text.value);
-    } catch (error) {
-      throw new ApiError(0, { code: 'not_json', detail: `the agent is not JSON: ${error.message}` });
-    }
+    const body = parsedJson(text.value, 'the agent');
     const saved = agent
       ? await api('PATCH', `/v1/agents/${enc(agent.id)}`, body)
       : await api('POST', '/v1/agents', body);

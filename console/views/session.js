@@ -1,7 +1,7 @@
 // One session: its history as a chat, its runs, its state documents and checkpoints, and
 // what can be done to it.
 
-import { act, api, ApiError, report } from '../api.js';
+import { act, api, parsedJson, report } from '../api.js';
 import { confirmAction } from '../dialogs.js';
 import { enc, h, json, sessionPath, when } from '../dom.js';
 import { onLeave, ready, setMain } from '../page.js';
@@ -194,13 +194,7 @@ function metadataEditor(session, state, reloadAll) {
     h('div', { class: 'row' }, save, h('button', { type: 'button', onclick: () => form.remove() }, 'Close')),
     errors);
   form.addEventListener('submit', act(save, async () => {
-    let metadata;
-    try {
-      metadata = JSON.parse(text.value);
-    } catch (error) {
-      throw new ApiError(0, { code: 'not_json', detail: `the metadata is not JSON: ${error.message}` });
-    }
-    const body = { metadata };
+    const body = { metadata: parsedJson(text.value, 'the metadata') };
     if ((agent.value || null) !== (session.agent_id || null)) body.agent_id = agent.value || null;
     await api('PATCH', sessionPath(session.id), body);
     await reloadAll();
