@@ -19,10 +19,7 @@ impl Service {
     /// any other settings given in `env`: this build's binary, or the one
     /// `AGENT_SESSIONS_BIN` names (another build, to compare with).
     pub async fn start(
-        database_url: &str,
-        llm_url: &str,
-        workers: usize,
-        env: &[(&str, &str)],
+        database_url: &str, llm_url: &str, workers: usize, env: &[(&str, &str)],
     ) -> Self {
         let port = free_port();
         let binary = std::env::var("AGENT_SESSIONS_BIN")

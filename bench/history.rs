@@ -69,11 +69,7 @@ async fn main() {
 /// CPU per run in ms (service, database), runs per second and the service's resident MB
 /// at the end, on a fresh database.
 async fn measure(
-    backend: &str,
-    llm_url: &str,
-    items: usize,
-    runs: usize,
-    cache: &str,
+    backend: &str, llm_url: &str, items: usize, runs: usize, cache: &str,
 ) -> (f64, f64, f64, f64) {
     let database = BenchDatabase::create(backend).await;
     let settings = [("HISTORY_CACHE_MB", cache)];

@@ -90,8 +90,7 @@ pub async fn compare(targets: [Target<'_>; 2], shape: &Shape) {
 }
 
 fn with_key(
-    request: reqwest::RequestBuilder,
-    authorization: Option<&str>,
+    request: reqwest::RequestBuilder, authorization: Option<&str>,
 ) -> reqwest::RequestBuilder {
     match authorization {
         Some(value) => request.header("authorization", value),

@@ -92,11 +92,7 @@ async fn main() {
 
 /// `clients` loops of sync runs on fresh sessions for `period`; the runs finished.
 async fn load(
-    client: &reqwest::Client,
-    base: &str,
-    prefix: &str,
-    clients: u64,
-    period: Duration,
+    client: &reqwest::Client, base: &str, prefix: &str, clients: u64, period: Duration,
 ) -> u64 {
     let finished = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));

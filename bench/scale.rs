@@ -75,10 +75,7 @@ async fn main() {
 
 /// p50 and p99 of each operation on a database loaded with `sessions` sessions.
 async fn measure(
-    backend: &str,
-    sessions: u64,
-    items: u64,
-    requests: usize,
+    backend: &str, sessions: u64, items: u64, requests: usize,
 ) -> Vec<(Duration, Duration)> {
     let database = BenchDatabase::create(backend).await;
     let store: Arc<dyn SessionStore> = store::connect(&database.url, 10).await.unwrap();

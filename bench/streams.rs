@@ -132,9 +132,7 @@ struct Seen {
 }
 
 async fn measure(
-    load: &Load,
-    server: u32,
-    backends: Option<&Backends>,
+    load: &Load, server: u32, backends: Option<&Backends>,
     request: impl Fn(&reqwest::Client, usize) -> (reqwest::RequestBuilder, Protocol),
 ) -> (String, f64) {
     let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();

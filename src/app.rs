@@ -109,9 +109,7 @@ impl Application {
 
     /// Builds the service on a store and an LLM client of the caller's.
     pub async fn with_parts(
-        config: &Config,
-        store: Arc<dyn SessionStore>,
-        llm: Arc<dyn LlmClient>,
+        config: &Config, store: Arc<dyn SessionStore>, llm: Arc<dyn LlmClient>,
     ) -> anyhow::Result<Self> {
         let state = state(config, store.clone(), llm)?;
         let runs = state.runs.clone();
@@ -238,9 +236,7 @@ impl Application {
 /// The state the handlers share: the store, authentication, the run engine on `llm`
 /// (its workers not started) and the metrics.
 pub fn state(
-    config: &Config,
-    store: Arc<dyn SessionStore>,
-    llm: Arc<dyn LlmClient>,
+    config: &Config, store: Arc<dyn SessionStore>, llm: Arc<dyn LlmClient>,
 ) -> Result<AppState, StartupError> {
     let metrics = Arc::new(Metrics::default());
     Ok(AppState {

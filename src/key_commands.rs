@@ -22,10 +22,7 @@ pub async fn run(config: &Config, command: KeysCommand) -> anyhow::Result<()> {
 }
 
 async fn create(
-    store: &dyn SessionStore,
-    tenant: String,
-    name: String,
-    scopes: Vec<String>,
+    store: &dyn SessionStore, tenant: String, name: String, scopes: Vec<String>,
 ) -> anyhow::Result<()> {
     let scopes = (!scopes.is_empty()).then(|| {
         scopes

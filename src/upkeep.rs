@@ -103,12 +103,8 @@ where
 
 /// Both tasks of a replica, until `shutdown`.
 pub fn spawn(
-    store: Arc<dyn SessionStore>,
-    metrics: Arc<Metrics>,
-    census: Arc<KeyCensus>,
-    sweep_every: Duration,
-    census_every: Duration,
-    shutdown: CancellationToken,
+    store: Arc<dyn SessionStore>, metrics: Arc<Metrics>, census: Arc<KeyCensus>,
+    sweep_every: Duration, census_every: Duration, shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let sweeper = every(sweep_every, shutdown.clone(), || sweep(&*store, &metrics));

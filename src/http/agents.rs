@@ -128,8 +128,7 @@ pub(super) async fn find_agent(state: &AppState, tenant: &str, id: &str) -> Resu
         JsonBody,
     ))]
 async fn create_agent(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
+    State(state): State<AppState>, Tenant(ref tenant): Tenant,
     AppJson(request): AppJson<CreateAgentRequest>,
 ) -> Result<Created<Agent>> {
     let (config, metadata) = request.into_parts();
@@ -147,9 +146,7 @@ async fn create_agent(
         (status = 400, response = BadRequest),
     ))]
 async fn list_agents(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    query: ListQuery,
+    State(state): State<AppState>, Tenant(ref tenant): Tenant, query: ListQuery,
 ) -> Result<Json<Page<Agent>>> {
     let page = state
         .store
@@ -174,8 +171,7 @@ async fn get_agent(State(state): State<AppState>, agent: TenantAgent) -> Result<
     request_body = UpdateAgentRequest,
     responses((status = 200, description = "The updated agent", body = Agent), Lookup, JsonBody))]
 async fn update_agent(
-    State(state): State<AppState>,
-    agent: TenantAgent,
+    State(state): State<AppState>, agent: TenantAgent,
     AppJson(request): AppJson<UpdateAgentRequest>,
 ) -> Result<Json<Agent>> {
     let patch = AgentPatch {

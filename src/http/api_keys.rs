@@ -58,10 +58,7 @@ pub struct CreatedApiKey {
 
 /// A key made by the admin API or the command line.
 pub async fn issue_key(
-    store: &dyn SessionStore,
-    tenant: String,
-    name: String,
-    scopes: Option<Vec<Scope>>,
+    store: &dyn SessionStore, tenant: String, name: String, scopes: Option<Vec<Scope>>,
     expires_at: Option<DateTime<Utc>>,
 ) -> Result<(ApiKey, String)> {
     check_tenant("tenant", &tenant)?;
@@ -94,8 +91,7 @@ pub async fn issue_key(
         JsonBody,
     ))]
 async fn create_api_key(
-    State(state): State<AppState>,
-    AppJson(request): AppJson<CreateApiKeyRequest>,
+    State(state): State<AppState>, AppJson(request): AppJson<CreateApiKeyRequest>,
 ) -> Result<Created<CreatedApiKey>> {
     let (api_key, key) =
         issue_key(&*state.store, request.tenant, request.name, request.scopes, request.expires_at)
@@ -133,9 +129,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for TenantFilter {
         (status = 400, response = BadRequest),
     ))]
 async fn list_api_keys(
-    State(state): State<AppState>,
-    TenantFilter(tenant): TenantFilter,
-    query: ListQuery,
+    State(state): State<AppState>, TenantFilter(tenant): TenantFilter, query: ListQuery,
 ) -> Result<Json<Page<ApiKey>>> {
     let page = state
         .store
@@ -151,8 +145,7 @@ async fn list_api_keys(
     params(("key_id" = String, Path, description = "The key's id")),
     responses((status = 204, description = "Revoked"), (status = 404, response = NotFound)))]
 async fn delete_api_key(
-    State(state): State<AppState>,
-    Segments(raw): Segments<String>,
+    State(state): State<AppState>, Segments(raw): Segments<String>,
 ) -> Result<NoContent> {
     let not_found = || ApiError::ApiKeyNotFound(format!("no API key with id `{raw}`"));
     let id = Uuid::parse_str(&raw).map_err(|_| not_found())?;

@@ -14,9 +14,7 @@ use crate::auth::{Caller, RateState, Refused};
 /// Authenticates the request, checks that its caller may make it, takes it from the
 /// caller's rate limit and hands the caller to the handler (see [`super::extract::Tenant`]).
 pub async fn authorize(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
+    State(state): State<AppState>, mut request: Request, next: Next,
 ) -> Response {
     let authorization = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
     let caller = match state.auth.authenticate(authorization).await {

@@ -76,9 +76,7 @@ pub struct ContextResponse {
         (status = 504, response = LlmFailed),
     ))]
 async fn compact(
-    State(state): State<AppState>,
-    session: TenantSession,
-    IfMatchHeader(if_match): IfMatchHeader,
+    State(state): State<AppState>, session: TenantSession, IfMatchHeader(if_match): IfMatchHeader,
     AppJson(request): AppJson<CompactRequestBody>,
 ) -> Result<Created<Compaction>> {
     let request = CompactRequest {
@@ -103,9 +101,7 @@ async fn compact(
         Lookup,
     ))]
 async fn list_compactions(
-    State(state): State<AppState>,
-    session: TenantSession,
-    query: ListQuery,
+    State(state): State<AppState>, session: TenantSession, query: ListQuery,
 ) -> Result<Json<Page<Compaction>>> {
     let answer =
         state.store.list_compactions(&session.tenant, &session.id, &query.page(Order::Desc)).await;
@@ -121,8 +117,7 @@ async fn list_compactions(
         Lookup,
     ))]
 async fn get_context(
-    State(state): State<AppState>,
-    session: TenantSession,
+    State(state): State<AppState>, session: TenantSession,
 ) -> Result<Json<ContextResponse>> {
     let context = state
         .store

@@ -48,8 +48,7 @@ pub enum Handover<'a> {
 /// stream whose run's last event was sent is never cut: its client is done.
 pub fn sse(
     events: impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static,
-    translator: impl Translator,
-    handover: Handover<'_>,
+    translator: impl Translator, handover: Handover<'_>,
 ) -> Response {
     let (closing, after_first) = match handover {
         Handover::Never => {

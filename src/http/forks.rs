@@ -51,9 +51,7 @@ pub struct ForkSessionRequest {
         JsonWrite,
     ))]
 async fn fork_session(
-    State(state): State<AppState>,
-    source: TenantSession,
-    idempotency: IdempotencyHeader,
+    State(state): State<AppState>, source: TenantSession, idempotency: IdempotencyHeader,
     AppJsonText(request, text): AppJsonText<ForkSessionRequest>,
 ) -> Result<Created<Session>> {
     let point = ForkPoint::from_request(request.through_item_id, request.before_run_id)?;

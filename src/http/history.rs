@@ -35,9 +35,7 @@ pub struct ReplaceItemRequest {
     responses((status = 200, description = "The item as it is now", body = Item), Lookup, JsonBody,
         (status = 422, response = KeyReused)))]
 async fn replace_item(
-    State(state): State<AppState>,
-    item: TenantItem,
-    preconditions: Preconditions,
+    State(state): State<AppState>, item: TenantItem, preconditions: Preconditions,
     AppJson(request): AppJson<ReplaceItemRequest>,
 ) -> Result<(ETag, Json<Item>)> {
     let body = ItemBody::new("item", request.item)?;
@@ -86,11 +84,8 @@ pub struct ReplaceItemsResponse {
         (status = 422, response = KeyReused),
     ))]
 async fn replace_items(
-    State(state): State<AppState>,
-    session: TenantSession,
-    Query(query): Query<ReplaceQuery>,
-    preconditions: Preconditions,
-    AppJson(request): AppJson<ReplaceItemsRequest>,
+    State(state): State<AppState>, session: TenantSession, Query(query): Query<ReplaceQuery>,
+    preconditions: Preconditions, AppJson(request): AppJson<ReplaceItemsRequest>,
 ) -> Result<(ETag, Json<ReplaceItemsResponse>)> {
     let after = match &query.after {
         Some(id) => {

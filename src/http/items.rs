@@ -97,9 +97,7 @@ pub struct AppendItemsResponse {
     ),
     responses((status = 200, description = "A page of items", body = Page<Item>), Lookup))]
 async fn list_items(
-    State(state): State<AppState>,
-    session: TenantSession,
-    query: ListQuery,
+    State(state): State<AppState>, session: TenantSession, query: ListQuery,
 ) -> Result<(Option<ETag>, Json<Page<Item>>)> {
     let answer =
         state.store.list_items(&session.tenant, &session.id, &query.page(Order::Asc)).await;
@@ -119,10 +117,8 @@ async fn list_items(
         JsonWrite,
     ))]
 async fn append_items(
-    State(state): State<AppState>,
-    Extension(StateLimit(limit)): Extension<StateLimit>,
-    session: TenantSession,
-    preconditions: Preconditions,
+    State(state): State<AppState>, Extension(StateLimit(limit)): Extension<StateLimit>,
+    session: TenantSession, preconditions: Preconditions,
     AppJson(request): AppJson<AppendItemsRequest>,
 ) -> Result<Created<AppendItemsResponse>> {
     let (bodies, changes) = request.into_parts(limit)?;
@@ -156,9 +152,7 @@ async fn get_item(State(state): State<AppState>, item: TenantItem) -> Result<Jso
     params(TenantItem, Preconditions),
     responses((status = 204, description = "Deleted"), Lookup, (status = 422, response = KeyReused)))]
 async fn delete_item(
-    State(state): State<AppState>,
-    item: TenantItem,
-    preconditions: Preconditions,
+    State(state): State<AppState>, item: TenantItem, preconditions: Preconditions,
 ) -> Result<NoContent> {
     let key = preconditions.write_key(&item.session, &format!("delete item\0{}", item.id), "")?;
     let if_match = preconditions.if_match;
@@ -171,9 +165,7 @@ async fn delete_item(
     params(TenantSession, Preconditions),
     responses((status = 200, description = "The removed item", body = Item), Lookup, (status = 422, response = KeyReused)))]
 async fn pop_last_item(
-    State(state): State<AppState>,
-    session: TenantSession,
-    preconditions: Preconditions,
+    State(state): State<AppState>, session: TenantSession, preconditions: Preconditions,
 ) -> Result<Json<Item>> {
     let key = preconditions.write_key(&session.id, "pop", "")?;
     let if_match = preconditions.if_match;
@@ -186,9 +178,7 @@ async fn pop_last_item(
     params(TenantSession, Preconditions),
     responses((status = 204, description = "Cleared"), Lookup, (status = 422, response = KeyReused)))]
 async fn clear_items(
-    State(state): State<AppState>,
-    session: TenantSession,
-    preconditions: Preconditions,
+    State(state): State<AppState>, session: TenantSession, preconditions: Preconditions,
 ) -> Result<NoContent> {
     let key = preconditions.write_key(&session.id, "clear", "")?;
     let if_match = preconditions.if_match;

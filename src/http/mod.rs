@@ -189,9 +189,7 @@ fn log_response(response: &Response, latency: Duration, _span: &Span) {
 /// While the process drains, every answer closes its connection: the client's next
 /// request opens a new one, which a balancer sends to another replica.
 async fn close_when_draining(
-    State(draining): State<CancellationToken>,
-    request: Request,
-    next: Next,
+    State(draining): State<CancellationToken>, request: Request, next: Next,
 ) -> Response {
     let mut response = next.run(request).await;
     if draining.is_cancelled() {

@@ -118,9 +118,7 @@ type OwnerWrite = StateWriteParts<TenantOwner, OwnerStateRequest>;
 
 impl StateWriteParts<TenantOwner, OwnerStateRequest> {
     async fn made(
-        self,
-        state: &AppState,
-        change: impl FnOnce(StateDocument) -> StateChange,
+        self, state: &AppState, change: impl FnOnce(StateDocument) -> StateChange,
     ) -> Result<Answer> {
         let document = StateDocument::new("state", &self.request.state)?;
         let write = StateWrite { change: change(document), max_bytes: self.max_bytes };

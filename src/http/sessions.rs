@@ -118,8 +118,7 @@ impl UpdateSessionRequest {
         (status = 409, response = Conflict),
     ))]
 async fn create_session(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
+    State(state): State<AppState>, Tenant(ref tenant): Tenant,
     AppJson(request): AppJson<CreateSessionRequest>,
 ) -> Result<Created<Session>> {
     let session = request.into_new_session()?;
@@ -149,9 +148,7 @@ async fn create_session(
         (status = 400, response = BadRequest),
     ))]
 async fn list_sessions(
-    State(state): State<AppState>,
-    Tenant(ref tenant): Tenant,
-    query: ListQuery,
+    State(state): State<AppState>, Tenant(ref tenant): Tenant, query: ListQuery,
 ) -> Result<Json<Page<Session>>> {
     let page = state
         .store
@@ -165,8 +162,7 @@ async fn list_sessions(
 #[utoipa::path(get, path = "/v1/sessions/{session_id}", tag = "sessions", params(TenantSession),
     responses((status = 200, description = "The session", body = Session), Lookup))]
 async fn get_session(
-    State(state): State<AppState>,
-    session: TenantSession,
+    State(state): State<AppState>, session: TenantSession,
 ) -> Result<(ETag, Json<Session>)> {
     let answer = state.store.get_session(&session.tenant, &session.id).await;
     answer.map(tagged).map_err(|e| session.store_error(e))
@@ -187,9 +183,7 @@ fn tagged(session: Session) -> (ETag, Json<Session>) {
         JsonBody,
     ))]
 async fn update_session(
-    State(state): State<AppState>,
-    session: TenantSession,
-    IfMatchHeader(if_match): IfMatchHeader,
+    State(state): State<AppState>, session: TenantSession, IfMatchHeader(if_match): IfMatchHeader,
     AppJson(request): AppJson<UpdateSessionRequest>,
 ) -> Result<(ETag, Json<Session>)> {
     let patch = request.into_patch()?;
@@ -205,9 +199,7 @@ async fn update_session(
     params(TenantSession, IfMatchHeader),
     responses((status = 204, description = "Deleted"), Lookup))]
 async fn delete_session(
-    State(state): State<AppState>,
-    session: TenantSession,
-    IfMatchHeader(if_match): IfMatchHeader,
+    State(state): State<AppState>, session: TenantSession, IfMatchHeader(if_match): IfMatchHeader,
 ) -> Result<NoContent> {
     let done = state.store.delete_session(&session.tenant, &session.id, if_match).await;
     done.map(|()| NoContent).map_err(|e| session.store_error(e))

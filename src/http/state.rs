@@ -134,9 +134,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Include {
     params(TenantSession, Include),
     responses((status = 200, description = "The state and revision", body = SessionState), Lookup))]
 async fn read(
-    State(state): State<AppState>,
-    session: TenantSession,
-    include: Include,
+    State(state): State<AppState>, session: TenantSession, include: Include,
 ) -> Result<Answer> {
     let owners = include.user || include.app;
     let found = state.store.session_state(&session.tenant, &session.id, owners).await;
@@ -157,8 +155,7 @@ async fn read(
         JsonWrite,
     ))]
 async fn replace(
-    State(state): State<AppState>,
-    write: StateWriteRequest,
+    State(state): State<AppState>, write: StateWriteRequest,
 ) -> Result<(Replayed, Answer)> {
     write.made(&state, "replace", StateChange::Replace).await
 }
@@ -173,8 +170,7 @@ async fn replace(
         JsonWrite,
     ))]
 async fn merge(
-    State(state): State<AppState>,
-    write: StateWriteRequest,
+    State(state): State<AppState>, write: StateWriteRequest,
 ) -> Result<(Replayed, Answer)> {
     write.made(&state, "merge", StateChange::Merge).await
 }
@@ -212,10 +208,7 @@ impl StateWriteRequest {
     /// Writes the body's state as `change` makes it a change (`route` names which, for
     /// a retry's fingerprint).
     async fn made(
-        self,
-        state: &AppState,
-        route: &str,
-        change: impl FnOnce(StateDocument) -> StateChange,
+        self, state: &AppState, route: &str, change: impl FnOnce(StateDocument) -> StateChange,
     ) -> Result<(Replayed, Answer)> {
         let document = StateDocument::new("state", &self.request.state)?;
         let changes = StateChanges {

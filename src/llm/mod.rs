@@ -24,8 +24,7 @@ pub const PROVIDER: &str = "openai";
 /// A response body cut off after `limit` bytes, as text: a peer cannot make the service
 /// hold more than that.
 pub(crate) async fn read_limited(
-    mut response: reqwest::Response,
-    limit: usize,
+    mut response: reqwest::Response, limit: usize,
 ) -> Result<String, reqwest::Error> {
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await? {
@@ -233,9 +232,7 @@ pub enum Progress {
 #[async_trait]
 pub trait LlmClient: Send + Sync {
     async fn complete(
-        &self,
-        request: &ChatRequest,
-        progress: mpsc::UnboundedSender<Progress>,
+        &self, request: &ChatRequest, progress: mpsc::UnboundedSender<Progress>,
     ) -> Result<Completion, LlmError>;
 }
 

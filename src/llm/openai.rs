@@ -57,9 +57,7 @@ impl OpenAiClient {
 #[async_trait]
 impl LlmClient for OpenAiClient {
     async fn complete(
-        &self,
-        request: &ChatRequest,
-        progress: mpsc::UnboundedSender<Progress>,
+        &self, request: &ChatRequest, progress: mpsc::UnboundedSender<Progress>,
     ) -> Result<Completion, LlmError> {
         let span = self.chat_span(request);
         let result = self.complete_retrying(request, progress).instrument(span.clone()).await;
@@ -109,9 +107,7 @@ impl OpenAiClient {
 
     /// The request, retried as the settings allow while nothing has streamed yet.
     async fn complete_retrying(
-        &self,
-        request: &ChatRequest,
-        progress: mpsc::UnboundedSender<Progress>,
+        &self, request: &ChatRequest, progress: mpsc::UnboundedSender<Progress>,
     ) -> Result<Completion, LlmError> {
         let body = serde_json::to_vec(&RequestBody::new(request)).map_err(|e| {
             LlmError::new(LlmErrorCode::BadRequest, format!("cannot encode the request: {e}"))
@@ -159,10 +155,7 @@ impl OpenAiClient {
     /// One request and its stream. `acc` lives outside so the caller can tell, even
     /// after a timeout cancelled this future, whether text was already published.
     async fn attempt(
-        &self,
-        body: Bytes,
-        progress: &mpsc::UnboundedSender<Progress>,
-        acc: &mut Accumulator,
+        &self, body: Bytes, progress: &mpsc::UnboundedSender<Progress>, acc: &mut Accumulator,
     ) -> Result<Completion, Failure> {
         let idle = self.settings.idle_timeout;
         let mut headers = HeaderMap::new();

@@ -98,11 +98,7 @@ impl EngineMetrics {
     /// Records one call of the LLM: how long it took, when its first text came (if
     /// any did), and the tokens it reported.
     pub fn llm_called(
-        &self,
-        model: &str,
-        seconds: f64,
-        first_token: Option<f64>,
-        tokens: (u64, u64),
+        &self, model: &str, seconds: f64, first_token: Option<f64>, tokens: (u64, u64),
     ) {
         let model = self.model_label(model);
         let labels = ModelLabels { model: model.clone() };

@@ -56,8 +56,7 @@ pub enum ForkPoint {
 impl ForkPoint {
     /// The point a request names with at most one of its two selectors.
     pub fn from_request(
-        through_item_id: Option<Uuid>,
-        before_run_id: Option<Uuid>,
+        through_item_id: Option<Uuid>, before_run_id: Option<Uuid>,
     ) -> Result<Self, InvalidField> {
         match (through_item_id, before_run_id) {
             (Some(_), Some(_)) => Err(InvalidField::new(

@@ -22,9 +22,7 @@ impl IdempotencyKey {
 
     /// The key of an append of `items` to the session.
     pub fn new(
-        key: &str,
-        session_id: &SessionId,
-        items: &[ItemBody],
+        key: &str, session_id: &SessionId, items: &[ItemBody],
     ) -> Result<Self, InvalidField> {
         Self::for_append(key, session_id, items, None)
     }
@@ -32,10 +30,7 @@ impl IdempotencyKey {
     /// The key of an append of `items` with the `rest` of its request (a state change,
     /// a condition), which none of the plain appends before it had.
     pub fn for_append(
-        key: &str,
-        session_id: &SessionId,
-        items: &[ItemBody],
-        rest: Option<&str>,
+        key: &str, session_id: &SessionId, items: &[ItemBody], rest: Option<&str>,
     ) -> Result<Self, InvalidField> {
         let mut hasher = Sha256::new();
         hasher.update(session_id.as_str());
@@ -64,10 +59,7 @@ impl IdempotencyKey {
     /// The key of another write on the session: `target` names the route and what of the
     /// session it writes, `body` is the request's JSON (empty without one).
     pub fn for_write(
-        key: &str,
-        session_id: &SessionId,
-        target: &str,
-        body: &str,
+        key: &str, session_id: &SessionId, target: &str, body: &str,
     ) -> Result<Self, InvalidField> {
         Self::for_request(format!("write\0{target}\0").as_bytes(), key, session_id, body)
     }
@@ -75,10 +67,7 @@ impl IdempotencyKey {
     /// The key of a request of `kind` on the session. The kind marks it apart from
     /// appends and other kinds, whose keys share the tenant's key space.
     fn for_request(
-        kind: &[u8],
-        key: &str,
-        session_id: &SessionId,
-        body: &str,
+        kind: &[u8], key: &str, session_id: &SessionId, body: &str,
     ) -> Result<Self, InvalidField> {
         let mut hasher = Sha256::new();
         hasher.update(kind);

@@ -64,11 +64,7 @@ struct Call<'a> {
 
 /// A call of the server's tool `name`, with its output or why it has none.
 pub fn call(
-    id: &str,
-    server_label: &str,
-    name: &str,
-    arguments: &str,
-    result: Result<&str, &str>,
+    id: &str, server_label: &str, name: &str, arguments: &str, result: Result<&str, &str>,
     approval_request_id: Option<&str>,
 ) -> Box<RawValue> {
     let (output, error, status) = match result {
@@ -81,10 +77,7 @@ pub fn call(
 
 /// A call that waits for a person's approval.
 pub fn approval_request(
-    id: &str,
-    server_label: &str,
-    name: &str,
-    arguments: &str,
+    id: &str, server_label: &str, name: &str, arguments: &str,
 ) -> Box<RawValue> {
     raw(ToolCall { kind: "mcp_approval_request", id, server_label, name, arguments })
 }

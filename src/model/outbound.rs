@@ -58,11 +58,7 @@ impl WebhookPolicy {
     /// Checks an `http(s)` URL on an allowed host, named `field`; `what` says what calls
     /// it (`webhook`, `MCP server`) and `who` whom the operator lists hosts for.
     pub fn check_url(
-        &self,
-        field: &str,
-        url: &str,
-        what: &str,
-        who: &str,
+        &self, field: &str, url: &str, what: &str, who: &str,
     ) -> Result<(), InvalidField> {
         let url = reqwest::Url::parse(url)
             .map_err(|e| InvalidField::new(field, format!("not a URL: {e}")))?;
@@ -104,9 +100,7 @@ pub fn redact(headers: &mut BTreeMap<String, String>) {
 /// Puts back the stored value of every header sent as [`REDACTED`]; a redacted header
 /// with no stored value is refused, named `at.<header>`.
 pub fn restore(
-    headers: &mut BTreeMap<String, String>,
-    stored: Option<&BTreeMap<String, String>>,
-    at: &str,
+    headers: &mut BTreeMap<String, String>, stored: Option<&BTreeMap<String, String>>, at: &str,
 ) -> Result<(), InvalidField> {
     for (name, value) in headers {
         if value != REDACTED {

@@ -70,10 +70,7 @@ impl PageRequest {
     /// of them, into the page. `cut_short` says the store stopped reading before the limit
     /// although more rows were there.
     pub fn finish<T>(
-        &self,
-        mut rows: Vec<T>,
-        cut_short: bool,
-        id: impl Fn(&T) -> String,
+        &self, mut rows: Vec<T>, cut_short: bool, id: impl Fn(&T) -> String,
     ) -> Page<T> {
         let has_more = cut_short || rows.len() > self.limit as usize;
         rows.truncate(self.limit as usize);

@@ -68,9 +68,7 @@ impl ExpiresAfter {
     /// When a session with this retention, made at `created_at` and last active at
     /// `last_active_at`, expires.
     pub fn expires_at(
-        self,
-        created_at: DateTime<Utc>,
-        last_active_at: DateTime<Utc>,
+        self, created_at: DateTime<Utc>, last_active_at: DateTime<Utc>,
     ) -> DateTime<Utc> {
         let from = match self.anchor {
             Anchor::LastActiveAt => last_active_at,

@@ -165,10 +165,7 @@ impl RunRecord {
     /// into it that they do not show. `events` are the run's events, oldest first;
     /// `steered` the items steered in after `steered_through` and the number of the last.
     pub fn interrupt(
-        &mut self,
-        events: &[RunEvent],
-        steered: (Vec<Box<RawValue>>, i64),
-        last_event_seq: i64,
+        &mut self, events: &[RunEvent], steered: (Vec<Box<RawValue>>, i64), last_event_seq: i64,
         now: DateTime<Utc>,
     ) -> RunEvent {
         let last_status = events.iter().rposition(|e| matches!(e.kind, RunEventKind::Status(_)));
@@ -202,10 +199,7 @@ impl RunRecord {
     /// Moves the run to `status`, which is final or `requires_action`, and returns the
     /// event that announces it, numbered after `last_event_seq`.
     pub fn end(
-        &mut self,
-        status: RunStatus,
-        error: Option<RunError>,
-        last_event_seq: i64,
+        &mut self, status: RunStatus, error: Option<RunError>, last_event_seq: i64,
         now: DateTime<Utc>,
     ) -> RunEvent {
         self.run.status = status;

@@ -162,9 +162,7 @@ pub struct SessionPatch {
 impl SessionPatch {
     /// The metadata and agent a session has after this patch.
     pub fn apply(
-        self,
-        mut metadata: Metadata,
-        agent_id: Option<String>,
+        self, mut metadata: Metadata, agent_id: Option<String>,
     ) -> Result<(Metadata, Option<String>), InvalidField> {
         if let Some(patch) = self.metadata {
             metadata.apply(patch)?;

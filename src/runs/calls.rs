@@ -19,10 +19,7 @@ use crate::model::{
 /// settles its calls), an MCP call waiting for approval as its request, and the other
 /// MCP calls made now.
 pub(super) async fn take(
-    exec: &mut Execution,
-    offer: &Offer<'_>,
-    sessions: &mut McpSessions,
-    calls: &[ToolCall],
+    exec: &mut Execution, offer: &Offer<'_>, sessions: &mut McpSessions, calls: &[ToolCall],
 ) {
     let mut now = Vec::new();
     for call in calls {
@@ -54,12 +51,8 @@ pub(super) async fn take(
 /// `earlier`: the MCP items of the session's history, where a run answering approvals
 /// given in its input (as the Responses API does) finds the requests.
 pub(super) async fn settle(
-    engine: &Engine,
-    tenant: &str,
-    exec: &mut Execution,
-    config: &RunConfig,
-    sessions: &mut McpSessions,
-    earlier: &[Box<RawValue>],
+    engine: &Engine, tenant: &str, exec: &mut Execution, config: &RunConfig,
+    sessions: &mut McpSessions, earlier: &[Box<RawValue>],
 ) -> Option<Outcome> {
     let (mut to_approve, mut client_calls, mut webhook_calls) =
         (Vec::new(), Vec::new(), Vec::new());
@@ -116,9 +109,7 @@ pub(super) async fn settle(
 /// may write a session may configure its tools too; the approval a person gives is what
 /// `require_approval` guards.) A call is made once, whoever sends its decision again.
 fn mcp_decisions<'a>(
-    exec: &mut Execution,
-    config: &'a RunConfig,
-    earlier: &[Box<RawValue>],
+    exec: &mut Execution, config: &'a RunConfig, earlier: &[Box<RawValue>],
 ) -> (Vec<RequiredToolCall>, Vec<McpCall<'a>>) {
     let run = &exec.record.run;
     let decided = mcp_items::approval_responses(run.input.iter().chain(&run.output));

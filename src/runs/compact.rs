@@ -52,10 +52,7 @@ impl Runs {
     /// Summarises the session's items older than the newest `keep_recent_items` (and any
     /// earlier summary) and stores the compaction. Nothing is stored when the LLM fails.
     pub async fn compact(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        request: CompactRequest,
+        &self, tenant: &str, session_id: &SessionId, request: CompactRequest,
     ) -> Result<Compaction> {
         if request.keep_recent_items > MAX_KEEP_RECENT_ITEMS {
             return Err(InvalidField::new(
@@ -109,10 +106,7 @@ impl Runs {
     /// The LLM's summary of `items` (session items), which nothing stores: for clients
     /// that keep their history themselves and send the summary back as an item.
     pub async fn summarise(
-        &self,
-        items: &[Value],
-        model: &str,
-        instructions: Option<&str>,
+        &self, items: &[Value], model: &str, instructions: Option<&str>,
     ) -> Result<(String, crate::model::Usage)> {
         summary_of(&self.engine, None, items, model, instructions).await.map_err(RunsError::Llm)
     }
@@ -131,11 +125,7 @@ pub(super) enum RunCompaction {
 /// call counts in the run's usage, and a stored compaction is a `compaction.created`
 /// event of the run.
 pub(super) async fn compact_for_run(
-    engine: &Engine,
-    tenant: &str,
-    session_id: &SessionId,
-    exec: &mut Execution,
-    keep: u32,
+    engine: &Engine, tenant: &str, session_id: &SessionId, exec: &mut Execution, keep: u32,
 ) -> Result<RunCompaction, StoreError> {
     let context = engine.store.context(tenant, session_id, false).await?;
     let Ok(plan) = plan(&context, keep) else {
@@ -201,13 +191,8 @@ fn plan(context: &Context, keep: u32) -> Result<Plan> {
 
 /// Asks the LLM for the summary of the earlier summary and the planned items.
 async fn summarise(
-    engine: &Engine,
-    session_id: &SessionId,
-    context: &Context,
-    plan: &Plan,
-    model: &str,
-    instructions: Option<&str>,
-    run_id: Option<Uuid>,
+    engine: &Engine, session_id: &SessionId, context: &Context, plan: &Plan, model: &str,
+    instructions: Option<&str>, run_id: Option<Uuid>,
 ) -> Result<Compaction, LlmError> {
     let summarised = &context.items[..plan.summarised];
     let through = summarised.last().expect("a plan summarises at least one item");
@@ -239,10 +224,7 @@ async fn summarise(
 
 /// The LLM's summary of an earlier summary and `items`, and what the call used.
 async fn summary_of(
-    engine: &Engine,
-    earlier: Option<&str>,
-    items: &[Value],
-    model: &str,
+    engine: &Engine, earlier: Option<&str>, items: &[Value], model: &str,
     instructions: Option<&str>,
 ) -> Result<(String, crate::model::Usage), LlmError> {
     let mut text = format!("{CONVERSATION_HEADING}\n\n");

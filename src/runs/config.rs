@@ -29,19 +29,14 @@ pub struct ConfigRequest {
 
 /// The agent of a session that must exist (a conversation's, or one being compacted).
 pub(super) async fn existing_session_agent(
-    store: &dyn SessionStore,
-    tenant: &str,
-    session_id: &SessionId,
+    store: &dyn SessionStore, tenant: &str, session_id: &SessionId,
 ) -> Result<Option<String>> {
     Ok(store.get_session(tenant, session_id).await?.agent_id)
 }
 
 /// The configuration a run executes with on a session whose agent is `session_agent`.
 pub(super) async fn resolve(
-    store: &dyn SessionStore,
-    settings: &RunSettings,
-    tenant: &str,
-    session_agent: Option<String>,
+    store: &dyn SessionStore, settings: &RunSettings, tenant: &str, session_agent: Option<String>,
     request: &ConfigRequest,
 ) -> Result<RunConfig> {
     let mut config =
@@ -84,10 +79,7 @@ pub(super) async fn resolve(
 }
 
 async fn agent(
-    store: &dyn SessionStore,
-    tenant: &str,
-    agent_id: String,
-    by_session: bool,
+    store: &dyn SessionStore, tenant: &str, agent_id: String, by_session: bool,
 ) -> Result<AgentConfig> {
     match store.get_agent(tenant, &agent_id).await {
         Ok(agent) => Ok(agent.config()),

@@ -58,10 +58,7 @@ pub struct ContextTooLong {
 /// call. A unit reaching into `current` counts as current. `needed` in the error counts the
 /// instructions and every current unit.
 pub fn build_messages(
-    instructions: Option<&str>,
-    summary: Option<&str>,
-    history: &[Value],
-    current: &[Value],
+    instructions: Option<&str>, summary: Option<&str>, history: &[Value], current: &[Value],
     max_input_tokens: Option<u64>,
 ) -> Result<Vec<Message>, ContextTooLong> {
     let (messages, _) =
@@ -72,12 +69,8 @@ pub fn build_messages(
 /// What [`build_messages`] builds, from history of which the messages of `settled` are made
 /// already, followed by `unsettled` items; with the estimated tokens of what it keeps.
 fn assemble(
-    instructions: Option<&str>,
-    summary: Option<&str>,
-    settled: &Settled,
-    unsettled: &[Value],
-    current: &[Value],
-    max_input_tokens: Option<u64>,
+    instructions: Option<&str>, summary: Option<&str>, settled: &Settled, unsettled: &[Value],
+    current: &[Value], max_input_tokens: Option<u64>,
 ) -> Result<(Messages, u64), ContextTooLong> {
     let items: Vec<(bool, Parsed)> = (unsettled.iter().map(|v| (false, v)))
         .chain(current.iter().map(|v| (true, v)))

@@ -33,11 +33,7 @@ pub(crate) struct Created {
 /// the task that reads it (the follower's connection), not in one of its own: a token
 /// then wakes one task on its way out, not two, and an open stream holds no channel.
 pub(crate) fn follow(
-    engine: Arc<Engine>,
-    tenant: String,
-    session_id: SessionId,
-    run_id: Uuid,
-    from: From,
+    engine: Arc<Engine>, tenant: String, session_id: SessionId, run_id: Uuid, from: From,
 ) -> impl Stream<Item = Result<RunEvent, StoreError>> {
     let (mut cursor, mut created) = match from {
         From::After(after) => (after, None),
@@ -139,10 +135,7 @@ pub(crate) fn follow(
 /// would make every waiting follower read. A follower that goes away drops the wait with
 /// its stream, which stops the polling at once.
 async fn wait_for_start(
-    engine: &Engine,
-    starts: &mut watch::Receiver<u64>,
-    mut seen: u64,
-    run_id: Uuid,
+    engine: &Engine, starts: &mut watch::Receiver<u64>, mut seen: u64, run_id: Uuid,
 ) {
     let poll = tokio::time::sleep(engine.settings.poll_interval);
     tokio::pin!(poll);
@@ -165,11 +158,7 @@ impl Runs {
     /// The run's events after `after`, live while it executes; the stream ends after a
     /// final event or `run.requires_action`.
     pub fn events(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        after: i64,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, after: i64,
     ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
         let from = From::After(after);
         follow(self.engine.clone(), tenant.to_owned(), session_id.clone(), run_id, from)
@@ -177,10 +166,7 @@ impl Runs {
 
     /// A run's events from its first, as [`Runs::events`], for the request that started it.
     pub fn started_events(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        started: &Started,
+        &self, tenant: &str, session_id: &SessionId, started: &Started,
     ) -> impl Stream<Item = Result<RunEvent, StoreError>> + Send + 'static {
         let from = match &started.created {
             Some(created) => From::Created(created.clone()),
@@ -193,11 +179,7 @@ impl Runs {
 
     /// Waits until the run finishes or needs the client, and returns it.
     pub async fn wait(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        after: i64,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, after: i64,
     ) -> Result<Run> {
         let events = self.events(tenant, session_id, run_id, after);
         self.wait_for(tenant, session_id, run_id, events).await
@@ -205,20 +187,14 @@ impl Runs {
 
     /// Waits as [`Runs::wait`] for the request that started the run.
     pub async fn wait_started(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        started: &Started,
+        &self, tenant: &str, session_id: &SessionId, started: &Started,
     ) -> Result<Run> {
         let events = self.started_events(tenant, session_id, started);
         self.wait_for(tenant, session_id, started.run.id, events).await
     }
 
     async fn wait_for(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid,
         events: impl Stream<Item = Result<RunEvent, StoreError>>,
     ) -> Result<Run> {
         let mut events = std::pin::pin!(events);

@@ -40,10 +40,7 @@ pub(super) struct History {
 /// `rename` names MCP calls as the run offers their tools; a run that renames none
 /// passes `None`, and only such a history is kept.
 pub(super) async fn read(
-    engine: &Engine,
-    tenant: &str,
-    session_id: &SessionId,
-    budget: Option<u64>,
+    engine: &Engine, tenant: &str, session_id: &SessionId, budget: Option<u64>,
     rename: Option<&Rename<'_>>,
 ) -> Result<History, StoreError> {
     let histories = &engine.histories;
@@ -99,10 +96,7 @@ struct Loaded {
 }
 
 async fn load(
-    engine: &Engine,
-    tenant: &str,
-    session_id: &SessionId,
-    budget: Option<u64>,
+    engine: &Engine, tenant: &str, session_id: &SessionId, budget: Option<u64>,
     rename: Option<&Rename<'_>>,
 ) -> Result<Loaded, StoreError> {
     let mut loaded = Loaded { history: History::default(), last_seq: 0, bytes: 0, whole: true };

@@ -40,11 +40,7 @@ pub(crate) struct Hub {
 impl Hub {
     /// Makes `run_id` live here under `lease`; its events through `saved` are stored.
     pub(crate) fn register(
-        &self,
-        run_id: Uuid,
-        first_seq: i64,
-        lease: RunLease,
-        saved: i64,
+        &self, run_id: Uuid, first_seq: i64, lease: RunLease, saved: i64,
     ) -> Arc<LiveRun> {
         let live = Arc::new(LiveRun {
             first_seq,

@@ -119,9 +119,7 @@ pub struct Runs {
 
 impl Runs {
     pub fn new(
-        store: Arc<dyn SessionStore>,
-        llm: Arc<dyn LlmClient>,
-        settings: RunSettings,
+        store: Arc<dyn SessionStore>, llm: Arc<dyn LlmClient>, settings: RunSettings,
         metrics: Arc<EngineMetrics>,
     ) -> Self {
         let webhook_client = reqwest::Client::builder()
@@ -204,11 +202,7 @@ impl Runs {
     /// ends the run itself; otherwise the store does, and a worker elsewhere loses its
     /// lease. A rollback then deletes the cancelled run.
     pub async fn stop(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        action: StopAction,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, action: StopAction,
     ) -> Result<Run> {
         if let Some(live) = self.engine.hub.get(run_id) {
             let decided = live.stop(action);
@@ -251,10 +245,7 @@ impl Runs {
 
     /// The session's runs, newest first unless the page asks otherwise.
     pub async fn list(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        page: &PageRequest,
+        &self, tenant: &str, session_id: &SessionId, page: &PageRequest,
     ) -> Result<Page<Run>> {
         Ok(self.store().list_runs(tenant, session_id, page).await?)
     }
@@ -263,11 +254,7 @@ impl Runs {
     /// hands it to the workers. Returns the seq of the run's last event: the
     /// continuation's events follow it.
     pub async fn answer(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        answer: &RunAnswer,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, answer: &RunAnswer,
     ) -> Result<i64> {
         let trace_parent = crate::telemetry::traceparent();
         let store = self.store();

@@ -42,11 +42,7 @@ impl Runs {
     /// delete it. A fork whose source or point is gone is `SessionNotFound` or
     /// `RunNotFound`.
     pub async fn place(
-        &self,
-        tenant: &str,
-        own: SessionId,
-        placement: Placement,
-        ephemeral: bool,
+        &self, tenant: &str, own: SessionId, placement: Placement, ephemeral: bool,
     ) -> Result<Placed, StoreError> {
         let expiry = Some(ExpiresAfter { anchor: Anchor::CreatedAt, seconds: EPHEMERAL_SECS });
         let (source, point) = match placement {
@@ -88,10 +84,7 @@ impl Runs {
     /// Deletes an ephemeral run's session once the run has finished and its answer was
     /// read (the returned sender dropped), whether the client stayed or not.
     pub fn forget_when_done(
-        &self,
-        tenant: &str,
-        session: &SessionId,
-        run: Uuid,
+        &self, tenant: &str, session: &SessionId, run: Uuid,
     ) -> oneshot::Sender<()> {
         let (reading, read) = oneshot::channel::<()>();
         let (runs, tenant, session) = (self.clone(), tenant.to_owned(), session.clone());

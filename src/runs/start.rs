@@ -92,10 +92,7 @@ impl Runs {
     /// Starts a run on the session (created if absent), or finds the run an earlier
     /// request with the same Idempotency-Key started.
     pub async fn start(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        request: StartRun,
+        &self, tenant: &str, session_id: &SessionId, request: StartRun,
     ) -> Result<Started> {
         let store = &*self.engine.store;
         if let Some(key) = &request.idempotency {
@@ -151,11 +148,7 @@ impl Runs {
     /// Creates the run as `how.if_busy` asks, stopping the session's unfinished runs first
     /// for `interrupt` and `rollback`.
     async fn stop_and_create(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run: NewRun,
-        how: Creation,
+        &self, tenant: &str, session_id: &SessionId, run: NewRun, how: Creation,
     ) -> Result<Started> {
         let action = match how.if_busy {
             IfBusy::Interrupt => StopAction::Interrupt,
@@ -184,11 +177,7 @@ impl Runs {
     /// is claimed as it is created and executed at once; any other run is queued for the
     /// workers.
     async fn create(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run: NewRun,
-        how: Creation,
+        &self, tenant: &str, session_id: &SessionId, run: NewRun, how: Creation,
     ) -> Result<Started> {
         let Creation { if_busy, start_now, agentless } = how;
         let engine = self.engine.clone();
@@ -262,10 +251,7 @@ pub fn client_tools(config: &RunConfig) -> HashSet<String> {
 /// The run that an earlier request with `key` created, if it still exists. One whose
 /// run was deleted since (with its session) is created again by the retry.
 async fn replayed_run(
-    store: &dyn SessionStore,
-    tenant: &str,
-    session_id: &SessionId,
-    key: &IdempotencyKey,
+    store: &dyn SessionStore, tenant: &str, session_id: &SessionId, key: &IdempotencyKey,
 ) -> Result<Option<Run>, StoreError> {
     let Some(run_id) = store.replayed_run_id(tenant, key).await? else {
         return Ok(None);

@@ -28,11 +28,7 @@ struct WebhookCall<'a> {
 
 /// The output of one webhook tool call.
 pub(super) async fn call_webhook(
-    engine: &Engine,
-    tool: &FunctionTool,
-    call: &RequiredToolCall,
-    tenant: &str,
-    session_id: &str,
+    engine: &Engine, tool: &FunctionTool, call: &RequiredToolCall, tenant: &str, session_id: &str,
     run_id: uuid::Uuid,
 ) -> String {
     let span = spans::execute_tool(&tool.name, &call.call_id, "function");
@@ -67,9 +63,7 @@ impl Failure {
 }
 
 async fn post(
-    engine: &Engine,
-    tool: &FunctionTool,
-    body: &WebhookCall<'_>,
+    engine: &Engine, tool: &FunctionTool, body: &WebhookCall<'_>,
 ) -> Result<String, Failure> {
     let name = &tool.name;
     let Some(webhook) = &tool.webhook else {

@@ -17,9 +17,7 @@ use crate::store::{Claim, StoreError};
 
 /// Runs turns until the run completes, fails or waits for the client.
 pub(super) async fn drive(
-    engine: &Engine,
-    claim: &Claim,
-    exec: &mut Execution,
+    engine: &Engine, claim: &Claim, exec: &mut Execution,
 ) -> Result<Outcome, StoreError> {
     let config = exec.record.config.clone();
     let session_id = SessionId::parse("session_id", exec.record.run.session_id.clone())?;
@@ -141,9 +139,7 @@ pub(super) async fn drive(
 
 /// Adds the input steered into the run since it last took any to its output.
 pub(super) async fn take_steering(
-    engine: &Engine,
-    claim: &Claim,
-    exec: &mut Execution,
+    engine: &Engine, claim: &Claim, exec: &mut Execution,
 ) -> Result<(), StoreError> {
     for (n, steer) in engine.store.take_steering(claim, exec.record.steered_through).await? {
         for item in steer.input {
@@ -156,9 +152,7 @@ pub(super) async fn take_steering(
 
 /// One LLM call, publishing its text as it streams.
 async fn complete(
-    engine: &Engine,
-    request: &ChatRequest,
-    exec: &mut Execution,
+    engine: &Engine, request: &ChatRequest, exec: &mut Execution,
 ) -> Result<crate::llm::Completion, crate::llm::LlmError> {
     let (progress, mut received) = mpsc::unbounded_channel();
     let call = engine.llm.complete(request, progress);

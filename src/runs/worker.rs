@@ -91,9 +91,7 @@ pub(super) async fn recover(engine: Arc<Engine>, shutdown: CancellationToken) {
 /// Claims a run and executes it, then each run its finish claimed (until `shutdown`);
 /// how many it executed.
 pub(super) async fn claim_and_execute(
-    engine: &Arc<Engine>,
-    worker: Uuid,
-    shutdown: &CancellationToken,
+    engine: &Arc<Engine>, worker: Uuid, shutdown: &CancellationToken,
 ) -> Result<usize, StoreError> {
     let began = SystemTime::now();
     let Some(claim) = engine
@@ -124,10 +122,7 @@ pub(super) async fn claim_and_execute(
 /// commit also claims the worker's next run (see `RunStore::finish_run`) unless that
 /// shutdown has begun, and returns it.
 pub(super) fn execute_claimed(
-    engine: Arc<Engine>,
-    claim: Claim,
-    stored: Vec<RunEvent>,
-    claim_next: Option<CancellationToken>,
+    engine: Arc<Engine>, claim: Claim, stored: Vec<RunEvent>, claim_next: Option<CancellationToken>,
 ) -> impl std::future::Future<Output = Result<Option<Claim>, StoreError>> {
     let run_id = claim.record.run.id;
     // Attempts count the claims since the run last waited for its client: a later one
@@ -179,10 +174,7 @@ impl Drop for Registered {
 }
 
 async fn execute(
-    engine: &Engine,
-    claim: &Claim,
-    exec: &mut Execution,
-    span: &tracing::Span,
+    engine: &Engine, claim: &Claim, exec: &mut Execution, span: &tracing::Span,
     claim_next: Option<&CancellationToken>,
 ) -> Result<Option<Claim>, StoreError> {
     let live = exec.live.clone();

@@ -150,8 +150,6 @@ pub trait AtRestStore: Send + Sync {
     /// left as it is (what replaced it is under the current key), so this may run beside
     /// the service, and again after a kill. Returns how many values it rewrote.
     async fn reencrypt(
-        &self,
-        batch: usize,
-        progress: &(dyn Fn(Progress) + Send + Sync),
+        &self, batch: usize, progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<u64>;
 }

@@ -28,41 +28,27 @@ pub trait CheckpointStore {
     /// creating the session if absent (unless `if_match`). Checkpoints change no
     /// session's revision. True when an Idempotency-Key made this answer a replay.
     async fn put_checkpoint(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        checkpoint: NewCheckpoint,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, checkpoint: NewCheckpoint,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<bool>;
 
     /// Stores a task's writes on a checkpoint: a write at a place the task already
     /// wrote keeps the first, but a negative place replaces it.
     async fn put_writes(
-        &self,
-        tenant: &str,
-        at: CheckpointRef<'_>,
-        writes: Vec<PendingWrite>,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, at: CheckpointRef<'_>, writes: Vec<PendingWrite>,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<bool>;
 
     async fn get_checkpoint(&self, tenant: &str, at: CheckpointRef<'_>) -> Result<Checkpoint>;
 
     /// Checkpoints of the session (or of all the tenant's sessions), newest id first.
     async fn list_checkpoints(
-        &self,
-        tenant: &str,
-        session_id: Option<&SessionId>,
-        filter: &CheckpointFilter,
+        &self, tenant: &str, session_id: Option<&SessionId>, filter: &CheckpointFilter,
     ) -> Result<Vec<Checkpoint>>;
 
     /// Deletes a session's checkpoints, blobs and writes; returns how many checkpoints.
     async fn delete_checkpoints(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>,
     ) -> Result<u64>;
 
     /// Deletes the tenant's checkpoints whose `metadata.run_id` is one of `run_ids`,
@@ -72,9 +58,6 @@ pub trait CheckpointStore {
     /// Keeps of each namespace of these sessions the newest checkpoint or none, with
     /// what the kept ones name; returns how many checkpoints went.
     async fn prune_checkpoints(
-        &self,
-        tenant: &str,
-        session_ids: &[SessionId],
-        keep: Keep,
+        &self, tenant: &str, session_ids: &[SessionId], keep: Keep,
     ) -> Result<u64>;
 }

@@ -72,8 +72,7 @@ pub(super) trait Writer: Send + Sync + 'static {
     /// rather make alone after the commit (a retry of an idempotency key that an
     /// earlier request claimed, say).
     async fn many(
-        &self,
-        jobs: &[Self::Job],
+        &self, jobs: &[Self::Job],
     ) -> std::result::Result<Vec<Option<Self::Done>>, BatchFailed>;
 }
 
@@ -139,9 +138,7 @@ fn writer_gone() -> StoreError {
 }
 
 async fn write<W: Writer>(
-    writer: W,
-    mut queue: mpsc::Receiver<Waiting<W::Job, W::Done>>,
-    counters: Arc<Counters>,
+    writer: W, mut queue: mpsc::Receiver<Waiting<W::Job, W::Done>>, counters: Arc<Counters>,
     deadline: Duration,
 ) {
     let mut held_back = VecDeque::new();
@@ -192,9 +189,7 @@ async fn write<W: Writer>(
 
 /// Writes the jobs in one transaction, or one by one when it fails before its commit.
 async fn combine<W: Writer>(
-    writer: &W,
-    jobs: &[W::Job],
-    counters: &Counters,
+    writer: &W, jobs: &[W::Job], counters: &Counters,
 ) -> Vec<Result<W::Done>> {
     match writer.many(jobs).await {
         Ok(results) => {
@@ -226,8 +221,7 @@ async fn combine<W: Writer>(
 /// The batch that starts with `first`: what else is queued, up to the limits. A write
 /// whose exclusive pair is in the batch already waits for the next one.
 fn gather<J: Job, D>(
-    first: Waiting<J, D>,
-    held_back: &mut VecDeque<Waiting<J, D>>,
+    first: Waiting<J, D>, held_back: &mut VecDeque<Waiting<J, D>>,
     queue: &mut mpsc::Receiver<Waiting<J, D>>,
 ) -> Vec<Waiting<J, D>> {
     let mut bytes = first.job.bytes();

@@ -14,9 +14,7 @@ pub trait CompactionStore: Send + Sync {
     /// The session's newest compaction; none when it has none, or no longer exists (one
     /// statement: a run reads it with every turn).
     async fn latest_compaction(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
+        &self, tenant: &str, session_id: &SessionId,
     ) -> Result<Option<Compaction>>;
 
     /// What a run sends of the session: its newest compaction and every item after it
@@ -28,10 +26,7 @@ pub trait CompactionStore: Send + Sync {
     /// snapshot (one statement): a run that holds the history as of the same mark reads
     /// only what was appended since.
     async fn appended_since(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        seq: i64,
+        &self, tenant: &str, session_id: &SessionId, seq: i64,
     ) -> Result<(HistoryMark, Vec<Item>)>;
 
     /// Stores a compaction made from the session as `base` saw it: the previous
@@ -41,21 +36,13 @@ pub trait CompactionStore: Send + Sync {
     /// `run_id` fails with `SessionBusy` while a run is unfinished, and adds its usage to
     /// the session (a run's compaction counts in the run's usage instead).
     async fn add_compaction(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        base: Option<&Compaction>,
-        summarised: i64,
-        compaction: &Compaction,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, base: Option<&Compaction>, summarised: i64,
+        compaction: &Compaction, if_match: Option<IfMatch>,
     ) -> Result<()>;
 
     /// Newest first unless the page asks otherwise.
     async fn list_compactions(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        page: &PageRequest,
+        &self, tenant: &str, session_id: &SessionId, page: &PageRequest,
     ) -> Result<Page<Compaction>>;
 
     /// Makes a new session holding copies of the source's items up to the fork point

@@ -83,8 +83,7 @@ const PING_LIMIT: Duration = Duration::from_secs(2);
 /// Runs `operation` for at most `limit`. The miss is noted before the operation (and
 /// the connection it holds) is dropped, so that the pool checks that connection.
 pub(super) async fn within<T>(
-    limit: Duration,
-    operation: impl Future<Output = Result<T>>,
+    limit: Duration, operation: impl Future<Output = Result<T>>,
 ) -> Result<T> {
     let mut operation = std::pin::pin!(operation);
     match tokio::time::timeout(limit, &mut operation).await {
@@ -237,9 +236,7 @@ impl AtRestStore for Deadline {
     }
 
     async fn reencrypt(
-        &self,
-        batch: usize,
-        progress: &(dyn Fn(Progress) + Send + Sync),
+        &self, batch: usize, progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<u64> {
         self.inner.reencrypt(batch, progress).await
     }

@@ -29,10 +29,7 @@ struct Deltas<'a> {
 /// opened. A row of deltas is numbered by its last; one saved twice, the second time
 /// with more deltas (a write whose commit was not confirmed), repeats the first's.
 pub(super) fn events(
-    rows: Vec<EventRow>,
-    codec: &PayloadCodec,
-    tenant: &str,
-    after: i64,
+    rows: Vec<EventRow>, codec: &PayloadCodec, tenant: &str, after: i64,
 ) -> Result<Vec<RunEvent>, StoreError> {
     let corrupt = |e: &dyn std::fmt::Display| StoreError::Corrupt(e.to_string());
     let mut events = Vec::with_capacity(rows.len());
@@ -67,9 +64,7 @@ pub(super) struct StoredEvent {
 /// a streamed run's events, share one, numbered by the last of them. A row per token
 /// cost Postgres more per streamed token than the service spent on it.
 pub(super) fn stored_events(
-    codec: &PayloadCodec,
-    tenant: &str,
-    events: &[RunEvent],
+    codec: &PayloadCodec, tenant: &str, events: &[RunEvent],
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let mut rows = Vec::new();
     let mut rest = events;

@@ -48,9 +48,7 @@ pub(super) struct HeldConnection<'a, DB: Database> {
 
 impl<DB: Database> HeldConnections<DB> {
     pub(super) fn new(
-        pool: Pool<DB>,
-        count: usize,
-        ping_after_idle: Option<Duration>,
+        pool: Pool<DB>, count: usize, ping_after_idle: Option<Duration>,
         prepare: Option<Prepare<DB>>,
     ) -> Self {
         Self {

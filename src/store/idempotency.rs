@@ -9,9 +9,7 @@ use crate::model::{IdempotencyKey, Item};
 
 /// Answers a repeated idempotency key from what the first request stored.
 pub(super) fn first_response(
-    key: &IdempotencyKey,
-    fingerprint: Vec<u8>,
-    response: Option<String>,
+    key: &IdempotencyKey, fingerprint: Vec<u8>, response: Option<String>,
 ) -> Result<String, StoreError> {
     if fingerprint != key.fingerprint {
         return Err(StoreError::IdempotencyKeyReused);
@@ -60,8 +58,7 @@ pub(super) enum FirstAppend {
 }
 
 pub(super) fn first_append(
-    key: &IdempotencyKey,
-    response: &str,
+    key: &IdempotencyKey, response: &str,
 ) -> Result<FirstAppend, StoreError> {
     let corrupt =
         |e: serde_json::Error| StoreError::Corrupt(format!("idempotency key {}: {e}", key.key));

@@ -80,10 +80,7 @@ pub trait SessionStore:
     /// Newest first unless the page asks otherwise; ties on `created_at` are broken by
     /// insertion order, so pages never skip or repeat a session.
     async fn list_sessions(
-        &self,
-        tenant: &str,
-        filter: &SessionFilter,
-        page: &PageRequest,
+        &self, tenant: &str, filter: &SessionFilter, page: &PageRequest,
     ) -> Result<Page<Session>>;
 
     /// Applies the patch under a row lock, so concurrent patches never lose a key.
@@ -92,59 +89,38 @@ pub trait SessionStore:
     /// the session exists at that revision, else fails with
     /// [`StoreError::RevisionMismatch`] having written nothing.
     async fn update_session(
-        &self,
-        tenant: &str,
-        id: &SessionId,
-        patch: SessionPatch,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, id: &SessionId, patch: SessionPatch, if_match: Option<IfMatch>,
     ) -> Result<Session>;
 
     /// Deletes the session with all its items and runs.
     async fn delete_session(
-        &self,
-        tenant: &str,
-        id: &SessionId,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, id: &SessionId, if_match: Option<IfMatch>,
     ) -> Result<()>;
 
     /// Appends the items in order, in one transaction, creating the session if absent.
     /// Their `seq`s are contiguous: a concurrent append never lands between them.
     /// With a key seen before, nothing is appended and the first append is returned.
     async fn append_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        items: Vec<ItemBody>,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<Appended>;
 
     async fn list_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        page: &PageRequest,
+        &self, tenant: &str, session_id: &SessionId, page: &PageRequest,
     ) -> Result<Page<Item>>;
 
     async fn get_item(&self, tenant: &str, session_id: &SessionId, item_id: Uuid) -> Result<Item>;
 
     /// Deletes the item, and the compactions that summarise it.
     async fn delete_item(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        item_id: Uuid,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, item_id: Uuid,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<()>;
 
     /// Removes and returns the newest item, and the compactions that summarise it.
     /// Concurrent pops each get a different item.
     async fn pop_last_item(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        idempotency: Option<IdempotencyKey>,
+        &self, tenant: &str, session_id: &SessionId, idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<Item>;
 
@@ -152,34 +128,21 @@ pub trait SessionStore:
     /// the finished run made from it go, as on a delete. Returns the item and the new
     /// revision.
     async fn replace_item(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        item_id: Uuid,
-        body: ItemBody,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, item_id: Uuid, body: ItemBody,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<(Item, i64)>;
 
     /// Replaces the whole history, or what follows the item `after`, with `items`, in
     /// one transaction (creating the session if absent, as an append): the new items
     /// get seqs above every seq the session has used.
     async fn replace_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        items: Vec<ItemBody>,
-        after: Option<Uuid>,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>, after: Option<Uuid>,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<Appended>;
 
     /// Removes every item and keeps the session; its compactions go with them.
     async fn clear_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        idempotency: Option<IdempotencyKey>,
+        &self, tenant: &str, session_id: &SessionId, idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<()>;
 

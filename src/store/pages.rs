@@ -113,9 +113,7 @@ pub(super) async fn read_item_rows(
 /// cursor that names no row of it (`cursor_row` looks that row up). Neither means the
 /// page is simply empty. Only empty pages pay for this.
 pub(super) async fn explain_empty_page<T>(
-    store: &dyn SessionStore,
-    tenant: &str,
-    session_id: &SessionId,
+    store: &dyn SessionStore, tenant: &str, session_id: &SessionId,
     cursor_row: Option<impl Future<Output = Result<T>>>,
 ) -> Result<i64> {
     if let Some(lookup) = cursor_row {
@@ -127,9 +125,7 @@ pub(super) async fn explain_empty_page<T>(
 /// Finds why a page of agents after or before `cursor` came back empty: the cursor names
 /// no agent.
 pub(super) async fn explain_empty_agent_page(
-    store: &dyn SessionStore,
-    tenant: &str,
-    cursor: &str,
+    store: &dyn SessionStore, tenant: &str, cursor: &str,
 ) -> Result<()> {
     cursor_named(store.get_agent(tenant, cursor).await)
 }

@@ -65,10 +65,7 @@ impl PayloadCodec {
     /// The stored form of `plain` (borrowed or owned), a payload of `tenant` kept in
     /// `column`.
     pub fn seal<'a>(
-        &self,
-        tenant: &str,
-        column: Column,
-        plain: impl Into<Cow<'a, str>>,
+        &self, tenant: &str, column: Column, plain: impl Into<Cow<'a, str>>,
     ) -> Result<Cow<'a, str>, StoreError> {
         let plain = plain.into();
         match &self.keyring {

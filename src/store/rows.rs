@@ -106,9 +106,7 @@ pub(super) struct ExpiryColumns {
 /// The retention columns of a session made at `created_at` and last active at
 /// `last_active_at`.
 pub(super) fn expiry_columns(
-    expiry: Option<ExpiresAfter>,
-    created_at: Timestamp,
-    last_active_at: Timestamp,
+    expiry: Option<ExpiresAfter>, created_at: Timestamp, last_active_at: Timestamp,
 ) -> ExpiryColumns {
     match expiry {
         Some(e) => ExpiryColumns {
@@ -177,9 +175,7 @@ impl MarkedItemRow {
 
 /// Items from their rows, their payloads opened.
 pub(super) fn open_items(
-    codec: &PayloadCodec,
-    tenant: &str,
-    rows: Vec<ItemRow>,
+    codec: &PayloadCodec, tenant: &str, rows: Vec<ItemRow>,
 ) -> Result<Vec<Item>, StoreError> {
     rows.into_iter().map(|row| row.into_item(codec, tenant)).collect()
 }
@@ -237,10 +233,7 @@ pub(super) struct CompactionRow {
 impl CompactionRow {
     /// The compaction of `session_id`, its summary opened.
     pub(super) fn into_compaction(
-        self,
-        codec: &PayloadCodec,
-        tenant: &str,
-        session_id: &str,
+        self, codec: &PayloadCodec, tenant: &str, session_id: &str,
     ) -> Result<Compaction, StoreError> {
         Ok(Compaction {
             id: self.id,

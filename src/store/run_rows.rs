@@ -66,9 +66,7 @@ impl RunRow {
     /// The stored document, with the columns that change without it (status, times)
     /// taken from the columns.
     pub(super) fn into_record(
-        self,
-        codec: &PayloadCodec,
-        tenant: &str,
+        self, codec: &PayloadCodec, tenant: &str,
     ) -> Result<RunRecord, StoreError> {
         let body = codec.open(tenant, Column::RunBody, self.body)?;
         let mut record: RunRecord = serde_json::from_str(&body)
@@ -127,9 +125,7 @@ pub(super) struct ClaimedRunRow {
 
 impl ClaimedRunRow {
     pub(super) fn into_claim(
-        self,
-        codec: &PayloadCodec,
-        worker: Uuid,
+        self, codec: &PayloadCodec, worker: Uuid,
     ) -> Result<Claim, StoreError> {
         let locked = self.locked;
         let record = locked.run.into_record(codec, &locked.tenant_id)?;
@@ -188,9 +184,7 @@ impl NewRunRow<'_> {
 
 /// The record of a new, queued run and its `run.created` event.
 pub(super) fn new_run(
-    session_id: &SessionId,
-    run: NewRun,
-    now: DateTime<Utc>,
+    session_id: &SessionId, run: NewRun, now: DateTime<Utc>,
 ) -> (RunRecord, RunEvent) {
     let record = RunRecord {
         run: Run {
@@ -226,11 +220,7 @@ pub(super) fn new_run(
 /// `worker`: its one event so far is `run.created`. `history_empty` when its session
 /// had no items then.
 pub(super) fn claim_new(
-    tenant: &str,
-    run_pk: i64,
-    worker: Uuid,
-    mut record: RunRecord,
-    now: DateTime<Utc>,
+    tenant: &str, run_pk: i64, worker: Uuid, mut record: RunRecord, now: DateTime<Utc>,
     history_empty: bool,
 ) -> Claim {
     record.run.status = RunStatus::Running;
@@ -295,10 +285,7 @@ pub(super) struct DeliveryPayload {
 /// The delivery that writing `record` queues, sealed, with its id: when the run has a
 /// completion webhook and the write finishes or pauses it.
 pub(super) fn webhook_delivery(
-    codec: &PayloadCodec,
-    tenant: &str,
-    record: &RunRecord,
-    now: DateTime<Utc>,
+    codec: &PayloadCodec, tenant: &str, record: &RunRecord, now: DateTime<Utc>,
 ) -> Result<Option<(Uuid, String)>, StoreError> {
     let status = record.run.status;
     let Some(webhook) = &record.config.webhook else { return Ok(None) };

@@ -28,13 +28,8 @@ pub trait RunStore: Send + Sync {
     /// session has an agent is not created, [`super::StoreError::SessionHasAgent`] names
     /// the agent.
     async fn create_run(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run: NewRun,
-        if_busy: IfBusy,
-        start: Option<StartNow>,
-        agentless: bool,
+        &self, tenant: &str, session_id: &SessionId, run: NewRun, if_busy: IfBusy,
+        start: Option<StartNow>, agentless: bool,
     ) -> Result<CreatedRun>;
 
     async fn get_run(&self, tenant: &str, session_id: &SessionId, run_id: Uuid) -> Result<Run>;
@@ -55,19 +50,12 @@ pub trait RunStore: Send + Sync {
 
     /// Newest first unless the page asks otherwise.
     async fn list_runs(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        page: &PageRequest,
+        &self, tenant: &str, session_id: &SessionId, page: &PageRequest,
     ) -> Result<Page<Run>>;
 
     /// The run's events after `after`, oldest first, and its status when they were read.
     async fn run_events(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        after: i64,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, after: i64,
     ) -> Result<(Vec<RunEvent>, RunStatus)>;
 
     /// Stops an unfinished run that no worker of this process holds; a worker elsewhere
@@ -76,32 +64,21 @@ pub trait RunStore: Send + Sync {
     /// its Idempotency-Key, and returns it as it was, cancelled. Fails with
     /// [`super::StoreError::RunFinished`].
     async fn stop_run(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        action: StopAction,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, action: StopAction,
     ) -> Result<Run>;
 
     /// Rolls back a run that a worker of this process has just cancelled for it, as
     /// `stop_run` rolls back an unfinished one. Fails with
     /// [`super::StoreError::RunFinished`] unless the run is cancelled.
     async fn forget_cancelled_run(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid,
     ) -> Result<Run>;
 
     /// Answers a `requires_action` run's tool calls (with their outputs or approvals) and
     /// hands it back to the workers. Returns the run and the seq of its last event: the
     /// continuation's events follow it.
     async fn answer_run(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        answer: &RunAnswer,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, answer: &RunAnswer,
         trace_parent: Option<String>,
     ) -> Result<(Run, i64)>;
 
@@ -109,10 +86,7 @@ pub trait RunStore: Send + Sync {
     /// the tenants with the fewest runs executing (and fewer than `tenant_limit`), the
     /// oldest run. So tenants take turns, and one with many queued runs starves none.
     async fn claim_run(
-        &self,
-        worker: Uuid,
-        lease: Duration,
-        tenant_limit: Option<NonZeroU32>,
+        &self, worker: Uuid, lease: Duration, tenant_limit: Option<NonZeroU32>,
     ) -> Result<Option<Claim>>;
 
     /// Extends the lease; false when it was lost.
@@ -137,11 +111,7 @@ pub trait RunStore: Send + Sync {
     /// run as executing when it orders the tenants. A run it claimed that cannot be taken
     /// up goes back to the queue as it was.
     async fn finish_run(
-        &self,
-        claim: &Claim,
-        record: &RunRecord,
-        events: &[RunEvent],
-        next_lease: Option<Duration>,
+        &self, claim: &Claim, record: &RunRecord, events: &[RunEvent], next_lease: Option<Duration>,
     ) -> Result<Finished>;
 
     /// The input steered into the claimed run after number `after` (see

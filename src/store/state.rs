@@ -24,10 +24,7 @@ pub trait StateStore {
     /// The session's state document and revision, and when `owners` its user's and
     /// app's documents, all in one snapshot.
     async fn session_state(
-        &self,
-        tenant: &str,
-        id: &SessionId,
-        owners: bool,
+        &self, tenant: &str, id: &SessionId, owners: bool,
     ) -> Result<StateSnapshot>;
 
     /// An append (as `SessionStore::append_items`) that may also name the session's
@@ -36,29 +33,18 @@ pub trait StateStore {
     /// state write is such an append; its state changes under the session's row lock,
     /// so concurrent merge patches never lose a member.
     async fn append_with_state(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        items: Vec<ItemBody>,
-        changes: StateChanges,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, items: Vec<ItemBody>, changes: StateChanges,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<Appended>;
 
     /// An app's or a user's document and its revision.
     async fn owner_state(
-        &self,
-        tenant: &str,
-        document: &OwnerDocument,
+        &self, tenant: &str, document: &OwnerDocument,
     ) -> Result<(StateDocument, i64)>;
 
     /// Changes an app's or a user's document under its row lock, creating it if absent
     /// (unless `if_match`, which an absent document never meets).
     async fn write_owner_state(
-        &self,
-        tenant: &str,
-        document: &OwnerDocument,
-        write: StateWrite,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, document: &OwnerDocument, write: StateWrite, if_match: Option<IfMatch>,
     ) -> Result<(StateDocument, i64)>;
 }

@@ -43,10 +43,7 @@ pub fn failed(span: &Span, error_type: &str) {
 /// Records a span that began before the trace it belongs to was known: `parent` is a
 /// stored [`traceparent`]; it ends now.
 pub fn record_span(
-    name: &'static str,
-    began: SystemTime,
-    parent: Option<&str>,
-    attributes: Vec<KeyValue>,
+    name: &'static str, began: SystemTime, parent: Option<&str>, attributes: Vec<KeyValue>,
 ) {
     let parent = parent.map_or_else(Context::new, stored);
     let tracer = global::tracer(env!("CARGO_PKG_NAME"));

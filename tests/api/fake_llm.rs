@@ -175,9 +175,7 @@ fn lock(state: &Mutex<Script>) -> MutexGuard<'_, Script> {
 }
 
 async fn chat_completions(
-    State(state): State<Arc<Mutex<Script>>>,
-    headers: HeaderMap,
-    body: Bytes,
+    State(state): State<Arc<Mutex<Script>>>, headers: HeaderMap, body: Bytes,
 ) -> Response {
     let (reply, streamed) = {
         let mut script = lock(&state);

@@ -98,8 +98,7 @@ impl TestDb {
     /// The same database through a store that keeps payloads with `codec` and gives
     /// new sessions `expiry` unless they ask for another.
     pub async fn reopen_with(
-        &self,
-        codec: agent_sessions::store::PayloadCodec,
+        &self, codec: agent_sessions::store::PayloadCodec,
         expiry: Option<agent_sessions::model::ExpiresAfter>,
     ) -> Self {
         let store: Arc<dyn SessionStore> = match &self.raw {

@@ -42,8 +42,7 @@ fn request() -> ChatRequest {
 
 /// Runs one completion and returns it with the deltas the channel received.
 async fn complete(
-    settings: LlmSettings,
-    request: &ChatRequest,
+    settings: LlmSettings, request: &ChatRequest,
 ) -> (Result<Completion, LlmError>, Vec<String>) {
     let client = OpenAiClient::new(settings).expect("a client");
     let (tx, mut rx) = mpsc::unbounded_channel();

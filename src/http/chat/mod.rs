@@ -67,9 +67,7 @@ pub fn waiting_router() -> Router<AppState> {
         (status = 409, response = Conflict),
     ))]
 pub(super) async fn chat(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    AppJson(request): AppJson<ChatRequest>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, AppJson(request): AppJson<ChatRequest>,
 ) -> Result<Response> {
     let session = SessionId::parse("id", request.id.clone())?;
     let (run_id, after, answered, tools) = match request.ask()? {
@@ -96,11 +94,7 @@ pub(super) async fn chat(
 /// A user message's turn: a run with the message as its input, on the session's agent or
 /// the request's.
 async fn turn(
-    state: &AppState,
-    tenant: &str,
-    session: &SessionId,
-    request: &ChatRequest,
-    text: &str,
+    state: &AppState, tenant: &str, session: &SessionId, request: &ChatRequest, text: &str,
 ) -> Result<Started> {
     let input = run_items::user_message(text);
     let start = StartRun {
@@ -121,11 +115,7 @@ async fn turn(
 /// The tool results or approvals of the newest message, given to the paused run they
 /// answer: where its events go on from, and what it waited for.
 async fn answer(
-    state: &AppState,
-    tenant: &str,
-    session: &SessionId,
-    request: &ChatRequest,
-    run_id: Uuid,
+    state: &AppState, tenant: &str, session: &SessionId, request: &ChatRequest, run_id: Uuid,
 ) -> Result<(i64, RequiredAction)> {
     let run_error = |e| ApiError::from_runs(e, session.as_str(), Some(&run_id.to_string()));
     let run = state.runs.get(tenant, session, run_id).await.map_err(run_error)?;
@@ -158,8 +148,7 @@ async fn answer(
         (status = 400, response = BadRequest),
     ))]
 pub(super) async fn resume_stream(
-    State(state): State<AppState>,
-    session: TenantSession,
+    State(state): State<AppState>, session: TenantSession,
 ) -> Result<Response> {
     let active = newest_run(&state, &session)
         .await?
@@ -196,8 +185,7 @@ pub(super) struct MessagesPage {
     params(TenantSession, MessagesQuery),
     responses((status = 200, description = "The messages", body = MessagesPage), Lookup))]
 pub(super) async fn chat_messages(
-    State(state): State<AppState>,
-    session: TenantSession,
+    State(state): State<AppState>, session: TenantSession,
     query: std::result::Result<Query<MessagesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<MessagesPage>> {
     let limit = match query {
@@ -245,11 +233,7 @@ async fn client_tools(state: &AppState, tenant: &str, run_id: Uuid) -> Result<Ha
 }
 
 fn ui_message_stream(
-    state: &AppState,
-    tenant: &str,
-    session: &SessionId,
-    run_id: Uuid,
-    after: i64,
+    state: &AppState, tenant: &str, session: &SessionId, run_id: Uuid, after: i64,
     translator: UiMessageStream,
 ) -> Response {
     let events = state.runs.events(tenant, session, run_id, after);

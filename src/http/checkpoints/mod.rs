@@ -142,10 +142,8 @@ impl<S: Send + Sync> FromRequestParts<S> for NamedCheckpoint {
     request_body = PutCheckpointRequest,
     responses((status = 200, description = "Stored", body = CheckpointSaved), JsonBody, (status = 422, response = KeyReused)))]
 async fn put_checkpoint(
-    State(state): State<AppState>,
-    NamedCheckpoint { session, namespace, id }: NamedCheckpoint,
-    preconditions: Preconditions,
-    AppJsonText(request, text): AppJsonText<PutCheckpointRequest>,
+    State(state): State<AppState>, NamedCheckpoint { session, namespace, id }: NamedCheckpoint,
+    preconditions: Preconditions, AppJsonText(request, text): AppJsonText<PutCheckpointRequest>,
 ) -> Result<(Replayed, Json<CheckpointSaved>)> {
     let new = NewCheckpoint {
         namespace,
@@ -179,9 +177,7 @@ async fn put_checkpoint(
     request_body = PutWritesRequest,
     responses((status = 204, description = "Stored"), JsonBody, (status = 422, response = KeyReused)))]
 async fn put_writes(
-    State(state): State<AppState>,
-    named: NamedCheckpoint,
-    preconditions: Preconditions,
+    State(state): State<AppState>, named: NamedCheckpoint, preconditions: Preconditions,
     AppJsonText(request, text): AppJsonText<PutWritesRequest>,
 ) -> Result<(Replayed, NoContent)> {
     let writes: Vec<PendingWrite> = request
@@ -213,8 +209,7 @@ async fn put_writes(
         ("namespace" = Option<String>, Query, description = "The namespace (default: the root one, empty)")),
     responses((status = 200, description = "The checkpoint", body = Checkpoint), Lookup))]
 async fn get_checkpoint(
-    State(state): State<AppState>,
-    named: NamedCheckpoint,
+    State(state): State<AppState>, named: NamedCheckpoint,
 ) -> Result<Json<Checkpoint>> {
     let found = state.store.get_checkpoint(&named.session.tenant, named.at()).await;
     found.map(Json).map_err(|e| match e {
@@ -233,9 +228,7 @@ async fn get_checkpoint(
     params(TenantSession, CheckpointQuery),
     responses((status = 200, description = "Checkpoints, newest first", body = CheckpointList), Lookup))]
 async fn list(
-    State(state): State<AppState>,
-    session: TenantSession,
-    query: CheckpointQuery,
+    State(state): State<AppState>, session: TenantSession, query: CheckpointQuery,
 ) -> Result<Json<CheckpointList>> {
     let listed = state.store.list_checkpoints(&session.tenant, Some(&session.id), &query.filter);
     Ok(query.answer(listed.await.map_err(|e| session.store_error(e))?))
@@ -247,9 +240,7 @@ async fn list(
     params(TenantSession, IfMatchHeader),
     responses((status = 204, description = "Deleted"), Lookup))]
 async fn delete_all(
-    State(state): State<AppState>,
-    session: TenantSession,
-    IfMatchHeader(if_match): IfMatchHeader,
+    State(state): State<AppState>, session: TenantSession, IfMatchHeader(if_match): IfMatchHeader,
 ) -> Result<NoContent> {
     let deleted = state.store.delete_checkpoints(&session.tenant, &session.id, if_match).await;
     deleted.map(|_| NoContent).map_err(|e| session.store_error(e))

@@ -50,9 +50,7 @@ pub struct CheckpointsDeleted {
 #[utoipa::path(get, path = "/v1/checkpoints", tag = "checkpoints", operation_id = "list_tenant_checkpoints", params(CheckpointQuery),
     responses((status = 200, description = "Checkpoints, newest first", body = CheckpointList), Lookup))]
 pub(crate) async fn list_all(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    query: CheckpointQuery,
+    State(state): State<AppState>, Tenant(tenant): Tenant, query: CheckpointQuery,
 ) -> Result<Json<CheckpointList>> {
     let listed = state.store.list_checkpoints(&tenant, None, &query.filter).await?;
     Ok(query.answer(listed))
@@ -63,8 +61,7 @@ pub(crate) async fn list_all(
     request_body = DeleteRunsRequest,
     responses((status = 200, description = "Deleted", body = CheckpointsDeleted), JsonBody))]
 pub(crate) async fn delete_runs(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    State(state): State<AppState>, Tenant(tenant): Tenant,
     AppJson(request): AppJson<DeleteRunsRequest>,
 ) -> Result<Json<CheckpointsDeleted>> {
     for (n, id) in request.run_ids.iter().enumerate() {
@@ -79,9 +76,7 @@ pub(crate) async fn delete_runs(
     request_body = PruneRequest,
     responses((status = 200, description = "Pruned", body = CheckpointsDeleted), JsonBody))]
 pub(crate) async fn prune(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    AppJson(request): AppJson<PruneRequest>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, AppJson(request): AppJson<PruneRequest>,
 ) -> Result<Json<CheckpointsDeleted>> {
     let ids = request
         .session_ids

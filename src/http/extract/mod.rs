@@ -52,8 +52,7 @@ impl IdempotencyHeader {
     /// The key with the fingerprint that `fingerprint` takes of the request; none when the
     /// request has no key.
     pub fn key(
-        &self,
-        fingerprint: impl FnOnce(&str) -> Result<IdempotencyKey, InvalidField>,
+        &self, fingerprint: impl FnOnce(&str) -> Result<IdempotencyKey, InvalidField>,
     ) -> Result<Option<IdempotencyKey>, ApiError> {
         let Some(key) = &self.0 else {
             return Ok(None);
@@ -110,8 +109,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for AppJsonText<T> {
 
 /// A JSON object body, parsed, and its bytes.
 async fn json_body<T: DeserializeOwned, S: Send + Sync>(
-    request: Request,
-    state: &S,
+    request: Request, state: &S,
 ) -> Result<(T, Bytes), ApiError> {
     if !is_json(request.headers()) {
         return Err(ApiError::UnsupportedMediaType);

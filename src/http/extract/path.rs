@@ -246,9 +246,7 @@ type PathParams = HashMap<String, String>;
 /// The parameters of the path, read once for all the ids an extractor takes; a path that
 /// cannot be read is blamed on `first`, the first of them.
 async fn path_params<S: Send + Sync>(
-    parts: &mut Parts,
-    state: &S,
-    first: &str,
+    parts: &mut Parts, state: &S, first: &str,
 ) -> Result<PathParams, ApiError> {
     let params = Path::<PathParams>::from_request_parts(parts, state).await;
     params

@@ -21,10 +21,7 @@ impl Preconditions {
     /// The key of a write of `target` to `session` with `body`; the revision it asks for
     /// is part of what a retry repeats.
     pub fn write_key(
-        &self,
-        session: &SessionId,
-        target: &str,
-        body: &str,
+        &self, session: &SessionId, target: &str, body: &str,
     ) -> Result<Option<IdempotencyKey>, ApiError> {
         let target = format!("{target}\0{:?}", self.if_match);
         self.idempotency.key(|key| IdempotencyKey::for_write(key, session, &target, body))

@@ -46,8 +46,7 @@ pub struct CompactRequest {
     request_body = CompactRequest,
     responses((status = 200, description = "The compacted history", body = Object), OpenAiErrors))]
 pub async fn compact(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    State(state): State<AppState>, Tenant(tenant): Tenant,
     AppJson(request): AppJson<CompactRequest>,
 ) -> Result<Json<Value>> {
     let items = compacted(&state, &tenant, &request).await?;

@@ -94,9 +94,7 @@ pub struct AddItems {
 
 /// The conversation of the path, which must exist.
 pub(super) async fn existing(
-    state: &AppState,
-    tenant: &str,
-    id: &str,
+    state: &AppState, tenant: &str, id: &str,
 ) -> Result<(SessionId, Session)> {
     let id = parse_id(id)?;
     match state.store.get_session(tenant, &id).await {
@@ -131,8 +129,7 @@ async fn taken(state: &AppState, tenant: &str, items: &Value) -> Result<Vec<Item
     request_body = CreateConversation,
     responses((status = 200, description = "The conversation", body = Conversation), OpenAiErrors))]
 async fn create(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    State(state): State<AppState>, Tenant(tenant): Tenant,
     AppJson(request): AppJson<CreateConversation>,
 ) -> Result<Json<Conversation>> {
     let metadata = Metadata::new(request.metadata.unwrap_or_default())?;
@@ -165,9 +162,7 @@ async fn create(
     params(("conversation_id" = String, Path, description = "The conversation id")),
     responses((status = 200, description = "The conversation", body = Conversation), OpenAiErrors))]
 async fn read(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
 ) -> Result<Json<Conversation>> {
     Ok(Json(existing(&state, &tenant, &id).await?.1.into()))
 }
@@ -178,9 +173,7 @@ async fn read(
     request_body = UpdateConversation,
     responses((status = 200, description = "The conversation", body = Conversation), OpenAiErrors))]
 async fn update(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
     AppJson(request): AppJson<UpdateConversation>,
 ) -> Result<Json<Conversation>> {
     let (id, session) = existing(&state, &tenant, &id).await?;
@@ -200,9 +193,7 @@ async fn update(
     params(("conversation_id" = String, Path, description = "The conversation id")),
     responses((status = 200, description = "Deleted", body = ConversationDeleted), OpenAiErrors))]
 async fn remove(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
 ) -> Result<Json<ConversationDeleted>> {
     let (id, _) = existing(&state, &tenant, &id).await?;
     match state.store.delete_session(&tenant, &id, None).await {
@@ -218,9 +209,7 @@ async fn remove(
     params(("conversation_id" = String, Path, description = "The conversation id"), ListQuery),
     responses((status = 200, description = "A page of items", body = List<Object>), OpenAiErrors))]
 async fn list_items(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
     query: ListQuery,
 ) -> Result<Json<List<Value>>> {
     let (id, _) = existing(&state, &tenant, &id).await?;
@@ -249,9 +238,7 @@ fn item_view(item: &Item) -> Value {
     request_body = AddItems,
     responses((status = 200, description = "The items added", body = List<Object>), OpenAiErrors))]
 async fn add_items(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
     AppJson(request): AppJson<AddItems>,
 ) -> Result<Json<List<Value>>> {
     let items = taken(&state, &tenant, &request.items).await?;
@@ -263,10 +250,7 @@ async fn add_items(
 
 /// The item of the path; text that is no UUID names no item.
 async fn item_of(
-    state: &AppState,
-    tenant: &str,
-    id: &str,
-    item_id: &str,
+    state: &AppState, tenant: &str, id: &str, item_id: &str,
 ) -> Result<(SessionId, Item)> {
     let (id, _) = existing(state, tenant, id).await?;
     let item = uuid::Uuid::parse_str(item_id).unwrap_or(uuid::Uuid::nil());
@@ -285,8 +269,7 @@ async fn item_of(
     ),
     responses((status = 200, description = "The item", body = Object), OpenAiErrors))]
 async fn read_item(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    State(state): State<AppState>, Tenant(tenant): Tenant,
     Segments((id, item_id)): Segments<(String, String)>,
 ) -> Result<Json<Value>> {
     Ok(Json(item_view(&item_of(&state, &tenant, &id, &item_id).await?.1)))
@@ -300,8 +283,7 @@ async fn read_item(
     ),
     responses((status = 200, description = "The conversation", body = Conversation), OpenAiErrors))]
 async fn delete_item(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    State(state): State<AppState>, Tenant(tenant): Tenant,
     Segments((id, item_id)): Segments<(String, String)>,
 ) -> Result<Json<Conversation>> {
     let (id, item) = item_of(&state, &tenant, &id, &item_id).await?;

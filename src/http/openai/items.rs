@@ -53,10 +53,7 @@ pub fn view(stored: &RawValue, id: &str) -> Value {
 /// The items of an `input` (a string, or a list of items) as the session keeps them.
 /// `field` names the input in errors.
 pub async fn input(
-    sealer: &Sealer,
-    tenant: &str,
-    field: &str,
-    input: &Value,
+    sealer: &Sealer, tenant: &str, field: &str, input: &Value,
 ) -> Result<Vec<ItemBody>> {
     let items = match input {
         Value::String(text) if text.is_empty() => {

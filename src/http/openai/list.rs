@@ -119,10 +119,7 @@ impl List<serde_json::Value> {
 
 impl<T: Serialize> List<T> {
     pub fn new(
-        data: Vec<T>,
-        first_id: Option<String>,
-        last_id: Option<String>,
-        more: bool,
+        data: Vec<T>, first_id: Option<String>, last_id: Option<String>, more: bool,
     ) -> Self {
         Self { object: "list", data, first_id, last_id, has_more: more }
     }

@@ -57,8 +57,7 @@ pub async fn list(State(state): State<AppState>) -> Json<ModelList> {
     params(("model" = String, Path, description = "The model's id, slashes included")),
     responses((status = 200, description = "The model", body = Model), OpenAiErrors))]
 pub async fn retrieve(
-    State(state): State<AppState>,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Segments(id): Segments<String>,
 ) -> Result<Json<Model>> {
     models(&state).into_iter().find(|model| model.id == id).map(Json).ok_or_else(|| {
         OpenAiError::Own {

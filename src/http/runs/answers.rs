@@ -43,9 +43,7 @@ pub struct ApprovalsRequest {
     params(TenantRun), request_body = ToolOutputsRequest,
     responses(Answered))]
 pub async fn submit_tool_outputs(
-    State(state): State<AppState>,
-    run: TenantRun,
-    AppJson(request): AppJson<ToolOutputsRequest>,
+    State(state): State<AppState>, run: TenantRun, AppJson(request): AppJson<ToolOutputsRequest>,
 ) -> Result<Response> {
     let stream = request.stream.unwrap_or(false);
     answer(state, run, RunAnswer::ToolOutputs(request.outputs), stream).await
@@ -58,9 +56,7 @@ pub async fn submit_tool_outputs(
     params(TenantRun), request_body = ApprovalsRequest,
     responses(Answered))]
 pub async fn submit_approvals(
-    State(state): State<AppState>,
-    run: TenantRun,
-    AppJson(request): AppJson<ApprovalsRequest>,
+    State(state): State<AppState>, run: TenantRun, AppJson(request): AppJson<ApprovalsRequest>,
 ) -> Result<Response> {
     let stream = request.stream.unwrap_or(false);
     answer(state, run, RunAnswer::Approvals(request.approvals), stream).await
@@ -101,10 +97,7 @@ impl IntoResponses for Answered {
 }
 
 async fn answer(
-    state: AppState,
-    run: TenantRun,
-    answer: RunAnswer,
-    stream: bool,
+    state: AppState, run: TenantRun, answer: RunAnswer, stream: bool,
 ) -> Result<Response> {
     let after = (state.runs.answer(&run.tenant, &run.session, run.id, &answer).await)
         .map_err(|e| run.runs_error(e))?;

@@ -16,9 +16,7 @@ use crate::runs::RunsError;
     params(TenantSession, ListQuery),
     responses((status = 200, description = "A page of runs", body = Page<Run>), Lookup))]
 pub async fn list_runs(
-    State(state): State<AppState>,
-    session: TenantSession,
-    query: ListQuery,
+    State(state): State<AppState>, session: TenantSession, query: ListQuery,
 ) -> Result<Json<Page<Run>>> {
     state.runs.list(&session.tenant, &session.id, &query.page(Order::Desc)).await.map(Json).map_err(
         |e| match e {
@@ -46,9 +44,7 @@ pub async fn get_run(State(state): State<AppState>, run: TenantRun) -> Result<Js
         (status = 409, response = Conflict),
     ))]
 pub async fn cancel_run(
-    State(state): State<AppState>,
-    run: TenantRun,
-    query: StopQuery,
+    State(state): State<AppState>, run: TenantRun, query: StopQuery,
 ) -> Result<Json<Run>> {
     let answer = state.runs.stop(&run.tenant, &run.session, run.id, query.action).await;
     answer.map(Json).map_err(|e| run.runs_error(e))

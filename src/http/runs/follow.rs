@@ -39,11 +39,7 @@ impl Mode {
 
 /// Answers with a run just started (or an earlier request's run) in `mode`.
 pub(super) async fn answer(
-    state: &AppState,
-    tenant: &str,
-    session_id: &SessionId,
-    started: Started,
-    mode: Mode,
+    state: &AppState, tenant: &str, session_id: &SessionId, started: Started, mode: Mode,
 ) -> Result<Response> {
     Ok(match mode {
         Mode::Background => accepted(started.run),
@@ -61,11 +57,7 @@ pub(super) async fn answer(
 
 /// Waits for the run to finish or need the client: 200; 202 once `RUN_WAIT_SECS` pass.
 pub(super) async fn wait(
-    state: &AppState,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
-    after: i64,
+    state: &AppState, tenant: &str, session_id: &SessionId, run_id: Uuid, after: i64,
 ) -> Result<Response> {
     let waited = state.runs.wait(tenant, session_id, run_id, after);
     settle(state, tenant, session_id, run_id, waited).await
@@ -73,10 +65,7 @@ pub(super) async fn wait(
 
 /// The run as `waited` ends it, or as it is when `RUN_WAIT_SECS` pass (202).
 async fn settle(
-    state: &AppState,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
+    state: &AppState, tenant: &str, session_id: &SessionId, run_id: Uuid,
     waited: impl Future<Output = Result<Run, RunsError>>,
 ) -> Result<Response> {
     let not_found = |e| ApiError::from_runs(e, session_id.as_str(), Some(&run_id.to_string()));
@@ -121,9 +110,7 @@ impl Translator for Native {
         Lookup,
     ))]
 pub async fn run_events(
-    State(state): State<AppState>,
-    run: TenantRun,
-    headers: HeaderMap,
+    State(state): State<AppState>, run: TenantRun, headers: HeaderMap,
 ) -> Result<Response> {
     let after = match headers.get("last-event-id") {
         None => 0,

@@ -92,9 +92,7 @@ pub struct CreateRunRequest {
         JsonWrite,
     ))]
 async fn create_run(
-    State(state): State<AppState>,
-    session: TenantSession,
-    preconditions: Preconditions,
+    State(state): State<AppState>, session: TenantSession, preconditions: Preconditions,
     AppJsonText(request, text): AppJsonText<CreateRunRequest>,
 ) -> Result<(Replayed, Response)> {
     let mode = Mode::new(request.stream.unwrap_or(false), request.background.unwrap_or(false))?;

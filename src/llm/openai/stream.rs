@@ -76,9 +76,7 @@ pub(super) struct Accumulator {
 impl Accumulator {
     /// Applies one event's data; `Ok(true)` means the stream is complete.
     pub(super) fn apply(
-        &mut self,
-        data: &str,
-        progress: &mpsc::UnboundedSender<Progress>,
+        &mut self, data: &str, progress: &mpsc::UnboundedSender<Progress>,
     ) -> Result<bool, LlmError> {
         if data.trim() == "[DONE]" {
             return Ok(true);

@@ -78,10 +78,7 @@ impl PreparedHistory {
 
     /// The messages of one LLM call with this history, as `build_messages` makes them.
     pub fn messages(
-        &self,
-        instructions: Option<&str>,
-        summary: Option<&str>,
-        current: &[Value],
+        &self, instructions: Option<&str>, summary: Option<&str>, current: &[Value],
         max_input_tokens: Option<u64>,
     ) -> Result<Messages, ContextTooLong> {
         let (settled, unsettled) = (&self.settled, &self.unsettled);
@@ -91,10 +88,7 @@ impl PreparedHistory {
 
     /// The estimated tokens of all the messages of an LLM call with this history.
     pub fn estimated_tokens(
-        &self,
-        instructions: Option<&str>,
-        summary: Option<&str>,
-        current: &[Value],
+        &self, instructions: Option<&str>, summary: Option<&str>, current: &[Value],
     ) -> u64 {
         let (settled, unsettled) = (&self.settled, &self.unsettled);
         assemble(instructions, summary, settled, unsettled, current, None).map_or(0, |(_, t)| t)

@@ -87,12 +87,8 @@ fn sse(response: reqwest::Response) -> BoxStream<'static, Result<Sse, SseError>>
 impl McpHttp {
     /// A request with the configured headers, the session and one `traceparent`.
     fn request(
-        &self,
-        builder: reqwest::RequestBuilder,
-        traceparent: Option<&HeaderValue>,
-        session_id: Option<&str>,
-        auth: Option<String>,
-        custom: HashMap<HeaderName, HeaderValue>,
+        &self, builder: reqwest::RequestBuilder, traceparent: Option<&HeaderValue>,
+        session_id: Option<&str>, auth: Option<String>, custom: HashMap<HeaderName, HeaderValue>,
     ) -> reqwest::RequestBuilder {
         let traceparent = traceparent.or(self.traceparent.as_ref());
         let mut builder = builder;
@@ -119,12 +115,8 @@ impl StreamableHttpClient for McpHttp {
     type Error = reqwest::Error;
 
     async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth: Option<String>,
-        custom: HashMap<HeaderName, HeaderValue>,
+        &self, uri: Arc<str>, message: ClientJsonRpcMessage, session_id: Option<Arc<str>>,
+        auth: Option<String>, custom: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, Error> {
         let body = serde_json::to_value(&message)?;
         let own_context = (body.pointer("/params/_meta/traceparent"))
@@ -188,10 +180,7 @@ impl StreamableHttpClient for McpHttp {
     }
 
     async fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        auth: Option<String>,
+        &self, uri: Arc<str>, session_id: Arc<str>, auth: Option<String>,
         custom: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Error> {
         let delete =
@@ -208,12 +197,8 @@ impl StreamableHttpClient for McpHttp {
     /// starts itself (progress, log lines) is not opened, as tool calls do not need it
     /// and it would hold a connection per server for the whole run.
     async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        auth: Option<String>,
-        custom: HashMap<HeaderName, HeaderValue>,
+        &self, uri: Arc<str>, session_id: Option<Arc<str>>, last_event_id: Option<String>,
+        auth: Option<String>, custom: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Error> {
         let Some(last_event_id) = last_event_id else {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);

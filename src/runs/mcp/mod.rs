@@ -76,9 +76,7 @@ pub(super) async fn discover(exec: &mut Execution, sessions: &mut McpSessions, c
 /// Makes the calls at once, adding each one's `mcp_call` item as it answers: an
 /// interruption keeps the calls that finished.
 pub(super) async fn run_calls(
-    exec: &mut Execution,
-    sessions: &mut McpSessions,
-    calls: Vec<McpCall<'_>>,
+    exec: &mut Execution, sessions: &mut McpSessions, calls: Vec<McpCall<'_>>,
 ) {
     if calls.is_empty() {
         return;

@@ -165,10 +165,7 @@ impl McpSessions {
 
     /// Calls the server's tool `name`: its result as text, or why there is none.
     pub async fn call(
-        &self,
-        server: &McpTool,
-        name: &str,
-        arguments: &str,
+        &self, server: &McpTool, name: &str, arguments: &str,
     ) -> Result<String, String> {
         let label = &server.server_label;
         let client =

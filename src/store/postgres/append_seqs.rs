@@ -37,9 +37,7 @@ pub(super) struct Reserved {
 /// Rows are locked in `pk` order, as a single append's one lock and any replica's
 /// combined appends take them, so that two combined appends never deadlock.
 pub(super) async fn reserve_many<'a>(
-    conn: &mut PgConnection,
-    counts: &HashMap<(&'a str, &'a str), Counts>,
-    now: Timestamp,
+    conn: &mut PgConnection, counts: &HashMap<(&'a str, &'a str), Counts>, now: Timestamp,
 ) -> Result<HashMap<(&'a str, &'a str), Reserved>> {
     static RESERVE: LazyLock<String> = LazyLock::new(|| {
         format!(

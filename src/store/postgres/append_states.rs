@@ -19,10 +19,7 @@ pub(super) struct States<'a> {
 impl<'a> States<'a> {
     /// Takes the state a session is at when the batch begins (sealed; none: empty).
     pub fn begin(
-        &mut self,
-        codec: &PayloadCodec,
-        session: (&'a str, &'a str),
-        session_pk: i64,
+        &mut self, codec: &PayloadCodec, session: (&'a str, &'a str), session_pk: i64,
         stored: Option<String>,
     ) -> Result<()> {
         let document = open_state(codec, session.0, Column::SessionState, stored)?;
@@ -32,9 +29,7 @@ impl<'a> States<'a> {
 
     /// Applies one append's write to its session's state; answers the state after it.
     pub fn apply(
-        &mut self,
-        session: (&'a str, &'a str),
-        write: &StateWrite,
+        &mut self, session: (&'a str, &'a str), write: &StateWrite,
     ) -> Result<StateDocument> {
         let (_, document) = self.documents.get_mut(&session).expect("a session begun");
         *document = write.apply(document)?;

@@ -22,11 +22,8 @@ use crate::store::{Appended, Result};
 /// Makes the appends in the transaction on `conn`. An append whose idempotency key an
 /// earlier request claimed is left out (`None`), for its caller to answer alone.
 pub(super) async fn append_many(
-    conn: &mut PgConnection,
-    codec: &PayloadCodec,
-    default_expiry: Option<ExpiresAfter>,
-    appends: &[Append],
-    now: Timestamp,
+    conn: &mut PgConnection, codec: &PayloadCodec, default_expiry: Option<ExpiresAfter>,
+    appends: &[Append], now: Timestamp,
 ) -> Result<Vec<Option<Appended>>> {
     if !appends.iter().all(Append::is_bulk) {
         // An append the bulk statements do not make (a condition, owners, an owner's
@@ -146,9 +143,7 @@ async fn lock_sessions(conn: &mut PgConnection, appends: &[Append]) -> Result<()
 /// Claims the appends' idempotency keys; false for an append whose key an earlier
 /// request holds. Appends without a key are always true.
 async fn claim_keys(
-    conn: &mut PgConnection,
-    appends: &[Append],
-    now: Timestamp,
+    conn: &mut PgConnection, appends: &[Append], now: Timestamp,
 ) -> Result<Vec<bool>> {
     let keyed: Vec<(&str, &IdempotencyKey)> =
         appends.iter().filter_map(|a| Some((a.tenant.as_str(), a.idempotency.as_ref()?))).collect();
@@ -229,10 +224,7 @@ async fn insert_rows(conn: &mut PgConnection, rows: Rows<'_>, now: Timestamp) ->
 
 /// Stores, for each append written with a key, where its items went.
 async fn keep_responses(
-    conn: &mut PgConnection,
-    codec: &PayloadCodec,
-    written: &[&Append],
-    made: &[Made],
+    conn: &mut PgConnection, codec: &PayloadCodec, written: &[&Append], made: &[Made],
 ) -> Result<()> {
     let mut tenants = Vec::new();
     let mut keys = Vec::new();

@@ -58,10 +58,7 @@ fn claim_ctes(worker: &str, expires: &str, now: &str, limit: &str) -> String {
 /// turns on an advisory lock: two replicas counting a tenant's executing runs at once
 /// could both see room for one more.
 pub(super) async fn claim_next(
-    pool: &PgPool,
-    worker: Uuid,
-    lease_expires_at: Timestamp,
-    now: Timestamp,
+    pool: &PgPool, worker: Uuid, lease_expires_at: Timestamp, now: Timestamp,
     tenant_limit: Option<i64>,
 ) -> Result<Option<ClaimedRunRow>> {
     static CLAIM: LazyLock<String> = LazyLock::new(|| {
@@ -104,13 +101,8 @@ const CLAIM_LOCK: i64 = 0x6167_656e_7473;
 /// it was before the finish: a run queued behind the finished one on its session is left
 /// to a claim of its own, and the finished run still counts as executing.
 pub(super) async fn finish(
-    pool: &PgPool,
-    codec: &PayloadCodec,
-    claim: &Claim,
-    record: &RunRecord,
-    events: &[RunEvent],
-    now: Timestamp,
-    next: Option<(Timestamp, Timestamp)>,
+    pool: &PgPool, codec: &PayloadCodec, claim: &Claim, record: &RunRecord, events: &[RunEvent],
+    now: Timestamp, next: Option<(Timestamp, Timestamp)>,
 ) -> Result<(bool, NextRun)> {
     let lease = Some(claim.worker);
     let write = |mut conn: PoolConnection<Postgres>| async move {

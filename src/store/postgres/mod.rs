@@ -119,9 +119,7 @@ impl PgStore {
 
     /// Connects as `connect` does, with `deadline` for each database operation.
     pub async fn connect_within(
-        url: &str,
-        max_connections: u32,
-        deadline: Duration,
+        url: &str, max_connections: u32, deadline: Duration,
     ) -> Result<Self> {
         let millis = |d: Duration| format!("{}ms", d.as_millis());
         let options = PgConnectOptions::from_str(url)?.options([
@@ -242,12 +240,8 @@ fn plan_pages_once(conn: &mut PgConnection) -> BoxFuture<'_, sqlx::Result<()>> {
 /// Inserts an append's items in one statement, whatever their number, so that it is
 /// prepared once.
 async fn insert_items(
-    conn: &mut PgConnection,
-    tenant: &str,
-    session_pk: i64,
-    items: &[Item],
-    bodies: &[Cow<'_, str>],
-    now: Timestamp,
+    conn: &mut PgConnection, tenant: &str, session_pk: i64, items: &[Item],
+    bodies: &[Cow<'_, str>], now: Timestamp,
 ) -> Result<()> {
     sqlx::query(
         r"insert into items (id, tenant_id, session_pk, seq, created_at, body)
@@ -268,9 +262,7 @@ async fn insert_items(
 /// (one GIN index of tenant and metadata serves the filter); answers the columns the
 /// listing is ordered by.
 fn push_listed_sessions(
-    query: &mut QueryBuilder<'_, Postgres>,
-    tenant: &str,
-    metadata: &[(String, String)],
+    query: &mut QueryBuilder<'_, Postgres>, tenant: &str, metadata: &[(String, String)],
 ) -> [&'static str; 2] {
     query.push("sessions where tenant_id = ").push_bind(tenant.to_owned());
     for (key, value) in metadata {
@@ -291,8 +283,7 @@ const FIRST_ROW: &str = "(0,0)";
 /// The values of a payload column by the key id each is under (none: a plain value),
 /// counted by the server.
 async fn count_by_key_id(
-    pool: &PgPool,
-    payload: &PayloadColumn,
+    pool: &PgPool, payload: &PayloadColumn,
 ) -> Result<BTreeMap<Option<String>, u64>> {
     let PayloadColumn { alias, from, .. } = payload;
     let value = format!("{alias}.{}", payload.value);

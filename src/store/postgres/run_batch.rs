@@ -28,10 +28,7 @@ use crate::store::Result;
 /// session is told from what was committed when the upsert began; `insert_runs` looks
 /// again under the lock.
 pub(super) async fn upsert_run_sessions(
-    conn: &mut PgConnection,
-    creations: &[Creation],
-    retention: ExpiryColumns,
-    now: Timestamp,
+    conn: &mut PgConnection, creations: &[Creation], retention: ExpiryColumns, now: Timestamp,
 ) -> Result<Vec<Option<(i64, bool)>>> {
     static UPSERT: LazyLock<String> = LazyLock::new(|| {
         format!(
@@ -86,9 +83,7 @@ pub(super) async fn upsert_run_sessions(
 /// (the sessions' row locks, taken by `upsert_run_sessions`, order them). None for a run
 /// that was not inserted: its session is busy and it would not queue.
 pub(super) async fn insert_runs(
-    conn: &mut PgConnection,
-    codec: &PayloadCodec,
-    runs: &[NewRunRow<'_>],
+    conn: &mut PgConnection, codec: &PayloadCodec, runs: &[NewRunRow<'_>],
 ) -> Result<Vec<Option<InsertedRun>>> {
     static INSERT: LazyLock<String> = LazyLock::new(|| {
         format!(

@@ -23,9 +23,7 @@ use crate::store::{Result, RunFlush};
 /// and the run would not queue (see [`NewRunRow`]). Under the session's row lock, taken
 /// by an earlier statement, this statement's snapshot holds every committed run.
 pub(super) async fn insert_run(
-    conn: &mut PgConnection,
-    codec: &PayloadCodec,
-    run: NewRunRow<'_>,
+    conn: &mut PgConnection, codec: &PayloadCodec, run: NewRunRow<'_>,
 ) -> Result<Option<InsertedRun>> {
     static INSERT: LazyLock<String> = LazyLock::new(|| {
         format!(
@@ -75,14 +73,8 @@ pub(super) async fn insert_run(
 /// when the lease was lost.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn write_run(
-    conn: &mut PgConnection,
-    codec: &PayloadCodec,
-    tenant: &str,
-    run_pk: i64,
-    record: &RunRecord,
-    events: &[RunEvent],
-    lease: Option<Uuid>,
-    now: Timestamp,
+    conn: &mut PgConnection, codec: &PayloadCodec, tenant: &str, run_pk: i64, record: &RunRecord,
+    events: &[RunEvent], lease: Option<Uuid>, now: Timestamp,
 ) -> Result<bool> {
     static WRITE: LazyLock<String> = LazyLock::new(|| format!("{} select 1 from r", *WRITE_RUN));
     let write = WriteRun { sql: &WRITE, codec, tenant, run_pk, record, events, lease, now };
@@ -143,9 +135,7 @@ impl WriteRun<'_> {
     /// Runs the statement with the write's parameters and those `more` binds after them;
     /// its row, if it returned one.
     pub(super) async fn fetch(
-        self,
-        conn: &mut PgConnection,
-        more: impl for<'q> FnOnce(PgQuery<'q>) -> PgQuery<'q>,
+        self, conn: &mut PgConnection, more: impl for<'q> FnOnce(PgQuery<'q>) -> PgQuery<'q>,
     ) -> Result<Option<PgRow>> {
         let Self { sql, codec, tenant, run_pk, record, events, lease, now } = self;
         let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
@@ -195,9 +185,7 @@ impl WriteRun<'_> {
 /// (`shared::runs::stored_through`). Only a run that made LLM requests since the last
 /// flush, about one flush in each model call, has its row updated, to count them.
 pub(super) async fn save_events(
-    pool: &PgPool,
-    codec: &PayloadCodec,
-    batches: &[RunFlush],
+    pool: &PgPool, codec: &PayloadCodec, batches: &[RunFlush],
 ) -> Result<Vec<bool>> {
     let (mut pks, mut workers, mut calls) = (Vec::new(), Vec::new(), Vec::new());
     let (mut owners, mut seqs, mut names, mut sealed) =

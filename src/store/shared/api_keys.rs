@@ -35,9 +35,7 @@ impl ApiKeyStore for Store {
     }
 
     async fn list_api_keys(
-        &self,
-        tenant: Option<&str>,
-        page: &PageRequest,
+        &self, tenant: Option<&str>, page: &PageRequest,
     ) -> Result<Page<ApiKey>> {
         let cursor = page.cursor_id().map(Uuid::parse_str).transpose();
         let Ok(cursor) = cursor else {

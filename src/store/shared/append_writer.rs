@@ -40,8 +40,7 @@ impl Writer for Writes {
     }
 
     async fn many(
-        &self,
-        appends: &[Append],
+        &self, appends: &[Append],
     ) -> std::result::Result<Vec<Option<Appended>>, BatchFailed> {
         let before = |e: StoreError| BatchFailed::BeforeCommit(e);
         let mut conn = self.connection.take().await.map_err(|e| before(e.into()))?;

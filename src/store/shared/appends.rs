@@ -24,11 +24,7 @@ use crate::store::{Appended, Result};
 /// its new revision.
 /// The update takes the row lock (Postgres) that orders concurrent appends.
 pub(crate) async fn reserve_seqs(
-    conn: &mut Conn,
-    tenant: &str,
-    id: &SessionId,
-    (count, steps): (i64, i64),
-    now: Timestamp,
+    conn: &mut Conn, tenant: &str, id: &SessionId, (count, steps): (i64, i64), now: Timestamp,
     expiry: Option<ExpiresAfter>,
 ) -> Result<(i64, i64, i64)> {
     // The append's hot path: its statement is made once.
@@ -76,10 +72,7 @@ pub(crate) async fn reserve_seqs(
 
 /// The items of an earlier append that still exist.
 async fn appended_items(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    seqs: &AppendedSeqs,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, seqs: &AppendedSeqs,
 ) -> Result<Vec<Item>> {
     let rows: Vec<ItemRow> = sqlx::query_as(&format!(
         r"select {ITEM_COLUMNS} from items
@@ -98,10 +91,7 @@ async fn appended_items(
 /// (creating the session with retention `default_expiry` if absent), writes its items
 /// and keeps the key's response.
 pub(crate) async fn append_in(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    default_expiry: Option<ExpiresAfter>,
-    append: &Append,
+    conn: &mut Conn, codec: &PayloadCodec, default_expiry: Option<ExpiresAfter>, append: &Append,
     now: Timestamp,
 ) -> Result<Appended> {
     let tenant = append.tenant.as_str();
@@ -156,9 +146,7 @@ pub(crate) async fn append_in(
 /// An append of no items and no state: it changes nothing, not even the revision, but
 /// records its key, so that a client can make an empty operation once.
 async fn record_nothing(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    append: &Append,
+    conn: &mut Conn, codec: &PayloadCodec, append: &Append,
 ) -> Result<Appended> {
     let tenant = append.tenant.as_str();
     let found: Option<(i64, i64)> = sqlx::query_as(&format!(
@@ -183,11 +171,7 @@ async fn record_nothing(
 /// Changes the state of the session `session_pk`, whose row the caller has locked;
 /// returns the new state.
 async fn write_state(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    session_pk: i64,
-    write: &StateWrite,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, session_pk: i64, write: &StateWrite,
 ) -> Result<StateDocument> {
     let stored: Option<String> = sqlx::query_scalar("select state from sessions where pk = $1")
         .bind(session_pk)

@@ -27,9 +27,7 @@ impl AtRestStore for Store {
     }
 
     async fn reencrypt(
-        &self,
-        batch: usize,
-        progress: &(dyn Fn(Progress) + Send + Sync),
+        &self, batch: usize, progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<u64> {
         let Some(prefix) = self.codec.current_prefix() else {
             return Ok(0);
@@ -53,10 +51,7 @@ impl Store {
         clippy::clone_on_copy
     )]
     async fn reencrypt_column(
-        &self,
-        payload: &PayloadColumn,
-        prefix: &str,
-        batch: usize,
+        &self, payload: &PayloadColumn, prefix: &str, batch: usize,
         progress: &(dyn Fn(Progress) + Send + Sync),
     ) -> Result<u64> {
         let value = format!("{}.{}", payload.alias, payload.value);
@@ -94,9 +89,7 @@ impl Store {
     /// Seals each value again under the current key, in one short
     /// transaction; a value changed or deleted since it was read is left.
     async fn rewrite(
-        &self,
-        payload: &PayloadColumn,
-        rows: &[(RowId, String, String)],
+        &self, payload: &PayloadColumn, rows: &[(RowId, String, String)],
     ) -> Result<u64> {
         let sql = format!(
             "update {} set {value} = $2 where {ROW_ID} = $1{ROW_BIND} and {value} = $3",

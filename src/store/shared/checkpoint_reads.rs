@@ -60,10 +60,7 @@ pub(super) async fn get(store: &Store, tenant: &str, at: CheckpointRef<'_>) -> R
 }
 
 pub(super) async fn list(
-    store: &Store,
-    tenant: &str,
-    session_id: Option<&SessionId>,
-    filter: &CheckpointFilter,
+    store: &Store, tenant: &str, session_id: Option<&SessionId>, filter: &CheckpointFilter,
 ) -> Result<Vec<Checkpoint>> {
     let mut conn = store.reader().acquire().await?;
     let mut query = QueryBuilder::<Db>::new(format!(

@@ -20,24 +20,16 @@ use crate::store::{CheckpointRef, CheckpointStore, Keep, Result, StoreError};
 #[async_trait]
 impl CheckpointStore for Store {
     async fn put_checkpoint(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        checkpoint: NewCheckpoint,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, checkpoint: NewCheckpoint,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<bool> {
         let write = Write::Checkpoint(checkpoint);
         self.keyed(tenant, session_id, idempotency.as_ref(), if_match, write).await
     }
 
     async fn put_writes(
-        &self,
-        tenant: &str,
-        at: CheckpointRef<'_>,
-        writes: Vec<PendingWrite>,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, at: CheckpointRef<'_>, writes: Vec<PendingWrite>,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<bool> {
         let write = Write::Pending(at.namespace, at.id, writes);
         self.keyed(tenant, at.session_id, idempotency.as_ref(), if_match, write).await
@@ -48,19 +40,13 @@ impl CheckpointStore for Store {
     }
 
     async fn list_checkpoints(
-        &self,
-        tenant: &str,
-        session_id: Option<&SessionId>,
-        filter: &CheckpointFilter,
+        &self, tenant: &str, session_id: Option<&SessionId>, filter: &CheckpointFilter,
     ) -> Result<Vec<Checkpoint>> {
         checkpoint_reads::list(self, tenant, session_id, filter).await
     }
 
     async fn delete_checkpoints(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, if_match: Option<IfMatch>,
     ) -> Result<u64> {
         let mut tx = self.writer().begin().await?;
         let pk = match if_match {
@@ -77,10 +63,7 @@ impl CheckpointStore for Store {
     }
 
     async fn prune_checkpoints(
-        &self,
-        tenant: &str,
-        session_ids: &[SessionId],
-        keep: Keep,
+        &self, tenant: &str, session_ids: &[SessionId], keep: Keep,
     ) -> Result<u64> {
         let mut tx = self.writer().begin().await?;
         let mut deleted = 0;
@@ -107,12 +90,8 @@ impl Store {
     /// Makes `write` in a transaction that finds (or makes) the session, checks
     /// `if_match` and records the Idempotency-Key; true when the key answers a replay.
     async fn keyed(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        key: Option<&IdempotencyKey>,
-        if_match: Option<IfMatch>,
-        write: Write<'_>,
+        &self, tenant: &str, session_id: &SessionId, key: Option<&IdempotencyKey>,
+        if_match: Option<IfMatch>, write: Write<'_>,
     ) -> Result<bool> {
         let now = Timestamp::now();
         let mut tx = self.writer().begin().await?;
@@ -144,11 +123,7 @@ impl Store {
     /// The session's key, the session made (at revision 1, with the default retention)
     /// if absent: a framework's first checkpoint of a thread makes it.
     async fn session_made(
-        &self,
-        conn: &mut Conn,
-        tenant: &str,
-        id: &SessionId,
-        now: Timestamp,
+        &self, conn: &mut Conn, tenant: &str, id: &SessionId, now: Timestamp,
     ) -> Result<i64> {
         loop {
             match read_session_pk(conn, tenant, id).await {
@@ -176,11 +151,8 @@ impl Store {
 }
 
 async fn insert_checkpoint(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    (tenant, session_pk): (&str, i64),
-    checkpoint: NewCheckpoint,
-    now: Timestamp,
+    conn: &mut Conn, codec: &PayloadCodec, (tenant, session_pk): (&str, i64),
+    checkpoint: NewCheckpoint, now: Timestamp,
 ) -> Result<()> {
     let payload = checkpoint.payload.data.as_deref().unwrap_or_default();
     let run_id = checkpoint.metadata.get("run_id").and_then(|id| id.as_str()).map(str::to_owned);
@@ -236,11 +208,8 @@ async fn insert_checkpoint(
 }
 
 async fn insert_writes(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    (tenant, session_pk): (&str, i64),
-    (namespace, checkpoint_id): (&str, &str),
-    writes: Vec<PendingWrite>,
+    conn: &mut Conn, codec: &PayloadCodec, (tenant, session_pk): (&str, i64),
+    (namespace, checkpoint_id): (&str, &str), writes: Vec<PendingWrite>,
 ) -> Result<()> {
     // A negative place (an error, an interrupt) is written again; any other keeps the first.
     let (replacing, keeping): (Vec<_>, Vec<_>) = writes.into_iter().partition(|w| w.idx < 0);

@@ -19,11 +19,7 @@ use crate::store::{CompactionStore, Context, Forked, HistoryMark, Result, StoreE
 
 /// The newest compaction of the session, its summary opened.
 async fn latest(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    session_id: &SessionId,
-    session_pk: i64,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, session_id: &SessionId, session_pk: i64,
 ) -> Result<Option<Compaction>> {
     let row: Option<CompactionRow> = sqlx::query_as(&format!(
         r"select {COMPACTION_COLUMNS} from compactions
@@ -52,9 +48,7 @@ async fn require_idle(conn: &mut Conn, tenant: &str, session_pk: i64) -> Result<
 #[async_trait]
 impl CompactionStore for Store {
     async fn latest_compaction(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
+        &self, tenant: &str, session_id: &SessionId,
     ) -> Result<Option<Compaction>> {
         let row: Option<CompactionRow> = sqlx::query_as(&format!(
             r"select {COMPACTION_COLUMNS} from compactions
@@ -92,10 +86,7 @@ impl CompactionStore for Store {
     }
 
     async fn appended_since(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        seq: i64,
+        &self, tenant: &str, session_id: &SessionId, seq: i64,
     ) -> Result<(HistoryMark, Vec<Item>)> {
         // A left join: a session with nothing new still yields its mark, in one row.
         let rows: Vec<MarkedItemRow> = sqlx::query_as(&format!(
@@ -124,13 +115,8 @@ impl CompactionStore for Store {
     }
 
     async fn add_compaction(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        base: Option<&Compaction>,
-        summarised: i64,
-        compaction: &Compaction,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, base: Option<&Compaction>, summarised: i64,
+        compaction: &Compaction, if_match: Option<IfMatch>,
     ) -> Result<()> {
         let mut tx = self.writer().begin().await?;
         let session_pk = session_pk_at(&mut tx, tenant, session_id, if_match).await?;
@@ -200,10 +186,7 @@ impl CompactionStore for Store {
     }
 
     async fn list_compactions(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        page: &PageRequest,
+        &self, tenant: &str, session_id: &SessionId, page: &PageRequest,
     ) -> Result<Page<Compaction>> {
         let mut conn = self.reader().acquire().await?;
         let session_pk = read_session_pk(&mut conn, tenant, session_id).await?;
@@ -238,10 +221,7 @@ impl CompactionStore for Store {
     }
 
     async fn fork_session(
-        &self,
-        tenant: &str,
-        source: &SessionId,
-        fork: NewFork,
+        &self, tenant: &str, source: &SessionId, fork: NewFork,
     ) -> Result<Forked> {
         forks::fork(self, tenant, source, fork).await
     }

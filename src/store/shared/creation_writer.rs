@@ -48,8 +48,7 @@ impl Writer for Creations {
     }
 
     async fn many(
-        &self,
-        creations: &[Creation],
+        &self, creations: &[Creation],
     ) -> std::result::Result<Vec<Option<Option<CreatedRun>>>, BatchFailed> {
         let before = |e: StoreError| BatchFailed::BeforeCommit(e);
         let now = Timestamp::now();

@@ -18,10 +18,7 @@ use crate::store::{Forked, Result, SessionStore, StoreError};
 
 /// The seq of the newest item a fork copies.
 async fn fork_through(
-    conn: &mut Conn,
-    tenant: &str,
-    source_pk: i64,
-    point: ForkPoint,
+    conn: &mut Conn, tenant: &str, source_pk: i64, point: ForkPoint,
 ) -> Result<i64> {
     match point {
         ForkPoint::All => Ok(i64::MAX),
@@ -51,10 +48,7 @@ async fn fork_through(
 }
 
 pub(super) async fn fork(
-    store: &Store,
-    tenant: &str,
-    source: &SessionId,
-    fork: NewFork,
+    store: &Store, tenant: &str, source: &SessionId, fork: NewFork,
 ) -> Result<Forked> {
     let now = Timestamp::now();
     let mut tx = store.writer().begin().await?;

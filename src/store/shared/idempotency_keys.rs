@@ -17,11 +17,7 @@ use crate::store::Result;
 /// concurrent claim of the same key waits here for that request's transaction, so the
 /// two can never both write.
 pub(super) async fn claim_key(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    key: &IdempotencyKey,
-    now: Timestamp,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, key: &IdempotencyKey, now: Timestamp,
 ) -> Result<Option<(String, Timestamp)>> {
     // Loops only if the key expires and is purged between the insert and the select.
     loop {
@@ -65,11 +61,7 @@ pub(super) async fn claim_key(
 
 /// Stores the response to the request that claimed `key`, for its retries.
 pub(super) async fn keep_response(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    key: &IdempotencyKey,
-    response: &str,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, key: &IdempotencyKey, response: &str,
 ) -> Result<()> {
     sqlx::query("update idempotency_keys set response = $3 where tenant_id = $1 and key = $2")
         .bind(tenant)
@@ -82,10 +74,7 @@ pub(super) async fn keep_response(
 
 /// The stored response to `key` within its lifetime.
 pub(super) async fn kept_response(
-    pool: &sqlx::Pool<Db>,
-    codec: &PayloadCodec,
-    tenant: &str,
-    key: &IdempotencyKey,
+    pool: &sqlx::Pool<Db>, codec: &PayloadCodec, tenant: &str, key: &IdempotencyKey,
 ) -> Result<Option<String>> {
     let stored: Option<(Vec<u8>, Option<String>)> = sqlx::query_as(
         r"select fingerprint, response from idempotency_keys
@@ -116,10 +105,7 @@ pub(super) async fn purge(store: &Store, cutoff: DateTime<Utc>) -> Result<u64> {
 /// The first response to a retry of `key` (none: no key, or the first request), the key
 /// claimed in the transaction on `conn` otherwise.
 pub(super) async fn first_answer(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    key: Option<&IdempotencyKey>,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, key: Option<&IdempotencyKey>,
 ) -> Result<Option<String>> {
     match key {
         Some(key) => {
@@ -131,10 +117,7 @@ pub(super) async fn first_answer(
 
 /// Keeps the response to the request that claimed `key`, if it has one.
 pub(super) async fn answered(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    key: Option<&IdempotencyKey>,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, key: Option<&IdempotencyKey>,
     response: &str,
 ) -> Result<()> {
     match key {

@@ -22,9 +22,7 @@ pub(super) enum Begun {
 }
 
 pub(super) async fn begin(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
+    store: &Store, tenant: &str, session_id: &SessionId,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<Begun> {
     let mut tx = store.writer().begin().await?;
@@ -39,10 +37,7 @@ pub(super) async fn begin(
 /// compactions through `seq` and on, the finished runs that appended them, and the
 /// session's count, less `removed`; the session's revision after it.
 pub(super) async fn removed(
-    conn: &mut Conn,
-    (tenant, session_pk): (&str, i64),
-    seq: i64,
-    holding: RunsHolding,
+    conn: &mut Conn, (tenant, session_pk): (&str, i64), seq: i64, holding: RunsHolding,
     removed: i64,
 ) -> Result<i64> {
     drop_compactions(conn, tenant, session_pk, seq).await?;
@@ -54,10 +49,7 @@ pub(super) async fn removed(
 /// rewrite of its history (every caller changes items other than by an append); returns
 /// the new revision.
 pub(super) async fn count_items(
-    conn: &mut Conn,
-    tenant: &str,
-    session_pk: i64,
-    change: i64,
+    conn: &mut Conn, tenant: &str, session_pk: i64, change: i64,
 ) -> Result<i64> {
     let revision = sqlx::query_scalar(
         r"update sessions set item_count = item_count + $3, updated_at = $4,
@@ -76,10 +68,7 @@ pub(super) async fn count_items(
 /// Deletes the compactions that summarise the item at `seq` (every one from 0): a
 /// summary must not outlive what it was made from.
 pub(super) async fn drop_compactions(
-    conn: &mut Conn,
-    tenant: &str,
-    session_pk: i64,
-    seq: i64,
+    conn: &mut Conn, tenant: &str, session_pk: i64, seq: i64,
 ) -> Result<()> {
     sqlx::query(
         "delete from compactions where tenant_id = $1 and session_pk = $2 and through_seq >= $3",
@@ -104,10 +93,7 @@ pub(super) enum RunsHolding {
 /// Deletes the finished runs holding removed items, with their events: a run keeps a
 /// copy of the items it was given and made, which must not outlive them.
 async fn drop_runs(
-    conn: &mut Conn,
-    tenant: &str,
-    session_pk: i64,
-    holding: RunsHolding,
+    conn: &mut Conn, tenant: &str, session_pk: i64, holding: RunsHolding,
 ) -> Result<()> {
     let run_id = match holding {
         RunsHolding::Item(None) => return Ok(()),

@@ -19,10 +19,7 @@ use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError};
 
 pub(super) async fn list(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    page: &PageRequest,
+    store: &Store, tenant: &str, session_id: &SessionId, page: &PageRequest,
 ) -> Result<Page<Item>> {
     static ITEMS_PAGE: std::sync::LazyLock<ItemsPage> =
         std::sync::LazyLock::new(|| ItemsPage::new(NOW));
@@ -58,10 +55,7 @@ pub(super) async fn list(
 }
 
 pub(super) async fn get(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    item_id: Uuid,
+    store: &Store, tenant: &str, session_id: &SessionId, item_id: Uuid,
 ) -> Result<Item> {
     let row: Option<ItemRow> = sqlx::query_as(&format!(
         r"select i.id, i.seq, i.created_at, i.run_id, i.body
@@ -84,10 +78,7 @@ pub(super) async fn get(
 }
 
 pub(super) async fn delete(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    item_id: Uuid,
+    store: &Store, tenant: &str, session_id: &SessionId, item_id: Uuid,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<()> {
     let Begun::Change(mut tx, session_pk) =
@@ -111,9 +102,7 @@ pub(super) async fn delete(
 }
 
 pub(super) async fn pop_last(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
+    store: &Store, tenant: &str, session_id: &SessionId,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<Item> {
     let (mut tx, session_pk) = match begin(store, tenant, session_id, (key, if_match)).await? {
@@ -140,9 +129,7 @@ pub(super) async fn pop_last(
 }
 
 pub(super) async fn clear(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
+    store: &Store, tenant: &str, session_id: &SessionId,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<()> {
     let Begun::Change(mut tx, session_pk) =
@@ -165,10 +152,7 @@ pub(super) async fn clear(
 /// Removes what `replacing` names from the session `session_pk` (whose row the caller
 /// has locked), with the compactions and finished runs made from it.
 pub(super) async fn remove(
-    conn: &mut Conn,
-    tenant: &str,
-    session_pk: i64,
-    replacing: Replacing,
+    conn: &mut Conn, tenant: &str, session_pk: i64, replacing: Replacing,
 ) -> Result<()> {
     let after = match replacing {
         Replacing::Nothing => return Ok(()),
@@ -211,11 +195,7 @@ pub(super) async fn remove(
 /// Replaces one item's stored object in place, as one revision; what was made from the
 /// item (compactions, the finished run that appended it) goes, as on a delete.
 pub(super) async fn replace(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    item_id: Uuid,
-    body: &ItemBody,
+    store: &Store, tenant: &str, session_id: &SessionId, item_id: Uuid, body: &ItemBody,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<(Item, i64)> {
     let (mut tx, session_pk) = match begin(store, tenant, session_id, (key, if_match)).await? {

@@ -17,9 +17,7 @@ pub(super) type DocumentKey<'a> = (&'a str, &'a str);
 /// has taken those `named` that it lacks; one that differs from the session's is
 /// refused.
 pub(super) async fn take_owners(
-    conn: &mut Conn,
-    session_pk: i64,
-    named: &Owners,
+    conn: &mut Conn, session_pk: i64, named: &Owners,
 ) -> Result<(Option<String>, Option<String>)> {
     let (app, user): (Option<String>, Option<String>) = sqlx::query_as(
         r"update sessions set app_id = coalesce(app_id, $2), user_id = coalesce(user_id, $3)
@@ -47,12 +45,8 @@ fn kept(field: &'static str, stored: &Option<String>, named: Option<&str>) -> Re
 
 /// Makes the changes to the documents of the session's owners, `(app, user)`.
 pub(super) async fn write_owner_documents(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    (app, user): (Option<&str>, Option<&str>),
-    changes: &StateChanges,
-    now: Timestamp,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, (app, user): (Option<&str>, Option<&str>),
+    changes: &StateChanges, now: Timestamp,
 ) -> Result<()> {
     let missing = |field, owner| StoreError::NoOwner { field, owner };
     if let Some(write) = &changes.user {
@@ -70,13 +64,8 @@ pub(super) async fn write_owner_documents(
 /// Changes one owner document under its row lock, creating it if absent; returns the
 /// new document and revision.
 pub(super) async fn write_document(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    (app, user): DocumentKey<'_>,
-    write: &StateWrite,
-    if_match: Option<IfMatch>,
-    now: Timestamp,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, (app, user): DocumentKey<'_>,
+    write: &StateWrite, if_match: Option<IfMatch>, now: Timestamp,
 ) -> Result<(StateDocument, i64)> {
     // An absent document is made at revision 0 first, so that the lock below always has
     // a row to take: two first writes then queue instead of both starting from `{}`.

@@ -24,12 +24,8 @@ use crate::store::{CreatedRun, Result, StartNow, StoreError};
 /// session) is claimed afresh, so that the retry creates the run again rather
 /// than failing for a day.
 async fn replay_run(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    session_id: &SessionId,
-    key: &IdempotencyKey,
-    now: Timestamp,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, session_id: &SessionId,
+    key: &IdempotencyKey, now: Timestamp,
 ) -> Result<Option<Run>> {
     loop {
         let Some((first, claimed_at)) = claim_key(conn, codec, tenant, key, now).await? else {
@@ -57,13 +53,8 @@ async fn replay_run(
 
 /// Creates the run (see `RunStore::create_run`).
 pub(super) async fn create(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    run: NewRun,
-    if_busy: IfBusy,
-    start: Option<StartNow>,
-    agentless: bool,
+    store: &Store, tenant: &str, session_id: &SessionId, run: NewRun, if_busy: IfBusy,
+    start: Option<StartNow>, agentless: bool,
 ) -> Result<CreatedRun> {
     if run.idempotency.is_none() && run.if_match.is_none() && if_busy != IfBusy::Steer {
         let (tenant, session_id) = (tenant.to_owned(), session_id.clone());

@@ -28,13 +28,8 @@ use crate::store::{Claim, CreatedRun, Finished, Result, RunFlush, RunStore, Star
 #[async_trait]
 impl RunStore for Store {
     async fn create_run(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run: NewRun,
-        if_busy: IfBusy,
-        start: Option<StartNow>,
-        agentless: bool,
+        &self, tenant: &str, session_id: &SessionId, run: NewRun, if_busy: IfBusy,
+        start: Option<StartNow>, agentless: bool,
     ) -> Result<CreatedRun> {
         run_creation::create(self, tenant, session_id, run, if_busy, start, agentless).await
     }
@@ -59,59 +54,38 @@ impl RunStore for Store {
     }
 
     async fn list_runs(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        page: &PageRequest,
+        &self, tenant: &str, session_id: &SessionId, page: &PageRequest,
     ) -> Result<Page<Run>> {
         runs::list(self, tenant, session_id, page).await
     }
 
     async fn run_events(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        after: i64,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, after: i64,
     ) -> Result<(Vec<RunEvent>, RunStatus)> {
         runs::events(self, tenant, session_id, run_id, after).await
     }
 
     async fn stop_run(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        action: StopAction,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, action: StopAction,
     ) -> Result<Run> {
         runs::stop(self, tenant, session_id, run_id, action).await
     }
 
     async fn forget_cancelled_run(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid,
     ) -> Result<Run> {
         runs::forget_cancelled(self, tenant, session_id, run_id).await
     }
 
     async fn answer_run(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        run_id: Uuid,
-        answer: &RunAnswer,
+        &self, tenant: &str, session_id: &SessionId, run_id: Uuid, answer: &RunAnswer,
         trace_parent: Option<String>,
     ) -> Result<(Run, i64)> {
         runs::answer(self, tenant, session_id, run_id, answer, trace_parent).await
     }
 
     async fn claim_run(
-        &self,
-        worker: Uuid,
-        lease: Duration,
-        tenant_limit: Option<NonZeroU32>,
+        &self, worker: Uuid, lease: Duration, tenant_limit: Option<NonZeroU32>,
     ) -> Result<Option<Claim>> {
         let now = Timestamp::now();
         let limit = tenant_limit.map(|n| i64::from(n.get()));
@@ -139,11 +113,7 @@ impl RunStore for Store {
     }
 
     async fn finish_run(
-        &self,
-        claim: &Claim,
-        record: &RunRecord,
-        events: &[RunEvent],
-        next_lease: Option<Duration>,
+        &self, claim: &Claim, record: &RunRecord, events: &[RunEvent], next_lease: Option<Duration>,
     ) -> Result<Finished> {
         let now = Timestamp::now();
         // The next run starts as this one finished.

@@ -28,12 +28,7 @@ use crate::store::{Result, StoreError};
 /// taking `lock` (a row lock's SQL, or none) on it. Fails as `missing_run` finds when
 /// there is none.
 async fn select_run<R>(
-    conn: &mut Conn,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
-    columns: &str,
-    lock: &str,
+    conn: &mut Conn, tenant: &str, session_id: &SessionId, run_id: Uuid, columns: &str, lock: &str,
 ) -> Result<R>
 where
     R: for<'r> sqlx::FromRow<'r, <Db as sqlx::Database>::Row> + Send + Unpin,
@@ -58,10 +53,7 @@ where
 /// The run with its bookkeeping, locked for the rest of the transaction where the
 /// backend locks rows (but for its key: input may be steered into it meanwhile).
 pub(super) async fn find_run(
-    conn: &mut Conn,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
+    conn: &mut Conn, tenant: &str, session_id: &SessionId, run_id: Uuid,
 ) -> Result<LockedRunRow> {
     let columns = format!("{LOCKED_COLUMNS}, {RUN_COLUMNS}");
     let mut locked: LockedRunRow =
@@ -95,10 +87,7 @@ async fn missing_run(conn: &mut Conn, tenant: &str, session_id: &SessionId) -> S
 }
 
 pub(super) async fn get(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
+    store: &Store, tenant: &str, session_id: &SessionId, run_id: Uuid,
 ) -> Result<Run> {
     let mut conn = store.reader().acquire().await?;
     let row: RunRow =
@@ -121,10 +110,7 @@ pub(super) async fn locate(store: &Store, tenant: &str, run_id: Uuid) -> Result<
 }
 
 pub(super) async fn delete(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
+    store: &Store, tenant: &str, session_id: &SessionId, run_id: Uuid,
 ) -> Result<()> {
     let mut tx = store.writer().begin().await?;
     let (pk, status): (i64, String) =
@@ -139,10 +125,7 @@ pub(super) async fn delete(
 }
 
 pub(super) async fn list(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    page: &PageRequest,
+    store: &Store, tenant: &str, session_id: &SessionId, page: &PageRequest,
 ) -> Result<Page<Run>> {
     let cursor = uuid_cursor(page);
     let scan = page.scan_order();
@@ -175,11 +158,7 @@ pub(super) async fn list(
 }
 
 pub(super) async fn events(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
-    after: i64,
+    store: &Store, tenant: &str, session_id: &SessionId, run_id: Uuid, after: i64,
 ) -> Result<(Vec<RunEvent>, RunStatus)> {
     let mut conn = store.reader().acquire().await?;
     let (run_pk, status): (i64, String) =
@@ -194,11 +173,7 @@ pub(super) async fn events(
 
 /// The stored events of the run `run_pk` after `after`.
 async fn stored_after(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    run_pk: i64,
-    after: i64,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, run_pk: i64, after: i64,
 ) -> Result<Vec<RunEvent>> {
     let rows: Vec<EventRow> = sqlx::query_as(
         "select seq, event, data from run_events where run_pk = $1 and seq > $2 order by seq",
@@ -211,11 +186,7 @@ async fn stored_after(
 }
 
 pub(super) async fn stop(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
-    action: StopAction,
+    store: &Store, tenant: &str, session_id: &SessionId, run_id: Uuid, action: StopAction,
 ) -> Result<Run> {
     let now = Timestamp::now();
     let codec = &store.codec;
@@ -250,10 +221,7 @@ pub(super) async fn stop(
 }
 
 pub(super) async fn forget_cancelled(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
+    store: &Store, tenant: &str, session_id: &SessionId, run_id: Uuid,
 ) -> Result<Run> {
     let mut tx = store.writer().begin().await?;
     let locked = find_run(&mut tx, tenant, session_id, run_id).await?;
@@ -269,11 +237,7 @@ pub(super) async fn forget_cancelled(
 /// Deletes a run rolled back, with its events (on delete cascade) and its Idempotency-Key
 /// while the key still names it; input steered into it that it never took is queued.
 async fn forget(
-    conn: &mut Conn,
-    store: &Store,
-    tenant: &str,
-    run_pk: i64,
-    record: &RunRecord,
+    conn: &mut Conn, store: &Store, tenant: &str, run_pk: i64, record: &RunRecord,
 ) -> Result<()> {
     steering::release(conn, &store.codec, Some(run_pk), crate::store::now()).await?;
     sqlx::query("delete from runs where pk = $1").bind(run_pk).execute(&mut *conn).await?;
@@ -298,11 +262,7 @@ async fn forget(
 }
 
 pub(super) async fn answer(
-    store: &Store,
-    tenant: &str,
-    session_id: &SessionId,
-    run_id: Uuid,
-    answer: &RunAnswer,
+    store: &Store, tenant: &str, session_id: &SessionId, run_id: Uuid, answer: &RunAnswer,
     trace_parent: Option<String>,
 ) -> Result<(Run, i64)> {
     let mut tx = store.writer().begin().await?;

@@ -28,50 +28,33 @@ impl SessionStore for Store {
     }
 
     async fn list_sessions(
-        &self,
-        tenant: &str,
-        filter: &SessionFilter,
-        page: &PageRequest,
+        &self, tenant: &str, filter: &SessionFilter, page: &PageRequest,
     ) -> Result<Page<Session>> {
         sessions::list(self, tenant, filter, page).await
     }
 
     async fn update_session(
-        &self,
-        tenant: &str,
-        id: &SessionId,
-        patch: SessionPatch,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, id: &SessionId, patch: SessionPatch, if_match: Option<IfMatch>,
     ) -> Result<Session> {
         sessions::update(self, tenant, id, patch, if_match).await
     }
 
     async fn delete_session(
-        &self,
-        tenant: &str,
-        id: &SessionId,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, id: &SessionId, if_match: Option<IfMatch>,
     ) -> Result<()> {
         sessions::delete(self, tenant, id, if_match).await
     }
 
     async fn append_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        bodies: Vec<ItemBody>,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, bodies: Vec<ItemBody>,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<Appended> {
         let changes = StateChanges::default();
         self.append_with_state(tenant, session_id, bodies, changes, idempotency, if_match).await
     }
 
     async fn list_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        page: &PageRequest,
+        &self, tenant: &str, session_id: &SessionId, page: &PageRequest,
     ) -> Result<Page<Item>> {
         items::list(self, tenant, session_id, page).await
     }
@@ -81,47 +64,30 @@ impl SessionStore for Store {
     }
 
     async fn delete_item(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        item_id: Uuid,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, item_id: Uuid,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<()> {
         items::delete(self, tenant, session_id, item_id, (idempotency.as_ref(), if_match)).await
     }
 
     async fn pop_last_item(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        idempotency: Option<IdempotencyKey>,
+        &self, tenant: &str, session_id: &SessionId, idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<Item> {
         items::pop_last(self, tenant, session_id, (idempotency.as_ref(), if_match)).await
     }
 
     async fn replace_item(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        item_id: Uuid,
-        body: ItemBody,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, item_id: Uuid, body: ItemBody,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<(Item, i64)> {
         items::replace(self, tenant, session_id, item_id, &body, (idempotency.as_ref(), if_match))
             .await
     }
 
     async fn replace_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        bodies: Vec<ItemBody>,
-        after: Option<Uuid>,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, bodies: Vec<ItemBody>, after: Option<Uuid>,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<Appended> {
         self.append(Append {
             tenant: tenant.to_owned(),
@@ -136,10 +102,7 @@ impl SessionStore for Store {
     }
 
     async fn clear_items(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        idempotency: Option<IdempotencyKey>,
+        &self, tenant: &str, session_id: &SessionId, idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<()> {
         items::clear(self, tenant, session_id, (idempotency.as_ref(), if_match)).await

@@ -39,10 +39,7 @@ pub(super) async fn session_pk(conn: &mut Conn, tenant: &str, id: &SessionId) ->
 /// The session's key as `session_pk` finds it (with its row lock), for a write that
 /// `if_match` allows only at one revision.
 pub(super) async fn session_pk_at(
-    conn: &mut Conn,
-    tenant: &str,
-    id: &SessionId,
-    if_match: Option<IfMatch>,
+    conn: &mut Conn, tenant: &str, id: &SessionId, if_match: Option<IfMatch>,
 ) -> Result<i64> {
     let Some(if_match) = if_match else {
         return session_pk(conn, tenant, id).await;
@@ -85,10 +82,7 @@ async fn find_pk(conn: &mut Conn, tenant: &str, id: &SessionId, lock: &str) -> R
 /// session `session_pk` whose `key` is `value`: a table of a session's rows, such as
 /// items, runs or compactions.
 pub(super) async fn row_value<T, V>(
-    conn: &mut Conn,
-    select: &'static str,
-    key: &'static str,
-    (tenant, session_pk): (&str, i64),
+    conn: &mut Conn, select: &'static str, key: &'static str, (tenant, session_pk): (&str, i64),
     value: V,
 ) -> Result<Option<T>>
 where
@@ -155,10 +149,7 @@ pub(super) async fn get(store: &Store, tenant: &str, id: &SessionId) -> Result<S
 }
 
 pub(super) async fn list(
-    store: &Store,
-    tenant: &str,
-    filter: &SessionFilter,
-    page: &PageRequest,
+    store: &Store, tenant: &str, filter: &SessionFilter, page: &PageRequest,
 ) -> Result<Page<Session>> {
     let cursor: Option<(Timestamp, i64)> = match page.cursor_id() {
         Some(id) => Some(
@@ -215,11 +206,7 @@ struct PatchedRow {
 }
 
 pub(super) async fn update(
-    store: &Store,
-    tenant: &str,
-    id: &SessionId,
-    patch: SessionPatch,
-    if_match: Option<IfMatch>,
+    store: &Store, tenant: &str, id: &SessionId, patch: SessionPatch, if_match: Option<IfMatch>,
 ) -> Result<Session> {
     let mut tx = store.writer().begin().await?;
     let current: Option<PatchedRow> = sqlx::query_as(&format!(
@@ -267,10 +254,7 @@ pub(super) async fn update(
 }
 
 pub(super) async fn delete(
-    store: &Store,
-    tenant: &str,
-    id: &SessionId,
-    if_match: Option<IfMatch>,
+    store: &Store, tenant: &str, id: &SessionId, if_match: Option<IfMatch>,
 ) -> Result<()> {
     // A delete without a condition stays one statement; a condition is checked on the
     // row its transaction locks.

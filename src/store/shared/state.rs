@@ -23,10 +23,7 @@ type StateRow = (Option<String>, i64, Option<String>, Option<String>);
 #[async_trait]
 impl StateStore for Store {
     async fn session_state(
-        &self,
-        tenant: &str,
-        id: &SessionId,
-        owners: bool,
+        &self, tenant: &str, id: &SessionId, owners: bool,
     ) -> Result<StateSnapshot> {
         // One statement: one snapshot of the three documents.
         let (documents, joins) = match owners {
@@ -62,13 +59,8 @@ impl StateStore for Store {
     }
 
     async fn append_with_state(
-        &self,
-        tenant: &str,
-        session_id: &SessionId,
-        bodies: Vec<ItemBody>,
-        state: StateChanges,
-        idempotency: Option<IdempotencyKey>,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, session_id: &SessionId, bodies: Vec<ItemBody>, state: StateChanges,
+        idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<Appended> {
         let append = Append {
             tenant: tenant.to_owned(),
@@ -83,9 +75,7 @@ impl StateStore for Store {
     }
 
     async fn owner_state(
-        &self,
-        tenant: &str,
-        document: &OwnerDocument,
+        &self, tenant: &str, document: &OwnerDocument,
     ) -> Result<(StateDocument, i64)> {
         let (app, user) = document.key();
         let row: Option<(Option<String>, i64)> = sqlx::query_as(
@@ -102,11 +92,7 @@ impl StateStore for Store {
     }
 
     async fn write_owner_state(
-        &self,
-        tenant: &str,
-        document: &OwnerDocument,
-        write: StateWrite,
-        if_match: Option<IfMatch>,
+        &self, tenant: &str, document: &OwnerDocument, write: StateWrite, if_match: Option<IfMatch>,
     ) -> Result<(StateDocument, i64)> {
         let mut tx = self.writer().begin().await?;
         let now = Timestamp::now();

@@ -22,11 +22,7 @@ use crate::store::{Claim, Result, StoreError};
 /// it or its end queues it. The run itself is not locked (its row's key is, by the
 /// reference), so a worker that holds it and waits for the session is never waited for.
 pub(super) async fn join(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    session_pk: i64,
-    run: &NewRun,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, session_pk: i64, run: &NewRun,
     now: Timestamp,
 ) -> Result<Option<Run>> {
     #[derive(sqlx::FromRow)]
@@ -58,10 +54,7 @@ pub(super) async fn join(
 
 /// The input steered into the claimed run after number `after`, each with its number.
 pub(super) async fn take(
-    pool: &sqlx::Pool<Db>,
-    codec: &PayloadCodec,
-    claim: &Claim,
-    after: i64,
+    pool: &sqlx::Pool<Db>, codec: &PayloadCodec, claim: &Claim, after: i64,
 ) -> Result<Vec<(i64, Steer)>> {
     let rows: Vec<(i64, String)> =
         sqlx::query_as("select n, body from run_steering where run_pk = $1 and n > $2 order by n")
@@ -75,11 +68,7 @@ pub(super) async fn take(
 /// The input items steered into a run after number `after`, oldest first, and the
 /// number of the last.
 pub(super) async fn steered_since(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    tenant: &str,
-    run_pk: i64,
-    after: i64,
+    conn: &mut Conn, codec: &PayloadCodec, tenant: &str, run_pk: i64, after: i64,
 ) -> Result<(Vec<Box<RawValue>>, i64)> {
     let rows: Vec<(i64, String)> =
         sqlx::query_as("select n, body from run_steering where run_pk = $1 and n > $2 order by n")
@@ -97,10 +86,7 @@ pub(super) async fn steered_since(
 /// and forgets the input they took: the rows of `run_pk`, which has ended or is about to
 /// go, or else of every ended run. Returns how many runs it queued.
 pub(super) async fn release(
-    conn: &mut Conn,
-    codec: &PayloadCodec,
-    run_pk: Option<i64>,
-    now: DateTime<Utc>,
+    conn: &mut Conn, codec: &PayloadCodec, run_pk: Option<i64>, now: DateTime<Utc>,
 ) -> Result<u64> {
     // Deleting the rows claims them: a release racing this one (another replica's
     // recovery) waits for this transaction and then finds them gone.

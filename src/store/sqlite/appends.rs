@@ -13,11 +13,8 @@ use crate::store::{Appended, Result};
 /// locks and its statements cost no round trips, so combining saves the commits (and
 /// their syncs to disk) and nothing else needs to.
 pub(super) async fn append_many(
-    conn: &mut SqliteConnection,
-    codec: &PayloadCodec,
-    default_expiry: Option<ExpiresAfter>,
-    appends: &[Append],
-    now: Timestamp,
+    conn: &mut SqliteConnection, codec: &PayloadCodec, default_expiry: Option<ExpiresAfter>,
+    appends: &[Append], now: Timestamp,
 ) -> Result<Vec<Option<Appended>>> {
     let mut appended = Vec::with_capacity(appends.len());
     for append in appends {

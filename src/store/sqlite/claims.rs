@@ -15,13 +15,8 @@ use crate::store::{Claim, Result};
 /// (when the worker's next lease would lapse, and when its run starts), the same
 /// transaction then claims the worker's next run as a claim without a tenant limit does.
 pub(super) async fn finish(
-    pool: &SqlitePool,
-    codec: &PayloadCodec,
-    claim: &Claim,
-    record: &RunRecord,
-    events: &[RunEvent],
-    now: Timestamp,
-    next: Option<(Timestamp, Timestamp)>,
+    pool: &SqlitePool, codec: &PayloadCodec, claim: &Claim, record: &RunRecord,
+    events: &[RunEvent], now: Timestamp, next: Option<(Timestamp, Timestamp)>,
 ) -> Result<(bool, NextRun)> {
     let mut tx = pool.begin().await?;
     let lease = Some(claim.worker);
@@ -40,10 +35,7 @@ pub(super) async fn finish(
 
 /// Leases the oldest claimable run whose session has no other run executing.
 pub(super) async fn claim_next(
-    executor: impl SqliteExecutor<'_>,
-    worker: Uuid,
-    lease_expires_at: Timestamp,
-    now: Timestamp,
+    executor: impl SqliteExecutor<'_>, worker: Uuid, lease_expires_at: Timestamp, now: Timestamp,
     tenant_limit: Option<i64>,
 ) -> Result<Option<ClaimedRunRow>> {
     // One statement under SQLite's single writer: no other claim counts in between.

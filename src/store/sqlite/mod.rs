@@ -113,9 +113,7 @@ impl SqliteStore {
     /// operation and every connection's options passed through `tune` last: a pragma of
     /// the caller's, such as a cap on the file's size.
     pub async fn connect_tuned(
-        url: &str,
-        deadline: Duration,
-        tune: impl Fn(SqliteConnectOptions) -> SqliteConnectOptions,
+        url: &str, deadline: Duration, tune: impl Fn(SqliteConnectOptions) -> SqliteConnectOptions,
     ) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
@@ -205,12 +203,8 @@ async fn settled(conn: &mut SqliteConnection) -> sqlx::Result<bool> {
 
 /// Inserts an append's items in one statement.
 async fn insert_items(
-    conn: &mut SqliteConnection,
-    tenant: &str,
-    session_pk: i64,
-    items: &[Item],
-    bodies: &[Cow<'_, str>],
-    now: Timestamp,
+    conn: &mut SqliteConnection, tenant: &str, session_pk: i64, items: &[Item],
+    bodies: &[Cow<'_, str>], now: Timestamp,
 ) -> Result<()> {
     let mut insert = QueryBuilder::<Sqlite>::new(
         "insert into items (id, tenant_id, session_pk, seq, created_at, body) ",
@@ -233,9 +227,7 @@ async fn insert_items(
 /// that a page costs its own rows however few sessions match; the other pairs are
 /// tested on the sessions found.
 fn push_listed_sessions(
-    query: &mut QueryBuilder<'_, Sqlite>,
-    tenant: &str,
-    metadata: &[(String, String)],
+    query: &mut QueryBuilder<'_, Sqlite>, tenant: &str, metadata: &[(String, String)],
 ) -> [&'static str; 2] {
     let Some(((key, value), others)) = metadata.split_first() else {
         query.push("sessions where tenant_id = ").push_bind(tenant.to_owned());
@@ -269,8 +261,7 @@ const FIRST_ROW: i64 = 0;
 /// whole scan kept the writer from checkpointing, and the WAL grew by tens of MB (and
 /// the process by up to 12 MB) during each census under load.
 async fn count_by_key_id(
-    pool: &SqlitePool,
-    payload: &PayloadColumn,
+    pool: &SqlitePool, payload: &PayloadColumn,
 ) -> Result<BTreeMap<Option<String>, u64>> {
     let options = pool.connect_options().as_ref().clone();
     let mut conn = options.pragma("cache_size", "-256").connect().await?;
@@ -282,8 +273,7 @@ async fn count_by_key_id(
 const CENSUS_BATCH: i64 = 2_000;
 
 async fn count_on(
-    conn: &mut SqliteConnection,
-    payload: &PayloadColumn,
+    conn: &mut SqliteConnection, payload: &PayloadColumn,
 ) -> Result<BTreeMap<Option<String>, u64>> {
     let PayloadColumn { alias, from, .. } = payload;
     let value = format!("{alias}.{}", payload.value);

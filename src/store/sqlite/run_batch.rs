@@ -21,10 +21,7 @@ use crate::store::Result;
 /// creation whose session has expired or has an agent, or is busy when its run would not
 /// queue: that session is left as it was, for the creation to be made alone.
 pub(super) async fn upsert_run_sessions(
-    conn: &mut SqliteConnection,
-    creations: &[Creation],
-    retention: ExpiryColumns,
-    now: Timestamp,
+    conn: &mut SqliteConnection, creations: &[Creation], retention: ExpiryColumns, now: Timestamp,
 ) -> Result<Vec<Option<(i64, bool)>>> {
     static UPSERT: LazyLock<String> = LazyLock::new(|| {
         format!(
@@ -60,9 +57,7 @@ pub(super) async fn upsert_run_sessions(
 /// Inserts the runs and their first events, each as `insert_run` does. None for a run
 /// that was not inserted: its session is busy and it would not queue.
 pub(super) async fn insert_runs(
-    conn: &mut SqliteConnection,
-    codec: &PayloadCodec,
-    runs: &[NewRunRow<'_>],
+    conn: &mut SqliteConnection, codec: &PayloadCodec, runs: &[NewRunRow<'_>],
 ) -> Result<Vec<Option<InsertedRun>>> {
     let mut answers = Vec::with_capacity(runs.len());
     for run in runs {

@@ -17,10 +17,7 @@ use crate::store::{Result, RunFlush};
 
 /// Adds events of a run; one stored before (a batch saved twice) is left as it is.
 async fn insert_events(
-    conn: &mut SqliteConnection,
-    codec: &PayloadCodec,
-    tenant: &str,
-    run_pk: i64,
+    conn: &mut SqliteConnection, codec: &PayloadCodec, tenant: &str, run_pk: i64,
     events: &[RunEvent],
 ) -> Result<()> {
     if events.is_empty() {
@@ -45,9 +42,7 @@ async fn insert_events(
 /// Inserts a new run and its first event, unless the session is busy and the run would
 /// not queue (see [`NewRunRow`]).
 pub(super) async fn insert_run(
-    conn: &mut SqliteConnection,
-    codec: &PayloadCodec,
-    run: NewRunRow<'_>,
+    conn: &mut SqliteConnection, codec: &PayloadCodec, run: NewRunRow<'_>,
 ) -> Result<Option<InsertedRun>> {
     static INSERT: LazyLock<String> = LazyLock::new(|| {
         format!(
@@ -88,14 +83,8 @@ pub(super) async fn insert_run(
 /// written unless that worker holds the run. False when the lease was lost.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn write_run(
-    conn: &mut SqliteConnection,
-    codec: &PayloadCodec,
-    tenant: &str,
-    run_pk: i64,
-    record: &RunRecord,
-    events: &[RunEvent],
-    lease: Option<Uuid>,
-    now: Timestamp,
+    conn: &mut SqliteConnection, codec: &PayloadCodec, tenant: &str, run_pk: i64,
+    record: &RunRecord, events: &[RunEvent], lease: Option<Uuid>, now: Timestamp,
 ) -> Result<bool> {
     let body = codec.seal(tenant, Column::RunBody, to_json(record)?)?;
     let session_pk: Option<i64> = sqlx::query_scalar(
@@ -140,12 +129,8 @@ pub(super) async fn write_run(
 
 /// Adds an ended run's usage to its session and appends its turn, if it completed.
 async fn settle_session(
-    conn: &mut SqliteConnection,
-    codec: &PayloadCodec,
-    tenant: &str,
-    session_pk: i64,
-    record: &RunRecord,
-    now: Timestamp,
+    conn: &mut SqliteConnection, codec: &PayloadCodec, tenant: &str, session_pk: i64,
+    record: &RunRecord, now: Timestamp,
 ) -> Result<()> {
     let usage = record.run.usage;
     let items = run_rows::turn_items(record);
@@ -193,9 +178,7 @@ async fn settle_session(
 /// Records events of runs in progress, and their LLM requests, in one transaction; for
 /// each batch, false when its run's lease was lost.
 pub(super) async fn save_events(
-    pool: &SqlitePool,
-    codec: &PayloadCodec,
-    batches: &[RunFlush],
+    pool: &SqlitePool, codec: &PayloadCodec, batches: &[RunFlush],
 ) -> Result<Vec<bool>> {
     let mut tx = pool.begin().await?;
     let mut held = Vec::with_capacity(batches.len());

@@ -56,9 +56,7 @@ struct Answer {
 /// retried with its key on 503 until it is acknowledged, until `load_for` has passed.
 /// Returns every answer and the keys acknowledged.
 async fn keyed_appends(
-    app: &TestApp,
-    client: usize,
-    load_for: Duration,
+    app: &TestApp, client: usize, load_for: Duration,
 ) -> (Vec<Answer>, Vec<String>) {
     let began = Instant::now();
     let (mut answers, mut acknowledged) = (Vec::new(), Vec::new());
@@ -116,9 +114,7 @@ async fn assert_stored_once(app: &TestApp, session: &str, acknowledged: &[String
 /// acknowledged key is stored once and no key twice, and that every failure took at most
 /// TIME_TO_FAIL. Returns the answers, in the order sent.
 async fn under_load<F: std::future::Future<Output = ()>>(
-    app: &TestApp,
-    load_for: Duration,
-    fault: F,
+    app: &TestApp, load_for: Duration, fault: F,
 ) -> Vec<Answer> {
     let clients = futures::future::join_all((0..4).map(|c| keyed_appends(app, c, load_for)));
     let (results, ()) = tokio::join!(clients, fault);

@@ -87,9 +87,7 @@ impl FaultProxy {
 }
 
 async fn accept(
-    listener: TcpListener,
-    target: Arc<Mutex<String>>,
-    faults: Arc<watch::Sender<Faults>>,
+    listener: TcpListener, target: Arc<Mutex<String>>, faults: Arc<watch::Sender<Faults>>,
     opened: Arc<AtomicU64>,
 ) {
     while let Ok((client, _)) = listener.accept().await {
@@ -108,9 +106,7 @@ async fn accept(
 /// Forwards what `from` sends, each chunk after the delay and while the faults let the
 /// connection pass; ends with either side, at a reset, or when the proxy is dropped.
 async fn pump(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    connection: u64,
+    mut from: OwnedReadHalf, mut to: OwnedWriteHalf, connection: u64,
     faults: watch::Receiver<Faults>,
 ) {
     // Chunks wait out the delay side by side, as packets on a slow link do.

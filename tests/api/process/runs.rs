@@ -13,8 +13,7 @@ use crate::helpers::{get_json, scratch_postgres};
 /// the call is open, and starts a second process on the same database. Returns the run
 /// as that process leaves it, the session's items and how many LLM calls were made.
 async fn kill_9_mid_run(
-    database_url: &str,
-    max_attempts: &str,
+    database_url: &str, max_attempts: &str,
 ) -> (Value, Vec<Value>, usize, String) {
     let llm = FakeLlm::start().await;
     llm.push(Reply::HangMidStream);

@@ -15,9 +15,7 @@ use crate::helpers::{TestApp, TestDb};
 /// What one client got stored before `failures` of its writes were refused: the
 /// numbers of its items and the ids of its runs.
 async fn write_until_full(
-    app: &TestApp,
-    client: usize,
-    failures: usize,
+    app: &TestApp, client: usize, failures: usize,
 ) -> (Vec<u64>, Vec<String>) {
     let (mut items, mut runs, mut refused) = (Vec::new(), Vec::new(), 0);
     let pad = "x".repeat(2048);

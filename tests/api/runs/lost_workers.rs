@@ -31,9 +31,7 @@ const UNSTORED_SHOWN: i64 = 10_000;
 /// background run on `session` whose worker stored one LLM request and five deltas and
 /// died: its lease has lapsed.
 async fn lose_a_worker_mid_stream(
-    db: TestDb,
-    max_attempts: u32,
-    session: &str,
+    db: TestDb, max_attempts: u32, session: &str,
 ) -> (RunsApp, Arc<dyn SessionStore>, Uuid) {
     let store = db.store.clone();
     let t = RunsApp::configured(db, |c| {

@@ -40,8 +40,7 @@ impl RunsApp {
     }
 
     pub async fn configured(
-        db: TestDb,
-        change: impl FnOnce(&mut agent_sessions::config::Config),
+        db: TestDb, change: impl FnOnce(&mut agent_sessions::config::Config),
     ) -> Self {
         let llm = FakeLlm::start().await;
         let mut config = test_config();

@@ -16,11 +16,7 @@ on_both_backends!(
 
 /// A request with an `Idempotency-Key` and a JSON body, if any.
 async fn keyed(
-    app: &TestApp,
-    method: Method,
-    uri: &str,
-    key: &str,
-    body: Option<Value>,
+    app: &TestApp, method: Method, uri: &str, key: &str, body: Option<Value>,
 ) -> crate::helpers::TestResponse {
     let request =
         axum::http::Request::builder().method(method).uri(uri).header("idempotency-key", key);

@@ -14,11 +14,7 @@ use crate::helpers::{TestApp, TestResponse};
 
 /// A request with a JSON body (if any) and an `If-Match` (if any).
 pub(crate) async fn send(
-    app: &TestApp,
-    method: Method,
-    uri: &str,
-    if_match: Option<&str>,
-    body: Option<Value>,
+    app: &TestApp, method: Method, uri: &str, if_match: Option<&str>, body: Option<Value>,
 ) -> TestResponse {
     let mut request = Request::builder().method(method).uri(uri);
     if let Some(tag) = if_match {

@@ -27,10 +27,7 @@ on_both_backends!(
 
 /// An append of `{"session":…,"client":…,"part":0|1}` pairs, spawned.
 fn spawn_pair(
-    store: &Arc<dyn SessionStore>,
-    session: String,
-    client: usize,
-    key: Option<&str>,
+    store: &Arc<dyn SessionStore>, session: String, client: usize, key: Option<&str>,
 ) -> JoinHandle<Result<Appended, StoreError>> {
     let store = store.clone();
     let texts =

@@ -18,10 +18,7 @@ fn key(key: &str, session: &str, items: &[ItemBody]) -> Option<IdempotencyKey> {
 
 /// Appends `items` to `session` with the Idempotency-Key `key`.
 async fn append_keyed(
-    db: &TestDb,
-    session: &str,
-    key_text: &str,
-    items: &[ItemBody],
+    db: &TestDb, session: &str, key_text: &str, items: &[ItemBody],
 ) -> Result<Appended, StoreError> {
     let idempotency = key(key_text, session, items);
     db.store.append_items(T, &sid(session), items.to_vec(), idempotency, None).await

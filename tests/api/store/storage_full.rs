@@ -24,9 +24,7 @@ async fn capped(dir: &TempDir, pages: u32) -> Arc<dyn SessionStore> {
 /// Appends 1 KiB items to `session` until `failures` appends have failed; returns the
 /// texts of those acknowledged and the errors of the others.
 async fn append_until_full(
-    store: Arc<dyn SessionStore>,
-    session: String,
-    failures: usize,
+    store: Arc<dyn SessionStore>, session: String, failures: usize,
 ) -> (Vec<String>, Vec<StoreError>) {
     let (mut acknowledged, mut errors) = (Vec::new(), Vec::new());
     let mut n = 0;

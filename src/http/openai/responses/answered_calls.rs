@@ -25,10 +25,7 @@ fn call_id<'v>(item: &'v Value, kind: &str) -> Option<&'v str> {
 /// among the newest items of `history`, the session the response runs on (none: an
 /// empty one).
 pub async fn check(
-    state: &AppState,
-    tenant: &str,
-    history: Option<&SessionId>,
-    input: &Value,
+    state: &AppState, tenant: &str, history: Option<&SessionId>, input: &Value,
 ) -> Result<()> {
     let Some(items) = input.as_array() else {
         return Ok(());

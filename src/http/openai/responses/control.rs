@@ -31,9 +31,7 @@ pub struct ResponseDeleted {
     params(("response_id" = String, Path, description = "The response id")),
     responses((status = 200, description = "Deleted", body = ResponseDeleted), OpenAiErrors))]
 pub(super) async fn remove(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
 ) -> Result<Json<ResponseDeleted>> {
     let (record, _) = stored(&state, &tenant, &id).await?;
     let session = session_of(&record.run)?;
@@ -60,9 +58,7 @@ pub(super) async fn remove(
     params(("response_id" = String, Path, description = "The response id")),
     responses((status = 200, description = "The response", body = Object), OpenAiErrors))]
 pub(super) async fn cancel(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
 ) -> Result<Json<Value>> {
     let (record, echo) = stored(&state, &tenant, &id).await?;
     let session = session_of(&record.run)?;

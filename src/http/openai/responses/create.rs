@@ -38,8 +38,7 @@ use crate::store::StoreError;
         OpenAiErrors,
     ))]
 pub(super) async fn create(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
+    State(state): State<AppState>, Tenant(tenant): Tenant,
     AppJson(request): AppJson<CreateResponse>,
 ) -> Result<Response> {
     let answering = Answering::of(&request)?;
@@ -70,11 +69,7 @@ pub(super) async fn create(
 /// The run a response is, and what its request echoes back: the request's own fields,
 /// with the conversation named by the session it runs on.
 fn run_of(
-    request: &CreateResponse,
-    asked: Asked,
-    target: &Placed,
-    items: Vec<ItemBody>,
-    run_id: Uuid,
+    request: &CreateResponse, asked: Asked, target: &Placed, items: Vec<ItemBody>, run_id: Uuid,
     background: bool,
 ) -> (StartRun, Map<String, Value>) {
     let mut echo = asked.echo;
@@ -134,11 +129,7 @@ impl Answering {
     /// The answer to a response that started: its events, the queued response, or the
     /// response when it ends.
     async fn answer(
-        self,
-        state: &AppState,
-        tenant: &str,
-        target: &Placed,
-        started: Started,
+        self, state: &AppState, tenant: &str, target: &Placed, started: Started,
         echo: Map<String, Value>,
     ) -> Result<Response> {
         let session = &target.session;
@@ -174,11 +165,7 @@ impl Answering {
 /// The answer to a response whose run did not start: a busy conversation names the
 /// response in progress by its `resp_` id.
 async fn not_started(
-    state: &AppState,
-    tenant: &str,
-    request: &CreateResponse,
-    target: &Placed,
-    error: RunsError,
+    state: &AppState, tenant: &str, request: &CreateResponse, target: &Placed, error: RunsError,
 ) -> OpenAiError {
     let unknown = matches!(error, RunsError::Store(StoreError::SessionNotFound));
     let error = match error {
@@ -193,11 +180,7 @@ async fn not_started(
 /// The answer to a response refused after its session was made ready: that session goes
 /// if it was the response's own, and a conversation found `unknown` is OpenAI's 404.
 async fn refused(
-    state: &AppState,
-    tenant: &str,
-    request: &CreateResponse,
-    target: &Placed,
-    unknown: bool,
+    state: &AppState, tenant: &str, request: &CreateResponse, target: &Placed, unknown: bool,
     error: OpenAiError,
 ) -> OpenAiError {
     state.runs.unplace(tenant, target).await;
@@ -214,11 +197,7 @@ async fn refused(
 /// an unstored response, a fork of the previous response's session as that response
 /// left it, or a session of the response's own.
 async fn target(
-    state: &AppState,
-    tenant: &str,
-    request: &CreateResponse,
-    run_id: Uuid,
-    store: bool,
+    state: &AppState, tenant: &str, request: &CreateResponse, run_id: Uuid, store: bool,
 ) -> Result<Placed> {
     let own = SessionId::parse("id", ids::own_session(run_id))?;
     let placement = if let Some(conversation) = &request.conversation {

@@ -43,9 +43,7 @@ pub fn waiting_router() -> Router<AppState> {
 
 /// A response's record, if it is a stored response of the caller's.
 pub(super) async fn stored(
-    state: &AppState,
-    tenant: &str,
-    id: &str,
+    state: &AppState, tenant: &str, id: &str,
 ) -> Result<(RunRecord, Map<String, Value>)> {
     let run = ids::run_of(id).ok_or_else(|| OpenAiError::response_not_found(id))?;
     let record = match state.runs.locate(tenant, run).await {

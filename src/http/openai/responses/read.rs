@@ -69,9 +69,7 @@ impl ReadQuery {
         OpenAiErrors,
     ))]
 pub(super) async fn read(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
     uri: axum::http::Uri,
 ) -> Result<Response> {
     let query = ReadQuery::parse(uri.query())?;
@@ -90,9 +88,7 @@ pub(super) async fn read(
     params(("response_id" = String, Path, description = "The response id"), ListQuery),
     responses((status = 200, description = "A page of the response's input", body = List<Object>), OpenAiErrors))]
 pub(super) async fn input_items(
-    State(state): State<AppState>,
-    Tenant(tenant): Tenant,
-    Segments(id): Segments<String>,
+    State(state): State<AppState>, Tenant(tenant): Tenant, Segments(id): Segments<String>,
     query: ListQuery,
 ) -> Result<Json<List<Value>>> {
     let (record, _) = stored(&state, &tenant, &id).await?;

@@ -33,9 +33,7 @@ pub struct ResponseStream {
 
 impl ResponseStream {
     pub fn new(
-        echo: Map<String, Value>,
-        starting_after: Option<i64>,
-        reading: Option<oneshot::Sender<()>>,
+        echo: Map<String, Value>, starting_after: Option<i64>, reading: Option<oneshot::Sender<()>>,
     ) -> Self {
         Self {
             echo,
