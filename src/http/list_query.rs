@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
-use utoipa::openapi::Required;
+use utoipa::openapi::path::{Parameter, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::IntoParams;
 
+use super::doc_params::query_param;
 use super::error::ApiError;
 use crate::model::{Cursor, Metadata, Order, OwnerId, Owners, PageRequest, SessionFilter};
 use crate::store::StoreError;
@@ -174,17 +174,6 @@ impl IntoParams for ListQuery {
             query_param("before", cursor(), "Return the page that precedes the row with this id."),
         ]
     }
-}
-
-/// An optional query parameter, as the document lists it.
-pub(super) fn query_param(name: &str, schema: impl Into<Schema>, description: &str) -> Parameter {
-    ParameterBuilder::new()
-        .name(name)
-        .parameter_in(ParameterIn::Query)
-        .required(Required::False)
-        .schema(Some(schema.into()))
-        .description(Some(description))
-        .build()
 }
 
 pub(super) fn string() -> ObjectBuilder {

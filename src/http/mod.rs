@@ -8,6 +8,7 @@ mod chat;
 mod checkpoints;
 mod compactions;
 mod console;
+mod doc_params;
 mod error;
 mod event_stream;
 mod examples;

@@ -6,11 +6,11 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponseParts, ResponseParts};
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::Required;
 use utoipa::IntoParams;
 
+use super::doc_params::header_param;
 use super::error::ApiError;
 use crate::model::{entity_tag, IfMatch};
 
@@ -39,15 +39,11 @@ impl IntoParams for IfMatchHeader {
         let tag = ObjectBuilder::new()
             .schema_type(Type::String)
             .pattern(Some(r#"^(\*|(W/)?"[0-9]{1,18}")?$"#));
-        vec![ParameterBuilder::new()
-            .name("If-Match")
-            .parameter_in(ParameterIn::Header)
-            .required(Required::False)
-            .schema(Some(tag))
-            .description(Some(
-                "Writes only if the session is at this revision (the ETag of a read, such as \"3\"), or with * only if it exists; else 412 revision_mismatch and nothing is written",
-            ))
-            .build()]
+        vec![header_param(
+            "If-Match",
+            tag,
+            "Writes only if the session is at this revision (the ETag of a read, such as \"3\"), or with * only if it exists; else 412 revision_mismatch and nothing is written",
+        )]
     }
 }
 

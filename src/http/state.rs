@@ -8,12 +8,12 @@ use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::Required;
 use utoipa::{IntoParams, ToSchema};
 
 use super::answer::Replayed;
+use super::doc_params::query_param;
 use super::error::{ApiError, JsonWrite, Lookup, Result};
 use super::extract::{AppJson, Preconditions, TenantSession};
 use super::revision::ETag;
@@ -91,15 +91,11 @@ impl IntoParams for Include {
         let list = ObjectBuilder::new()
             .schema_type(Type::String)
             .pattern(Some("^(user|app)(,(user|app))*$"));
-        vec![ParameterBuilder::new()
-            .name("include")
-            .parameter_in(ParameterIn::Query)
-            .required(Required::False)
-            .schema(Some(list))
-            .description(Some(
-                "user, app or both, separated by commas: adds user_state and app_state (null when absent), read in the same snapshot as the session's state",
-            ))
-            .build()]
+        vec![query_param(
+            "include",
+            list,
+            "user, app or both, separated by commas: adds user_state and app_state (null when absent), read in the same snapshot as the session's state",
+        )]
     }
 }
 

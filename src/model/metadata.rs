@@ -134,12 +134,16 @@ impl PartialSchema for MetadataPatch {
 impl ToSchema for MetadataPatch {}
 
 fn metadata_schema(patch: bool) -> Schema {
-    let value = ObjectBuilder::new()
-        .schema_type(if patch {
-            SchemaType::from_iter([Type::String, Type::Null])
+    // A patch removes with null what the metadata holds as a string or an object.
+    let null_in_patch = |kind: Type| {
+        if patch {
+            SchemaType::from_iter([kind, Type::Null])
         } else {
-            SchemaType::new(Type::String)
-        })
+            SchemaType::new(kind)
+        }
+    };
+    let value = ObjectBuilder::new()
+        .schema_type(null_in_patch(Type::String))
         .max_length(Some(MAX_VALUE_CHARS))
         .pattern(Some("^[^\\u0000]*$"));
     let names = ObjectBuilder::new()
@@ -154,11 +158,7 @@ fn metadata_schema(patch: bool) -> Schema {
         "String key-value pairs: at most 64 keys of 1 to 64 characters, values of at most 512."
     };
     let object = ObjectBuilder::new()
-        .schema_type(if patch {
-            SchemaType::from_iter([Type::Object, Type::Null])
-        } else {
-            SchemaType::new(Type::Object)
-        })
+        .schema_type(null_in_patch(Type::Object))
         .description(Some(description))
         // A patch may name more keys than the limit (removals); the merged result may not.
         .max_properties((!patch).then_some(Metadata::MAX_KEYS))

@@ -3,12 +3,12 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::Json;
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::{RefOr, Required, Schema};
 use utoipa::{IntoParams, PartialSchema};
 
 use super::CheckpointList;
+use crate::http::doc_params::query_param as param;
 use crate::http::error::{ApiError, Result};
 use crate::http::list_query::page_limit;
 use crate::model::{check_name, Checkpoint, CheckpointFilter, CheckpointName, CheckpointPath};
@@ -56,22 +56,13 @@ impl<S: Send + Sync> FromRequestParts<S> for CheckpointQuery {
 
 impl IntoParams for CheckpointQuery {
     fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        let param = |name: &str, schema: RefOr<Schema>, description: &str| {
-            ParameterBuilder::new()
-                .name(name)
-                .parameter_in(ParameterIn::Query)
-                .required(Required::False)
-                .schema(Some(schema))
-                .description(Some(description))
-                .build()
-        };
         let limit =
             ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(1000));
         vec![
             param("namespace", CheckpointPath::schema(), "Only this namespace (empty: the root one); absent, every namespace"),
             param("before", CheckpointName::schema(), "Only checkpoints whose id sorts before this one"),
-            param("limit", limit.into(), "1 to 1000 (default 100)"),
-            param("metadata", ObjectBuilder::new().schema_type(Type::String).into(), "A JSON object: only checkpoints whose metadata has each of its members, equal as JSON (null also matches a missing member)"),
+            param("limit", limit, "1 to 1000 (default 100)"),
+            param("metadata", ObjectBuilder::new().schema_type(Type::String), "A JSON object: only checkpoints whose metadata has each of its members, equal as JSON (null also matches a missing member)"),
         ]
     }
 }

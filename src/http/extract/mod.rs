@@ -10,11 +10,11 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
-use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::Required;
 use utoipa::IntoParams;
 
+use super::doc_params::header_param;
 use super::error::ApiError;
 use crate::model::{json_error_message, IdempotencyKey, InvalidField};
 pub use path::{id_schema, Tenant, TenantAgent, TenantItem, TenantOwner, TenantRun, TenantSession};
@@ -71,15 +71,11 @@ impl IntoParams for IdempotencyHeader {
             .min_length(Some(1))
             .max_length(Some(255))
             .pattern(Some("^[!-~]+$"));
-        vec![ParameterBuilder::new()
-            .name("Idempotency-Key")
-            .parameter_in(ParameterIn::Header)
-            .required(Required::False)
-            .schema(Some(key))
-            .description(Some(
-                "Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours",
-            ))
-            .build()]
+        vec![header_param(
+            "Idempotency-Key",
+            key,
+            "Makes retries safe: the same key with the same request answers as the first request did and does nothing more; kept for 24 hours",
+        )]
     }
 }
 

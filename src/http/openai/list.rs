@@ -9,7 +9,8 @@ use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::list_query::{cursor, cursor_id, page_limit, page_order, query_param, string};
+use crate::http::doc_params::query_param;
+use crate::http::list_query::{cursor, cursor_id, page_limit, page_order, string};
 use crate::http::ApiError;
 use crate::model::{Cursor, Order, PageRequest};
 

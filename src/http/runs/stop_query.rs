@@ -5,8 +5,9 @@ use axum::http::request::Parts;
 use utoipa::openapi::path::{Parameter, ParameterIn};
 use utoipa::IntoParams;
 
+use crate::http::doc_params::query_param;
 use crate::http::error::ApiError;
-use crate::http::list_query::{query_param, string};
+use crate::http::list_query::string;
 use crate::model::StopAction;
 
 pub struct StopQuery {

@@ -10,6 +10,7 @@ use sqlx::query::Query;
 use sqlx::{PgConnection, PgPool, Postgres};
 use uuid::Uuid;
 
+use super::shared::run_creation::BindNewRun;
 use super::touch;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::event_rows::stored_events;
@@ -48,14 +49,7 @@ pub(super) async fn insert_run(
     let body = codec.seal(run.tenant, Column::RunBody, to_json(run.record)?)?;
     let event_data = codec.seal(run.tenant, Column::RunEventData, run.first_event.data_json())?;
     let inserted: Option<(i64, bool)> = sqlx::query_as(&INSERT)
-        .bind(run.tenant)
-        .bind(run.record.run.id)
-        .bind(run.session_pk)
-        .bind(run.created_at)
-        .bind(body)
-        .bind(run.started_at)
-        .bind(run.lease_owner())
-        .bind(run.lease_expires_at())
+        .bind_new_run(&run, body)
         .bind(run.first_event.seq)
         .bind(run.first_event.name())
         .bind(run.enqueue())

@@ -6,12 +6,21 @@ use sqlx::PgPool;
 
 use super::PgStore;
 use crate::model::{ItemBody, Order, PageRequest, SessionId};
-use crate::store::SessionStore;
+use crate::store::{Appended, SessionStore};
 
 const T: &str = "default";
 
 fn item(text: String) -> ItemBody {
     ItemBody::new("item", RawValue::from_string(text).unwrap()).unwrap()
+}
+
+fn session(id: &str) -> SessionId {
+    SessionId::parse("id", id.into()).unwrap()
+}
+
+/// Appends `{"n": n}` to the session `id`.
+async fn append_n(store: &PgStore, id: &SessionId, n: u32) -> crate::store::Result<Appended> {
+    store.append_items(T, id, vec![item(format!(r#"{{"n":{n}}}"#))], None, None).await
 }
 
 fn newest(limit: u32) -> PageRequest {
@@ -22,7 +31,7 @@ fn newest(limit: u32) -> PageRequest {
 #[sqlx::test(migrations = "./migrations/postgres")]
 async fn page_reads_are_planned_once_per_connection(pool: PgPool) {
     let store = PgStore::from_pool(pool);
-    let id = SessionId::parse("id", "long".into()).unwrap();
+    let id = session("long");
     for n in 0..3 {
         let items = (0..100).map(|i| item(format!(r#"{{"n":{}}}"#, n * 100 + i))).collect();
         store.append_items(T, &id, items, None, None).await.unwrap();
@@ -50,7 +59,7 @@ async fn page_reads_are_planned_once_per_connection(pool: PgPool) {
 #[sqlx::test(migrations = "./migrations/postgres")]
 async fn connections_readied_for_pages_never_go_back_to_the_pool(pool: PgPool) {
     let store = PgStore::from_pool(pool.clone());
-    let id = SessionId::parse("id", "large".into()).unwrap();
+    let id = session("large");
     let large = format!(r#"{{"text":"{}"}}"#, "x".repeat(9 * 1024 * 1024));
     for _ in 0..2 {
         let items = vec![item(large.clone())];
@@ -79,10 +88,8 @@ async fn connections_readied_for_pages_never_go_back_to_the_pool(pool: PgPool) {
 /// counts as idle.
 #[sqlx::test(migrations = "./migrations/postgres")]
 async fn appends_keep_their_connection_between_transactions(pool: PgPool) {
-    let store = PgStore::from_pool(pool.clone());
-    let id = SessionId::parse("id", "kept".into()).unwrap();
-    let append =
-        |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None, None);
+    let (store, id) = (PgStore::from_pool(pool.clone()), session("kept"));
+    let append = |n: u32| append_n(&store, &id, n);
     append(0).await.unwrap();
     assert_eq!(store.append_writer.parked(), 1);
     let mut conn = store.append_writer.take().await.unwrap();
@@ -105,10 +112,8 @@ async fn appends_keep_their_connection_between_transactions(pool: PgPool) {
 /// nothing is lost or doubled.
 #[sqlx::test(migrations = "./migrations/postgres")]
 async fn appends_recover_when_the_writers_connection_is_closed(pool: PgPool) {
-    let store = PgStore::from_pool(pool.clone());
-    let id = SessionId::parse("id", "restarted".into()).unwrap();
-    let append =
-        |n: u32| store.append_items(T, &id, vec![item(format!(r#"{{"n":{n}}}"#))], None, None);
+    let (store, id) = (PgStore::from_pool(pool.clone()), session("restarted"));
+    let append = |n: u32| append_n(&store, &id, n);
     append(0).await.unwrap();
     let mut conn = store.append_writer.take().await.unwrap();
     let pid: i32 =

@@ -1,6 +1,6 @@
-//! A session's items: read a page of them or one, delete one, pop the newest, clear
-//! them all. A change takes the session's row lock first, and removes with the items
-//! what was made from them: their compactions and the finished runs that copied them.
+//! A session's items: read a page of them or one, delete one or all, pop the newest. A
+//! change takes the session's row lock first, and removes with the items what was made
+//! from them: their compactions and the finished runs that copied them.
 
 use uuid::Uuid;
 
@@ -77,8 +77,14 @@ pub(super) async fn get(
     }
 }
 
+/// What a removal takes from a session: one item, or every one.
+pub(super) enum Removal {
+    Item(Uuid),
+    All,
+}
+
 pub(super) async fn delete(
-    store: &Store, tenant: &str, session_id: &SessionId, item_id: Uuid,
+    store: &Store, tenant: &str, session_id: &SessionId, removal: Removal,
     (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
 ) -> Result<()> {
     let Begun::Change(mut tx, session_pk) =
@@ -86,16 +92,29 @@ pub(super) async fn delete(
     else {
         return Ok(());
     };
-    let deleted: Option<(i64, Option<Uuid>)> = sqlx::query_as(
-        "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq, run_id",
-    )
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(item_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let (seq, run_id) = deleted.ok_or(StoreError::ItemNotFound)?;
-    removed(&mut tx, (tenant, session_pk), seq, RunsHolding::Item(run_id), 1).await?;
+    let (seq, holding, count) = match removal {
+        Removal::Item(item_id) => {
+            let deleted: Option<(i64, Option<Uuid>)> = sqlx::query_as(
+                "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq, run_id",
+            )
+            .bind(tenant)
+            .bind(session_pk)
+            .bind(item_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let (seq, run_id) = deleted.ok_or(StoreError::ItemNotFound)?;
+            (seq, RunsHolding::Item(run_id), 1)
+        }
+        Removal::All => {
+            let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
+                .bind(tenant)
+                .bind(session_pk)
+                .execute(&mut *tx)
+                .await?;
+            (0, RunsHolding::All, cleared.rows_affected() as i64)
+        }
+    };
+    removed(&mut tx, (tenant, session_pk), seq, holding, count).await?;
     answered(&mut tx, &store.codec, tenant, key, "{}").await?;
     tx.commit().await?;
     Ok(())
@@ -126,27 +145,6 @@ pub(super) async fn pop_last(
     answered(&mut tx, &store.codec, tenant, key, &to_json(&item)?).await?;
     tx.commit().await?;
     Ok(item)
-}
-
-pub(super) async fn clear(
-    store: &Store, tenant: &str, session_id: &SessionId,
-    (key, if_match): (Option<&IdempotencyKey>, Option<IfMatch>),
-) -> Result<()> {
-    let Begun::Change(mut tx, session_pk) =
-        begin(store, tenant, session_id, (key, if_match)).await?
-    else {
-        return Ok(());
-    };
-    let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
-        .bind(tenant)
-        .bind(session_pk)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    removed(&mut tx, (tenant, session_pk), 0, RunsHolding::All, cleared as i64).await?;
-    answered(&mut tx, &store.codec, tenant, key, "{}").await?;
-    tx.commit().await?;
-    Ok(())
 }
 
 /// Removes what `replacing` names from the session `session_pk` (whose row the caller

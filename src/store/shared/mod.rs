@@ -44,7 +44,7 @@ mod idempotency_keys;
 mod item_changes;
 mod items;
 mod owners;
-mod run_creation;
+pub(super) mod run_creation;
 mod run_store;
 mod runs;
 mod session_store;

@@ -3,8 +3,13 @@
 //! Creations with no key, no If-Match and no input to steer queue to be combined (`creation_writer`); what a
 //! combined transaction leaves to its caller is made here alone.
 
+use std::borrow::Cow;
+
+use sqlx::query::QueryAs;
+use sqlx::Database;
+
 use super::backend::runs::insert_run;
-use super::backend::{touch, Store, NOW};
+use super::backend::{touch, Db, Store, NOW};
 use super::idempotency_keys::{claim_key, keep_response};
 use super::runs::find_run;
 use super::sessions::{forget_expired, session_pk_at, BindExpiry};
@@ -15,9 +20,28 @@ use crate::store::combined_writes::Creation;
 use crate::store::idempotency::{replayed_run_id, run_response};
 use crate::store::payload::PayloadCodec;
 use crate::store::rows::{expiry_columns, live};
-use crate::store::run_rows::{self, UNFINISHED};
+use crate::store::run_rows::{self, NewRunRow, UNFINISHED};
 use crate::store::timestamp::Timestamp;
 use crate::store::{CreatedRun, Result, StartNow, StoreError};
+
+/// Binds a new run's columns as both backends' inserts number them, `$1` to `$8`: its
+/// tenant, id, session, creation, stored body, start, and the lease it starts under.
+pub(in crate::store) trait BindNewRun<'q> {
+    fn bind_new_run(self, run: &NewRunRow<'q>, body: Cow<'q, str>) -> Self;
+}
+
+impl<'q, O> BindNewRun<'q> for QueryAs<'q, Db, O, <Db as Database>::Arguments<'q>> {
+    fn bind_new_run(self, run: &NewRunRow<'q>, body: Cow<'q, str>) -> Self {
+        self.bind(run.tenant)
+            .bind(run.record.run.id)
+            .bind(run.session_pk)
+            .bind(run.created_at)
+            .bind(body)
+            .bind(run.started_at)
+            .bind(run.lease_owner())
+            .bind(run.lease_expires_at())
+    }
+}
 
 /// The run that an earlier request with `key` created, or None with the key
 /// claimed for this request. A key whose run has been deleted since (with its

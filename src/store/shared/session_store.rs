@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::backend::Store;
+use super::items::Removal;
 use super::{idempotency_keys, items, sessions};
 use crate::model::{
     IdempotencyKey, IfMatch, Item, ItemBody, NewSession, Page, PageRequest, Session, SessionFilter,
@@ -67,7 +68,14 @@ impl SessionStore for Store {
         &self, tenant: &str, session_id: &SessionId, item_id: Uuid,
         idempotency: Option<IdempotencyKey>, if_match: Option<IfMatch>,
     ) -> Result<()> {
-        items::delete(self, tenant, session_id, item_id, (idempotency.as_ref(), if_match)).await
+        items::delete(
+            self,
+            tenant,
+            session_id,
+            Removal::Item(item_id),
+            (idempotency.as_ref(), if_match),
+        )
+        .await
     }
 
     async fn pop_last_item(
@@ -105,7 +113,8 @@ impl SessionStore for Store {
         &self, tenant: &str, session_id: &SessionId, idempotency: Option<IdempotencyKey>,
         if_match: Option<IfMatch>,
     ) -> Result<()> {
-        items::clear(self, tenant, session_id, (idempotency.as_ref(), if_match)).await
+        items::delete(self, tenant, session_id, Removal::All, (idempotency.as_ref(), if_match))
+            .await
     }
 
     async fn purge_idempotency_keys(&self, cutoff: DateTime<Utc>) -> Result<u64> {

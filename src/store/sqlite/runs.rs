@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 use uuid::Uuid;
 
+use super::shared::run_creation::BindNewRun;
 use super::touch;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::event_rows::stored_events;
@@ -59,14 +60,7 @@ pub(super) async fn insert_run(
     });
     let body = codec.seal(run.tenant, Column::RunBody, to_json(run.record)?)?;
     let inserted: Option<(i64, bool)> = sqlx::query_as(&INSERT)
-        .bind(run.tenant)
-        .bind(run.record.run.id)
-        .bind(run.session_pk)
-        .bind(run.created_at)
-        .bind(body)
-        .bind(run.started_at)
-        .bind(run.lease_owner())
-        .bind(run.lease_expires_at())
+        .bind_new_run(&run, body)
         .bind(run.enqueue())
         .fetch_optional(&mut *conn)
         .await?;
