@@ -1,4 +1,5 @@
 mod lingering;
+mod protocols;
 
 use std::io;
 
@@ -7,16 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use anyhow::Context as _;
 
-use self::lingering::Lingering;
+use self::protocols::Protocols;
 use crate::auth::Auth;
 use crate::config::{describe_database, Config, StartupError, DEFAULT_LLM_URL};
 use crate::http::{self, AppState};
@@ -163,10 +161,7 @@ impl Application {
         );
         let stop_workers = CancellationToken::new();
         let mut workers = self.runs.start_workers(stop_workers.clone());
-        let mut server = auto::Builder::new(TokioExecutor::new());
-        // Without a timer hyper applies no header timeout: a client could hold a
-        // connection forever by sending its headers slowly.
-        server.http1().timer(TokioTimer::new()).header_read_timeout(self.patience);
+        let protocols = Arc::new(Protocols::new(self.patience));
         let connections = GracefulShutdown::new();
         // From shutdown on, balancers asking `/readyz` stop sending, and clients open new
         // connections for their next requests; the listener stays open a while for the
@@ -191,16 +186,9 @@ impl Application {
                 () = &mut lingering => break,
             };
             let _ = stream.set_nodelay(true);
-            let service = TowerToHyperService::new(self.router.clone());
-            let connection = server
-                .serve_connection_with_upgrades(TokioIo::new(Lingering::new(stream)), service);
-            let connection = connection.into_owned();
-            let connection = connections.watch(connection);
-            tokio::spawn(async move {
-                if let Err(error) = connection.await {
-                    tracing::debug!(%error, "connection ended with an error");
-                }
-            });
+            let (protocols, router) = (protocols.clone(), self.router.clone());
+            let (watcher, closing) = (connections.watcher(), self.closing.clone());
+            tokio::spawn(async move { protocols.serve(stream, router, watcher, closing).await });
         }
         drop(self.listener);
         // Clients following runs are told to go on at another replica.

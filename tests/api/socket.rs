@@ -99,3 +99,66 @@ async fn bodies_refused_before_they_are_read_still_get_their_answer() {
     shutdown.cancel();
     server.await.unwrap().unwrap();
 }
+
+/// The server as a client sees it over TCP, on a SQLite store.
+async fn serving() -> (String, CancellationToken, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let app = Application::with_store(&test_config(), TestDb::sqlite().await.store).await.unwrap();
+    let address = app.local_addr().unwrap().to_string();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(app.run(shutdown.clone()));
+    (address, shutdown, server)
+}
+
+/// Each HTTP the server speaks, told from what the client sends first: HTTP/2 with prior
+/// knowledge answers its preface with its own settings, and an HTTP/1 request whose first
+/// byte comes alone (the preface begins with it too) is still answered.
+#[tokio::test]
+async fn a_connection_is_served_in_the_http_its_client_speaks() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (address, shutdown, server) = serving().await;
+
+    let mut http2 = tokio::net::TcpStream::connect(&address).await.unwrap();
+    http2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+    // An empty SETTINGS frame: length 0, type 4, no flags, stream 0.
+    http2.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+    let mut frame = [0; 9];
+    http2.read_exact(&mut frame).await.unwrap();
+    assert_eq!((frame[3], &frame[5..]), (4, &[0, 0, 0, 0][..]), "a SETTINGS frame: {frame:?}");
+    drop(http2);
+
+    let mut http1 = tokio::net::TcpStream::connect(&address).await.unwrap();
+    http1.write_all(b"P").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let body = r#"{"items": [{"role": "user", "content": "hi"}]}"#;
+    let rest = format!(
+        "OST /v1/sessions/spoken/items HTTP/1.1\r\nhost: test\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    http1.write_all(rest.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    http1.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+
+    shutdown.cancel();
+    server.await.unwrap().unwrap();
+}
+
+/// A client that connects and sends nothing holds neither its connection past the
+/// request time limit nor the server's shutdown.
+#[tokio::test]
+async fn a_client_that_sends_nothing_holds_nothing() {
+    use tokio::io::AsyncReadExt;
+    let (address, shutdown, server) = serving().await;
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    // Accepted, and waiting for its first bytes.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    shutdown.cancel();
+    // Well within the request time limit (30 s here), which would otherwise bound both.
+    let stopped = tokio::time::timeout(std::time::Duration::from_secs(10), server).await;
+    stopped.expect("the server stops without waiting for the silent client").unwrap().unwrap();
+    let mut rest = Vec::new();
+    let closed =
+        tokio::time::timeout(std::time::Duration::from_secs(10), silent.read_to_end(&mut rest));
+    assert_eq!(closed.await.expect("the connection is closed").unwrap(), 0);
+}
