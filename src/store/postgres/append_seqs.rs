@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use sqlx::PgConnection;
 
+use super::shared::binds::BindAll;
 use super::{touch, NOW};
 use crate::store::rows::live;
 use crate::store::timestamp::Timestamp;
@@ -64,12 +65,7 @@ pub(super) async fn reserve_many<'a>(
     let steps: Vec<i64> = sessions.iter().map(|session| counts[session].steps).collect();
     let stateful: Vec<bool> = sessions.iter().map(|session| counts[session].state).collect();
     let rows: Vec<(i64, i64, i64, i64, Option<String>)> = sqlx::query_as(&RESERVE)
-        .bind(&tenants)
-        .bind(&ids)
-        .bind(&added)
-        .bind(now)
-        .bind(&steps)
-        .bind(&stateful)
+        .bind_all((&tenants, &ids, &added, now, &steps, &stateful))
         .fetch_all(&mut *conn)
         .await?;
     // Each row names its session by its (1-based) place in the arrays.

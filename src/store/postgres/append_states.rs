@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use sqlx::PgConnection;
 
+use super::shared::binds::BindAll;
 use super::shared::documents::open_state;
 use crate::model::{StateDocument, StateWrite};
 use crate::store::payload::{Column, PayloadCodec};
@@ -51,8 +52,7 @@ impl<'a> States<'a> {
             r"update sessions set state = u.state
               from unnest($1::bigint[], $2::text[]) as u (pk, state) where sessions.pk = u.pk",
         )
-        .bind(&pks)
-        .bind(&sealed)
+        .bind_all((&pks, &sealed))
         .execute(conn)
         .await?;
         Ok(())

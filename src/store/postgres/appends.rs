@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::append_seqs::{reserve_many, Counts, Reserved};
 use super::append_states::States;
 use super::shared::appends::{append_in, reserve_seqs};
+use super::shared::binds::BindAll;
 use crate::model::{ExpiresAfter, IdempotencyKey, Item, StateDocument};
 use crate::store::combined_writes::Append;
 use crate::store::idempotency::AppendedSeqs;
@@ -133,8 +134,7 @@ async fn lock_sessions(conn: &mut PgConnection, appends: &[Append]) -> Result<()
               on s.tenant_id = w.tenant_id and s.id = w.id
           order by s.pk for update of s",
     )
-    .bind(&tenants)
-    .bind(&ids)
+    .bind_all((&tenants, &ids))
     .execute(conn)
     .await?;
     Ok(())
@@ -158,9 +158,7 @@ async fn claim_keys(
         r"delete from idempotency_keys k using unnest($1::text[], $2::text[]) as c (tenant_id, key)
           where k.tenant_id = c.tenant_id and k.key = c.key and k.created_at < $3",
     )
-    .bind(&tenants)
-    .bind(&keys)
-    .bind(Timestamp(now.0 - IdempotencyKey::ttl()))
+    .bind_all((&tenants, &keys, Timestamp(now.0 - IdempotencyKey::ttl())))
     .execute(&mut *conn)
     .await?;
     let claimed: Vec<(String, String)> = sqlx::query_as(
@@ -169,10 +167,7 @@ async fn claim_keys(
           on conflict (tenant_id, key) do nothing
           returning tenant_id, key",
     )
-    .bind(&tenants)
-    .bind(&keys)
-    .bind(&fingerprints)
-    .bind(now)
+    .bind_all((&tenants, &keys, &fingerprints, now))
     .fetch_all(&mut *conn)
     .await?;
     Ok(appends
@@ -211,12 +206,7 @@ async fn insert_rows(conn: &mut PgConnection, rows: Rows<'_>, now: Timestamp) ->
           select id, tenant_id, session_pk, seq, $6, body
           from unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::text[]) as t (id, tenant_id, session_pk, seq, body)",
     )
-    .bind(&rows.ids)
-    .bind(&rows.tenants)
-    .bind(&rows.session_pks)
-    .bind(&rows.seqs)
-    .bind(&bodies)
-    .bind(now)
+    .bind_all((&rows.ids, &rows.tenants, &rows.session_pks, &rows.seqs, &bodies, now))
     .execute(conn)
     .await?;
     Ok(())
@@ -249,9 +239,7 @@ async fn keep_responses(
           from unnest($1::text[], $2::text[], $3::text[]) as r (tenant_id, key, response)
           where k.tenant_id = r.tenant_id and k.key = r.key",
     )
-    .bind(&tenants)
-    .bind(&keys)
-    .bind(&responses)
+    .bind_all((&tenants, &keys, &responses))
     .execute(conn)
     .await?;
     Ok(())

@@ -9,6 +9,7 @@ use sqlx::{Connection, FromRow, PgPool, Postgres, Row};
 use uuid::Uuid;
 
 use super::runs::{write_run, WriteRun, WRITE_RUN};
+use super::shared::binds::BindAll;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::PayloadCodec;
 use crate::store::run_rows::{
@@ -64,8 +65,7 @@ pub(super) async fn claim_next(
     static CLAIM: LazyLock<String> = LazyLock::new(|| {
         format!("with {} select * from claimed", claim_ctes("$1", "$2", "$3", "$4::bigint"))
     });
-    let claim =
-        || sqlx::query_as(&CLAIM).bind(worker).bind(lease_expires_at).bind(now).bind(tenant_limit);
+    let claim = || sqlx::query_as(&CLAIM).bind_all((worker, lease_expires_at, now, tenant_limit));
     // Without a limit the claim is one statement: an idle worker's poll costs one round
     // trip, not a transaction's three.
     let claimed = match tenant_limit {
@@ -123,7 +123,7 @@ pub(super) async fn finish(
             now,
         };
         let worker = claim.worker;
-        let claimed = finished.fetch(&mut conn, |q| q.bind(worker).bind(expires).bind(starts));
+        let claimed = finished.fetch(&mut conn, |q| q.bind_all((worker, expires, starts)));
         match claimed.await {
             Ok(Some(row)) => return finished_and_claimed(&row),
             Ok(None) => return Err(sqlx::Error::RowNotFound.into()),

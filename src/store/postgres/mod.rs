@@ -41,6 +41,7 @@ use super::payload::PayloadCodec;
 use super::timestamp::Timestamp;
 use super::{Appended, CreatedRun, Result, DEFAULT_TIMEOUT};
 use crate::model::{ExpiresAfter, Item};
+use shared::binds::BindAll;
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -247,12 +248,7 @@ async fn insert_items(
         r"insert into items (id, tenant_id, session_pk, seq, created_at, body)
           select id, $4, $5, seq, $6, body from unnest($1::uuid[], $2::bigint[], $3::text[]) as t (id, seq, body)",
     )
-    .bind(items.iter().map(|i| i.id).collect::<Vec<Uuid>>())
-    .bind(items.iter().map(|i| i.seq).collect::<Vec<i64>>())
-    .bind(bodies.iter().map(|b| &**b).collect::<Vec<&str>>())
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(now)
+    .bind_all((items.iter().map(|i| i.id).collect::<Vec<Uuid>>(), items.iter().map(|i| i.seq).collect::<Vec<i64>>(), bodies.iter().map(|b| &**b).collect::<Vec<&str>>(), tenant, session_pk, now))
     .execute(conn)
     .await?;
     Ok(())

@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::shared::binds::BindAll;
 use super::{touch, NOW};
 use crate::model::IfBusy;
 use crate::store::combined_writes::Creation;
@@ -54,19 +55,20 @@ pub(super) async fn upsert_run_sessions(
                   on s.tenant_id = t.tenant and s.id = t.id
               order by s.pk for no key update of s",
         )
-        .bind(&tenants)
-        .bind(&ids)
+        .bind_all((&tenants, &ids))
         .execute(&mut *conn)
         .await?;
     }
     let upserted: Vec<(String, String, i64, bool)> = sqlx::query_as(&UPSERT)
-        .bind(&tenants)
-        .bind(&ids)
-        .bind(creations.iter().map(|c| c.if_busy != IfBusy::Enqueue).collect::<Vec<_>>())
-        .bind(now)
-        .bind(retention.anchor)
-        .bind(retention.seconds)
-        .bind(retention.expires_at)
+        .bind_all((
+            &tenants,
+            &ids,
+            creations.iter().map(|c| c.if_busy != IfBusy::Enqueue).collect::<Vec<_>>(),
+            now,
+            retention.anchor,
+            retention.seconds,
+            retention.expires_at,
+        ))
         .fetch_all(conn)
         .await?;
     let found: HashMap<(&str, &str), (i64, bool)> = upserted
@@ -120,18 +122,20 @@ pub(super) async fn insert_runs(
         events.extend(stored_events(codec, run.tenant, first)?);
     }
     let inserted: Vec<(Uuid, i64, bool)> = sqlx::query_as(&INSERT)
-        .bind(runs.iter().map(|r| r.tenant).collect::<Vec<_>>())
-        .bind(runs.iter().map(|r| r.record.run.id).collect::<Vec<_>>())
-        .bind(runs.iter().map(|r| r.session_pk).collect::<Vec<_>>())
-        .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
-        .bind(runs.iter().map(NewRunRow::lease_owner).collect::<Vec<_>>())
-        .bind(runs.iter().map(|r| r.lease_expires_at().map(|t| t.0)).collect::<Vec<_>>())
-        .bind(runs.iter().map(NewRunRow::enqueue).collect::<Vec<_>>())
-        .bind(events.iter().map(|e| e.seq).collect::<Vec<_>>())
-        .bind(events.iter().map(|e| e.name).collect::<Vec<_>>())
-        .bind(events.iter().map(|e| &*e.data).collect::<Vec<_>>())
-        .bind(runs.iter().map(|r| r.created_at.0).collect::<Vec<_>>())
-        .bind(runs.iter().map(|r| r.started_at.0).collect::<Vec<_>>())
+        .bind_all((
+            runs.iter().map(|r| r.tenant).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.record.run.id).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.session_pk).collect::<Vec<_>>(),
+            bodies.iter().map(|b| &**b).collect::<Vec<_>>(),
+            runs.iter().map(NewRunRow::lease_owner).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.lease_expires_at().map(|t| t.0)).collect::<Vec<_>>(),
+            runs.iter().map(NewRunRow::enqueue).collect::<Vec<_>>(),
+            events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            events.iter().map(|e| e.name).collect::<Vec<_>>(),
+            events.iter().map(|e| &*e.data).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.created_at.0).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.started_at.0).collect::<Vec<_>>(),
+        ))
         .fetch_all(conn)
         .await?;
     let mut by_id: HashMap<Uuid, InsertedRun> =

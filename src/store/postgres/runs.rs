@@ -10,7 +10,9 @@ use sqlx::query::Query;
 use sqlx::{PgConnection, PgPool, Postgres};
 use uuid::Uuid;
 
+use super::shared::binds::BindAll;
 use super::shared::run_creation::BindNewRun;
+use super::shared::runs::BindRunWrite;
 use super::touch;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::event_rows::stored_events;
@@ -50,10 +52,7 @@ pub(super) async fn insert_run(
     let event_data = codec.seal(run.tenant, Column::RunEventData, run.first_event.data_json())?;
     let inserted: Option<(i64, bool)> = sqlx::query_as(&INSERT)
         .bind_new_run(&run, body)
-        .bind(run.first_event.seq)
-        .bind(run.first_event.name())
-        .bind(run.enqueue())
-        .bind(event_data)
+        .bind_all((run.first_event.seq, run.first_event.name(), run.enqueue(), event_data))
         .fetch_optional(conn)
         .await?;
     Ok(inserted.map(|(pk, started)| InsertedRun { pk, started }))
@@ -143,29 +142,25 @@ impl WriteRun<'_> {
             .collect::<Result<Vec<_>>>()?;
         let delivery = run_rows::webhook_delivery(codec, tenant, record, now.0)?;
         let (delivery_id, delivery) = delivery.unzip();
-        let query = sqlx::query(sql)
-            .bind(run_pk)
-            .bind(record.run.status.as_str())
-            .bind(record.run.finished_at.map(Timestamp))
-            .bind(body)
-            .bind(events.last().map_or(0, |e| e.seq))
-            .bind(lease)
-            .bind(stored.iter().map(|e| e.seq).collect::<Vec<_>>())
-            .bind(stored.iter().map(|e| e.name).collect::<Vec<_>>())
-            .bind(stored.iter().map(|e| &*e.data).collect::<Vec<_>>())
-            .bind(now)
-            .bind(settles)
-            .bind(items.len() as i64)
-            .bind(usage.input_tokens)
-            .bind(usage.output_tokens)
-            .bind(usage.total_tokens)
-            .bind(usage.llm_calls)
-            .bind(tenant)
-            .bind(record.run.id)
-            .bind(items.iter().map(|(id, _)| *id).collect::<Vec<_>>())
-            .bind(bodies.iter().map(|b| &**b).collect::<Vec<_>>())
-            .bind(delivery_id)
-            .bind(delivery);
+        let query =
+            sqlx::query(sql).bind_run_write(run_pk, record, body, events, lease).bind_all((
+                stored.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                stored.iter().map(|e| e.name).collect::<Vec<_>>(),
+                stored.iter().map(|e| &*e.data).collect::<Vec<_>>(),
+                now,
+                settles,
+                items.len() as i64,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.total_tokens,
+                usage.llm_calls,
+                tenant,
+                record.run.id,
+                items.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+                bodies.iter().map(|b| &**b).collect::<Vec<_>>(),
+                delivery_id,
+                delivery,
+            ));
         Ok(more(query).fetch_optional(conn).await?)
     }
 }
@@ -216,14 +211,16 @@ pub(super) async fn save_events(
               on conflict do nothing)
           select pk from r",
     )
-    .bind(&pks)
-    .bind(&workers)
-    .bind(&owners)
-    .bind(&seqs)
-    .bind(&names)
-    .bind(sealed.iter().map(|d| &**d).collect::<Vec<_>>())
-    .bind(Timestamp::now())
-    .bind(&calls)
+    .bind_all((
+        &pks,
+        &workers,
+        &owners,
+        &seqs,
+        &names,
+        sealed.iter().map(|d| &**d).collect::<Vec<_>>(),
+        Timestamp::now(),
+        &calls,
+    ))
     .fetch_all(pool)
     .await?
     .into_iter()

@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 
 use super::backend::{Store, FOR_UPDATE};
+use super::binds::BindAll;
 use crate::model::{Agent, AgentPatch, Page, PageRequest};
 use crate::store::pages::{beyond, direction, explain_empty_agent_page};
 use crate::store::payload::Column;
@@ -14,10 +15,12 @@ use crate::store::{AgentStore, Result, StoreError};
 impl AgentStore for Store {
     async fn create_agent(&self, tenant: &str, agent: &Agent) -> Result<()> {
         sqlx::query("insert into agents (tenant_id, id, created_at, body) values ($1, $2, $3, $4)")
-            .bind(tenant)
-            .bind(&agent.id)
-            .bind(Timestamp(agent.created_at))
-            .bind(self.codec.seal(tenant, Column::AgentBody, to_json(agent)?)?)
+            .bind_all((
+                tenant,
+                &agent.id,
+                Timestamp(agent.created_at),
+                self.codec.seal(tenant, Column::AgentBody, to_json(agent)?)?,
+            ))
             .execute(self.writer())
             .await?;
         Ok(())
@@ -26,8 +29,7 @@ impl AgentStore for Store {
     async fn get_agent(&self, tenant: &str, id: &str) -> Result<Agent> {
         let row: Option<AgentRow> =
             sqlx::query_as("select body from agents where tenant_id = $1 and id = $2")
-                .bind(tenant)
-                .bind(id)
+                .bind_all((tenant, id))
                 .fetch_optional(self.reader())
                 .await?;
         row.ok_or(StoreError::AgentNotFound)?.open(&self.codec, tenant)
@@ -44,9 +46,7 @@ impl AgentStore for Store {
             beyond(scan),
             dir = direction(scan)
         ))
-        .bind(tenant)
-        .bind(page.cursor_id())
-        .bind(page.fetch_limit())
+        .bind_all((tenant, page.cursor_id(), page.fetch_limit()))
         .fetch_all(self.reader())
         .await?;
         if let (true, Some(cursor)) = (rows.is_empty(), page.cursor_id()) {
@@ -64,16 +64,13 @@ impl AgentStore for Store {
         let row: Option<AgentRow> = sqlx::query_as(&format!(
             "select body from agents where tenant_id = $1 and id = $2{FOR_UPDATE}"
         ))
-        .bind(tenant)
-        .bind(id)
+        .bind_all((tenant, id))
         .fetch_optional(&mut *tx)
         .await?;
         let agent: Agent = row.ok_or(StoreError::AgentNotFound)?.open(&self.codec, tenant)?;
         let agent = patch.apply(agent, crate::store::now())?;
         sqlx::query("update agents set body = $3 where tenant_id = $1 and id = $2")
-            .bind(tenant)
-            .bind(id)
-            .bind(self.codec.seal(tenant, Column::AgentBody, to_json(&agent)?)?)
+            .bind_all((tenant, id, self.codec.seal(tenant, Column::AgentBody, to_json(&agent)?)?))
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -82,8 +79,7 @@ impl AgentStore for Store {
 
     async fn delete_agent(&self, tenant: &str, id: &str) -> Result<()> {
         let deleted = sqlx::query("delete from agents where tenant_id = $1 and id = $2")
-            .bind(tenant)
-            .bind(id)
+            .bind_all((tenant, id))
             .execute(self.writer())
             .await?;
         if deleted.rows_affected() == 0 {

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::backend::Store;
+use super::binds::BindAll;
 use crate::model::{ApiKey, KeyHash, Page, PageRequest};
 use crate::store::pages::{beyond, direction};
 use crate::store::rows::{scopes_text, ApiKeyRow};
@@ -21,14 +22,7 @@ impl ApiKeyStore for Store {
             r"insert into api_keys (id, tenant_id, name, prefix, key_hash, scopes, created_at, expires_at)
               values ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
-        .bind(key.id)
-        .bind(&key.tenant)
-        .bind(&key.name)
-        .bind(&key.prefix)
-        .bind(hash.hex())
-        .bind(scopes_text(&key.scopes))
-        .bind(Timestamp(key.created_at))
-        .bind(key.expires_at.map(Timestamp))
+        .bind_all((key.id, &key.tenant, &key.name, &key.prefix, hash.hex(), scopes_text(&key.scopes), Timestamp(key.created_at), key.expires_at.map(Timestamp)))
         .execute(self.writer())
         .await?;
         Ok(())
@@ -45,8 +39,7 @@ impl ApiKeyStore for Store {
             let known: Option<i64> = sqlx::query_scalar(
                 "select pk from api_keys where id = $1 and ($2 is null or tenant_id = $2)",
             )
-            .bind(cursor)
-            .bind(tenant)
+            .bind_all((cursor, tenant))
             .fetch_optional(self.reader())
             .await?;
             if known.is_none() {
@@ -63,9 +56,7 @@ impl ApiKeyStore for Store {
             beyond(scan),
             dir = direction(scan)
         ))
-        .bind(tenant)
-        .bind(cursor)
-        .bind(page.fetch_limit())
+        .bind_all((tenant, cursor, page.fetch_limit()))
         .fetch_all(self.reader())
         .await?;
         let keys = rows.into_iter().map(ApiKey::try_from).collect::<Result<Vec<_>>>()?;
@@ -94,8 +85,7 @@ impl ApiKeyStore for Store {
 
     async fn touch_api_key(&self, id: Uuid, at: DateTime<Utc>) -> Result<()> {
         sqlx::query("update api_keys set last_used_at = $2 where id = $1")
-            .bind(id)
-            .bind(Timestamp(at))
+            .bind_all((id, Timestamp(at)))
             .execute(self.writer())
             .await?;
         Ok(())

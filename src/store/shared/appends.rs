@@ -3,6 +3,7 @@
 //! absent.
 
 use super::backend::{insert_items, touch, NOW};
+use super::binds::BindAll;
 use super::documents::open_state;
 use super::idempotency_keys::{claim_key, keep_response};
 use super::items::remove;
@@ -40,8 +41,7 @@ pub(crate) async fn reserve_seqs(
     });
     let retention = expiry_columns(expiry, now, now);
     loop {
-        let bump =
-            sqlx::query_as(&BUMP).bind(tenant).bind(id.as_str()).bind(count).bind(now).bind(steps);
+        let bump = sqlx::query_as(&BUMP).bind_all((tenant, id.as_str(), count, now, steps));
         if let Some(reserved) = bump.fetch_optional(&mut *conn).await? {
             return Ok(reserved);
         }
@@ -54,11 +54,7 @@ pub(crate) async fn reserve_seqs(
               on conflict (tenant_id, id) do nothing
               returning pk, last_seq, revision",
         )
-        .bind(tenant)
-        .bind(id.as_str())
-        .bind(count)
-        .bind(now)
-        .bind(steps)
+        .bind_all((tenant, id.as_str(), count, now, steps))
         .bind_expiry(retention)
         .fetch_optional(&mut *conn)
         .await?;
@@ -78,10 +74,7 @@ async fn appended_items(
         r"select {ITEM_COLUMNS} from items
           where tenant_id = $1 and session_pk = $2 and seq between $3 and $4 order by seq"
     ))
-    .bind(tenant)
-    .bind(seqs.session_pk)
-    .bind(seqs.first_seq)
-    .bind(seqs.last_seq)
+    .bind_all((tenant, seqs.session_pk, seqs.first_seq, seqs.last_seq))
     .fetch_all(conn)
     .await?;
     open_items(codec, tenant, rows)
@@ -153,8 +146,7 @@ async fn record_nothing(
         "select pk, revision from sessions where tenant_id = $1 and id = $2 and {}",
         live("sessions", NOW)
     ))
-    .bind(tenant)
-    .bind(append.session_id.as_str())
+    .bind_all((tenant, append.session_id.as_str()))
     .fetch_optional(&mut *conn)
     .await?;
     let revision = found.map(|(_, revision)| revision);
@@ -180,8 +172,7 @@ async fn write_state(
     let state = write.apply(&open_state(codec, tenant, Column::SessionState, stored)?)?;
     let sealed = codec.seal(tenant, Column::SessionState, state.as_str())?;
     sqlx::query("update sessions set state = $2 where pk = $1")
-        .bind(session_pk)
-        .bind(sealed)
+        .bind_all((session_pk, sealed))
         .execute(&mut *conn)
         .await?;
     Ok(state)

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use super::backend::{count_by_key_id, RowId, Store, FIRST_ROW, ROW_BIND, ROW_ID, ROW_READ};
+use super::binds::BindAll;
 use crate::store::at_rest::{AtRestStore, PayloadColumn, Progress, PAYLOAD_COLUMNS};
 use crate::store::Result;
 
@@ -72,9 +73,7 @@ impl Store {
                 payload.from,
                 row = format!("{}.{ROW_ID}", payload.alias),
             ))
-            .bind(prefix)
-            .bind(&after)
-            .bind(batch as i64)
+            .bind_all((prefix, &after, batch as i64))
             .fetch_all(self.reader())
             .await?;
             let Some((last, _, _)) = rows.last() else {
@@ -102,9 +101,7 @@ impl Store {
             let plain = self.codec.open(tenant, payload.column, stored.clone())?;
             let sealed = self.codec.seal(tenant, payload.column, plain)?;
             rewritten += sqlx::query(&sql)
-                .bind(row)
-                .bind(&*sealed)
-                .bind(stored)
+                .bind_all((row, &*sealed, stored))
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use sqlx::QueryBuilder;
 
 use super::backend::{json_members, Db, Store, NOW};
+use super::binds::BindAll;
 use super::Conn;
 use crate::model::{
     ChannelBlob, Checkpoint, CheckpointFilter, PendingWrite, SessionId, TypedValue,
@@ -43,10 +44,7 @@ pub(super) async fn get(store: &Store, tenant: &str, at: CheckpointRef<'_>) -> R
          where s.tenant_id = $1 and s.id = $2 and {} and c.namespace = $3 and c.id = $4",
         live("s", NOW)
     ))
-    .bind(tenant)
-    .bind(at.session_id.as_str())
-    .bind(at.namespace)
-    .bind(at.id)
+    .bind_all((tenant, at.session_id.as_str(), at.namespace, at.id))
     .fetch_optional(&mut *conn)
     .await?;
     match row {
@@ -134,9 +132,7 @@ async fn whole(conn: &mut Conn, codec: &PayloadCodec, row: CheckpointRow) -> Res
             blob("data"),
             json_members("$3")
         ))
-        .bind(row.session_pk)
-        .bind(&row.namespace)
-        .bind(&row.channel_versions)
+        .bind_all((row.session_pk, &row.namespace, &row.channel_versions))
         .fetch_all(&mut *conn)
         .await?;
     let open =
@@ -152,9 +148,7 @@ async fn whole(conn: &mut Conn, codec: &PayloadCodec, row: CheckpointRow) -> Res
          where session_pk = $1 and namespace = $2 and checkpoint_id = $3 \
          order by task_path, task_id, idx",
     )
-    .bind(row.session_pk)
-    .bind(&row.namespace)
-    .bind(&row.id)
+    .bind_all((row.session_pk, &row.namespace, &row.id))
     .fetch_all(&mut *conn)
     .await?;
     let mut writes = Vec::with_capacity(write_rows.len());

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use sqlx::QueryBuilder;
 
 use super::backend::{Db, Store};
+use super::binds::BindAll;
 use super::idempotency_keys::{claim_key, keep_response};
 use super::sessions::{forget_expired, read_session_pk, session_pk_at, BindExpiry};
 use super::Conn;
@@ -136,9 +137,7 @@ impl Store {
                   values ($1, $2, $3, $3, $3, $4, $5, $6)
                   on conflict (tenant_id, id) do nothing returning pk",
             )
-            .bind(tenant)
-            .bind(id.as_str())
-            .bind(now)
+            .bind_all((tenant, id.as_str(), now))
             .bind_expiry(expiry_columns(self.default_expiry, now, now))
             .fetch_optional(&mut *conn)
             .await?;
@@ -165,17 +164,7 @@ async fn insert_checkpoint(
               payload = excluded.payload, metadata = excluded.metadata,
               channel_versions = excluded.channel_versions, run_id = excluded.run_id",
     )
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(&checkpoint.namespace)
-    .bind(&checkpoint.id)
-    .bind(&checkpoint.parent_id)
-    .bind(&checkpoint.payload.kind)
-    .bind(codec.seal(tenant, Column::CheckpointPayload, payload)?)
-    .bind(serde_json::Value::Object(checkpoint.metadata).to_string())
-    .bind(serde_json::to_string(&checkpoint.channel_versions).expect("a map of strings"))
-    .bind(run_id)
-    .bind(now)
+    .bind_all((tenant, session_pk, &checkpoint.namespace, &checkpoint.id, &checkpoint.parent_id, &checkpoint.payload.kind, codec.seal(tenant, Column::CheckpointPayload, payload)?, serde_json::Value::Object(checkpoint.metadata).to_string(), serde_json::to_string(&checkpoint.channel_versions).expect("a map of strings"), run_id, now))
     .execute(&mut *conn)
     .await?;
     if checkpoint.blobs.is_empty() {

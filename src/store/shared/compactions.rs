@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::backend::{Store, NOW};
+use super::binds::BindAll;
 use super::sessions::{read_session_pk, row_value, session_pk_at};
 use super::{forks, Conn};
 use crate::model::{Compaction, IfMatch, Item, NewFork, Page, PageRequest, SessionId};
@@ -25,8 +26,7 @@ async fn latest(
         r"select {COMPACTION_COLUMNS} from compactions
           where tenant_id = $1 and session_pk = $2 order by pk desc limit 1"
     ))
-    .bind(tenant)
-    .bind(session_pk)
+    .bind_all((tenant, session_pk))
     .fetch_optional(conn)
     .await?;
     row.map(|row| row.into_compaction(codec, tenant, session_id.as_str())).transpose()
@@ -38,8 +38,7 @@ async fn require_idle(conn: &mut Conn, tenant: &str, session_pk: i64) -> Result<
         r"select id from runs where tenant_id = $1 and session_pk = $2 and status in {UNFINISHED}
           order by pk limit 1"
     ))
-    .bind(tenant)
-    .bind(session_pk)
+    .bind_all((tenant, session_pk))
     .fetch_optional(conn)
     .await?;
     active.map_or(Ok(()), |run| Err(StoreError::SessionBusy(run)))
@@ -57,8 +56,7 @@ impl CompactionStore for Store {
               order by pk desc limit 1",
             live("sessions", NOW)
         ))
-        .bind(tenant)
-        .bind(session_id.as_str())
+        .bind_all((tenant, session_id.as_str()))
         .fetch_optional(self.reader())
         .await?;
         row.map(|row| row.into_compaction(&self.codec, tenant, session_id.as_str())).transpose()
@@ -76,9 +74,7 @@ impl CompactionStore for Store {
             r"select {ITEM_COLUMNS} from items
               where tenant_id = $1 and session_pk = $2 and seq > $3 order by seq"
         ))
-        .bind(tenant)
-        .bind(session_pk)
-        .bind(after)
+        .bind_all((tenant, session_pk, after))
         .fetch_all(&mut *conn)
         .await?;
         let items = open_items(&self.codec, tenant, rows)?;
@@ -99,9 +95,7 @@ impl CompactionStore for Store {
               order by i.seq",
             live("sessions", NOW)
         ))
-        .bind(tenant)
-        .bind(session_id.as_str())
-        .bind(seq)
+        .bind_all((tenant, session_id.as_str(), seq))
         .fetch_all(self.reader())
         .await?;
         let first = rows.first().ok_or(StoreError::SessionNotFound)?;
@@ -140,23 +134,25 @@ impl CompactionStore for Store {
                 and not exists (select 1 from compactions
                        where tenant_id = $1 and session_pk = $2 and through_seq >= $7)",
         )
-        .bind(tenant)
-        .bind(session_pk)
-        .bind(compaction.id)
-        .bind(Timestamp(compaction.created_at))
-        .bind(compaction.run_id)
-        .bind(compaction.through_item_id)
-        .bind(compaction.through_seq)
-        .bind(compaction.items_compacted)
-        .bind(&compaction.model)
-        .bind(usage.input_tokens)
-        .bind(usage.output_tokens)
-        .bind(usage.total_tokens)
-        .bind(usage.llm_calls)
-        .bind(summary)
-        .bind(base.map_or(0, |b| b.through_seq))
-        .bind(summarised)
-        .bind(base.map(|b| b.id))
+        .bind_all((
+            tenant,
+            session_pk,
+            compaction.id,
+            Timestamp(compaction.created_at),
+            compaction.run_id,
+            compaction.through_item_id,
+            compaction.through_seq,
+            compaction.items_compacted,
+            &compaction.model,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.total_tokens,
+            usage.llm_calls,
+            summary,
+            base.map_or(0, |b| b.through_seq),
+            summarised,
+            base.map(|b| b.id),
+        ))
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -172,13 +168,15 @@ impl CompactionStore for Store {
                   rewrites = rewrites + 1
               where tenant_id = $1 and pk = $2",
         )
-        .bind(tenant)
-        .bind(session_pk)
-        .bind(usage.input_tokens)
-        .bind(usage.output_tokens)
-        .bind(usage.total_tokens)
-        .bind(usage.llm_calls)
-        .bind(Timestamp::now())
+        .bind_all((
+            tenant,
+            session_pk,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.total_tokens,
+            usage.llm_calls,
+            Timestamp::now(),
+        ))
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -207,10 +205,7 @@ impl CompactionStore for Store {
             beyond(scan),
             direction(scan)
         ))
-        .bind(tenant)
-        .bind(session_pk)
-        .bind(cursor_pk)
-        .bind(page.fetch_limit())
+        .bind_all((tenant, session_pk, cursor_pk, page.fetch_limit()))
         .fetch_all(&mut *conn)
         .await?;
         let compactions = rows

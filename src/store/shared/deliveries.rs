@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::backend::{Store, SKIP_LOCKED};
+use super::binds::BindAll;
 use crate::store::payload::Column;
 use crate::store::run_rows::DeliveryPayload;
 use crate::store::timestamp::Timestamp;
@@ -24,9 +25,7 @@ impl DeliveryStore for Store {
                            order by next_attempt_at limit $3{SKIP_LOCKED})
               returning pk, id, tenant_id, payload, attempts, created_at, next_attempt_at"
         ))
-        .bind(now)
-        .bind(Timestamp(now.0 + hold))
-        .bind(limit)
+        .bind_all((now, Timestamp(now.0 + hold), limit))
         .fetch_all(self.writer())
         .await?;
         rows.into_iter()
@@ -47,12 +46,14 @@ impl DeliveryStore for Store {
               set status = $2, attempts = $3, last_status_code = $4, next_attempt_at = $5
               where pk = $1 and status = 'pending' and next_attempt_at = $6",
         )
-        .bind(delivery.pk)
-        .bind(attempt.status.as_str())
-        .bind(i32::try_from(attempt.attempts).unwrap_or(i32::MAX))
-        .bind(attempt.last_status_code.map(i32::from))
-        .bind(Timestamp(attempt.next_attempt_at))
-        .bind(delivery.held_until)
+        .bind_all((
+            delivery.pk,
+            attempt.status.as_str(),
+            i32::try_from(attempt.attempts).unwrap_or(i32::MAX),
+            attempt.last_status_code.map(i32::from),
+            Timestamp(attempt.next_attempt_at),
+            delivery.held_until,
+        ))
         .execute(self.writer())
         .await?;
         Ok(())

@@ -5,6 +5,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::backend::{new_id, Store, NOW, SNAPSHOT};
+use super::binds::BindAll;
 use super::idempotency_keys::{claim_key, keep_response};
 use super::sessions::{forget_expired, row_value, BindExpiry};
 use super::Conn;
@@ -69,8 +70,7 @@ pub(super) async fn fork(
           from sessions where tenant_id = $1 and id = $2 and {}",
         live("sessions", NOW)
     ))
-    .bind(tenant)
-    .bind(source.as_str())
+    .bind_all((tenant, source.as_str()))
     .fetch_optional(&mut *tx)
     .await?;
     let (source_pk, Json(metadata), agent_id, anchor, seconds) =
@@ -83,9 +83,7 @@ pub(super) async fn fork(
     let (copied, newest): (i64, Option<i64>) = sqlx::query_as(
         "select count(*), max(seq) from items where tenant_id = $1 and session_pk = $2 and seq <= $3",
     )
-    .bind(tenant)
-    .bind(source_pk)
-    .bind(through)
+    .bind_all((tenant, source_pk, through))
     .fetch_one(&mut *tx)
     .await?;
     let newest_id: Option<Uuid> = match newest {
@@ -103,14 +101,7 @@ pub(super) async fn fork(
           on conflict (tenant_id, id) do nothing
           returning pk, {SESSION_COLUMNS}"
     ))
-    .bind(tenant)
-    .bind(fork.id.as_str())
-    .bind(now)
-    .bind(Json(fork.metadata.as_ref().unwrap_or(&metadata)))
-    .bind(agent_id)
-    .bind(copied)
-    .bind(source.as_str())
-    .bind(newest_id)
+    .bind_all((tenant, fork.id.as_str(), now, Json(fork.metadata.as_ref().unwrap_or(&metadata)), agent_id, copied, source.as_str(), newest_id))
     .bind_expiry(retention)
     // The state and owners go with the items, the state sealed as it is: both sessions
     // are the tenant's.
@@ -147,12 +138,12 @@ pub(super) async fn fork(
         ),
     ];
     for copy in &copies {
-        let copy = sqlx::query(copy).bind(tenant).bind(source_pk).bind(fork_pk).bind(through);
+        let copy = sqlx::query(copy).bind_all((tenant, source_pk, fork_pk, through));
         copy.bind(id_prefix()).execute(&mut *tx).await?;
     }
     // Checkpoints go whole, with their ids: they are the framework's, not the history's.
     for copy in CHECKPOINT_COPIES {
-        let copy = sqlx::query(copy).bind(tenant).bind(source_pk).bind(fork_pk);
+        let copy = sqlx::query(copy).bind_all((tenant, source_pk, fork_pk));
         copy.execute(&mut *tx).await?;
     }
     if let Some(key) = &fork.idempotency {

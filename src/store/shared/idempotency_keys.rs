@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use super::backend::{Db, Store};
+use super::binds::BindAll;
 use super::Conn;
 use crate::model::IdempotencyKey;
 use crate::store::idempotency::first_response;
@@ -24,19 +25,14 @@ pub(super) async fn claim_key(
         sqlx::query(
             "delete from idempotency_keys where tenant_id = $1 and key = $2 and created_at < $3",
         )
-        .bind(tenant)
-        .bind(&key.key)
-        .bind(Timestamp(now.0 - IdempotencyKey::ttl()))
+        .bind_all((tenant, &key.key, Timestamp(now.0 - IdempotencyKey::ttl())))
         .execute(&mut *conn)
         .await?;
         let claimed = sqlx::query(
             r"insert into idempotency_keys (tenant_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
               on conflict (tenant_id, key) do nothing",
         )
-        .bind(tenant)
-        .bind(&key.key)
-        .bind(&key.fingerprint)
-        .bind(now)
+        .bind_all((tenant, &key.key, &key.fingerprint, now))
         .execute(&mut *conn)
         .await?
         .rows_affected()
@@ -47,8 +43,7 @@ pub(super) async fn claim_key(
         let first: Option<(Vec<u8>, Option<String>, Timestamp)> = sqlx::query_as(
             "select fingerprint, response, created_at from idempotency_keys where tenant_id = $1 and key = $2",
         )
-        .bind(tenant)
-        .bind(&key.key)
+        .bind_all((tenant, &key.key))
         .fetch_optional(&mut *conn)
         .await?;
         if let Some((fingerprint, response, claimed_at)) = first {
@@ -64,9 +59,7 @@ pub(super) async fn keep_response(
     conn: &mut Conn, codec: &PayloadCodec, tenant: &str, key: &IdempotencyKey, response: &str,
 ) -> Result<()> {
     sqlx::query("update idempotency_keys set response = $3 where tenant_id = $1 and key = $2")
-        .bind(tenant)
-        .bind(&key.key)
-        .bind(codec.seal(tenant, Column::IdempotencyResponse, response)?)
+        .bind_all((tenant, &key.key, codec.seal(tenant, Column::IdempotencyResponse, response)?))
         .execute(conn)
         .await?;
     Ok(())
@@ -80,9 +73,7 @@ pub(super) async fn kept_response(
         r"select fingerprint, response from idempotency_keys
            where tenant_id = $1 and key = $2 and created_at >= $3",
     )
-    .bind(tenant)
-    .bind(&key.key)
-    .bind(Timestamp(crate::store::now() - IdempotencyKey::ttl()))
+    .bind_all((tenant, &key.key, Timestamp(crate::store::now() - IdempotencyKey::ttl())))
     .fetch_optional(pool)
     .await?;
     let Some((fingerprint, response)) = stored else {

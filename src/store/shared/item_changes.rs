@@ -6,6 +6,7 @@
 use uuid::Uuid;
 
 use super::backend::{Db, Store};
+use super::binds::BindAll;
 use super::idempotency_keys::first_answer;
 use super::sessions::session_pk_at;
 use super::Conn;
@@ -56,10 +57,7 @@ pub(super) async fn count_items(
               revision = revision + 1, rewrites = rewrites + 1
           where tenant_id = $1 and pk = $2 returning revision",
     )
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(change)
-    .bind(Timestamp::now())
+    .bind_all((tenant, session_pk, change, Timestamp::now()))
     .fetch_one(conn)
     .await?;
     Ok(revision)
@@ -73,9 +71,7 @@ pub(super) async fn drop_compactions(
     sqlx::query(
         "delete from compactions where tenant_id = $1 and session_pk = $2 and through_seq >= $3",
     )
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(seq)
+    .bind_all((tenant, session_pk, seq))
     .execute(conn)
     .await?;
     Ok(())
@@ -104,9 +100,7 @@ async fn drop_runs(
         r"delete from runs where tenant_id = $1 and session_pk = $2
           and ($3 is null or id = $3) and status not in {UNFINISHED}"
     ))
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(run_id)
+    .bind_all((tenant, session_pk, run_id))
     .execute(conn)
     .await?;
     Ok(())

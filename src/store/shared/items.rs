@@ -5,6 +5,7 @@
 use uuid::Uuid;
 
 use super::backend::{Store, NOW};
+use super::binds::BindAll;
 use super::idempotency_keys::answered;
 use super::item_changes::{begin, drop_compactions, removed, replayed, Begun, RunsHolding};
 use super::sessions::{row_value, session_pk};
@@ -26,8 +27,7 @@ pub(super) async fn list(
     let cursor = uuid_cursor(page);
     let since = page.created_after.map(Timestamp);
     let sql = ITEMS_PAGE.sql(page.scan_order(), cursor.is_some(), since.is_some());
-    let mut query =
-        sqlx::query_as(sql).bind(tenant).bind(session_id.as_str()).bind(page.fetch_limit());
+    let mut query = sqlx::query_as(sql).bind_all((tenant, session_id.as_str(), page.fetch_limit()));
     if let Some(cursor) = cursor {
         query = query.bind(cursor);
     }
@@ -63,9 +63,7 @@ pub(super) async fn get(
           where s.tenant_id = $1 and s.id = $2 and i.tenant_id = $1 and i.id = $3 and {}",
         live("s", NOW)
     ))
-    .bind(tenant)
-    .bind(session_id.as_str())
-    .bind(item_id)
+    .bind_all((tenant, session_id.as_str(), item_id))
     .fetch_optional(store.reader())
     .await?;
     match row {
@@ -97,9 +95,7 @@ pub(super) async fn delete(
             let deleted: Option<(i64, Option<Uuid>)> = sqlx::query_as(
                 "delete from items where tenant_id = $1 and session_pk = $2 and id = $3 returning seq, run_id",
             )
-            .bind(tenant)
-            .bind(session_pk)
-            .bind(item_id)
+            .bind_all((tenant, session_pk, item_id))
             .fetch_optional(&mut *tx)
             .await?;
             let (seq, run_id) = deleted.ok_or(StoreError::ItemNotFound)?;
@@ -107,8 +103,7 @@ pub(super) async fn delete(
         }
         Removal::All => {
             let cleared = sqlx::query("delete from items where tenant_id = $1 and session_pk = $2")
-                .bind(tenant)
-                .bind(session_pk)
+                .bind_all((tenant, session_pk))
                 .execute(&mut *tx)
                 .await?;
             (0, RunsHolding::All, cleared.rows_affected() as i64)
@@ -135,8 +130,7 @@ pub(super) async fn pop_last(
           )
           returning {ITEM_COLUMNS}"
     ))
-    .bind(tenant)
-    .bind(session_pk)
+    .bind_all((tenant, session_pk))
     .fetch_optional(&mut *tx)
     .await?;
     let row = row.ok_or(StoreError::SessionEmpty)?;
@@ -164,17 +158,13 @@ pub(super) async fn remove(
         r"delete from runs where tenant_id = $1 and session_pk = $2 and status not in {UNFINISHED}
           and id in (select run_id from items where tenant_id = $1 and session_pk = $2 and seq > $3)"
     ))
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(after)
+    .bind_all((tenant, session_pk, after))
     .execute(&mut *conn)
     .await?;
     drop_compactions(conn, tenant, session_pk, after + 1).await?;
     let removed =
         sqlx::query("delete from items where tenant_id = $1 and session_pk = $2 and seq > $3")
-            .bind(tenant)
-            .bind(session_pk)
-            .bind(after)
+            .bind_all((tenant, session_pk, after))
             .execute(&mut *conn)
             .await?
             .rows_affected();
@@ -182,9 +172,7 @@ pub(super) async fn remove(
         r"update sessions set item_count = item_count - $3, rewrites = rewrites + 1
           where tenant_id = $1 and pk = $2",
     )
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(removed as i64)
+    .bind_all((tenant, session_pk, removed as i64))
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -205,10 +193,7 @@ pub(super) async fn replace(
         r"update items set body = $4 where tenant_id = $1 and session_pk = $2 and id = $3
           returning {ITEM_COLUMNS}"
     ))
-    .bind(tenant)
-    .bind(session_pk)
-    .bind(item_id)
-    .bind(&*sealed)
+    .bind_all((tenant, session_pk, item_id, &*sealed))
     .fetch_optional(&mut *tx)
     .await?;
     let mut item = row.ok_or(StoreError::ItemNotFound)?.into_item(&store.codec, tenant)?;

@@ -2,6 +2,7 @@
 //! once and keeps them; an owner's document has a revision of its own.
 
 use super::backend::FOR_UPDATE;
+use super::binds::BindAll;
 use super::documents::open_state;
 use super::sessions::precondition;
 use super::Conn;
@@ -23,9 +24,7 @@ pub(super) async fn take_owners(
         r"update sessions set app_id = coalesce(app_id, $2), user_id = coalesce(user_id, $3)
           where pk = $1 returning app_id, user_id",
     )
-    .bind(session_pk)
-    .bind(named.app())
-    .bind(named.user())
+    .bind_all((session_pk, named.app(), named.user()))
     .fetch_one(conn)
     .await?;
     kept("app_id", &app, named.app())?;
@@ -74,19 +73,14 @@ pub(super) async fn write_document(
         r"insert into owner_states (tenant_id, app_id, user_id, revision, updated_at)
           values ($1, $2, $3, 0, $4) on conflict (tenant_id, app_id, user_id) do nothing",
     )
-    .bind(tenant)
-    .bind(app)
-    .bind(user)
-    .bind(now)
+    .bind_all((tenant, app, user, now))
     .execute(&mut *conn)
     .await?;
     let (stored, revision): (Option<String>, i64) = sqlx::query_as(&format!(
         "select state, revision from owner_states \
          where tenant_id = $1 and app_id = $2 and user_id = $3{FOR_UPDATE}"
     ))
-    .bind(tenant)
-    .bind(app)
-    .bind(user)
+    .bind_all((tenant, app, user))
     .fetch_one(&mut *conn)
     .await?;
     precondition(if_match, (revision > 0).then_some(revision))?;
@@ -96,11 +90,7 @@ pub(super) async fn write_document(
         r"update owner_states set state = $4, revision = revision + 1, updated_at = $5
           where tenant_id = $1 and app_id = $2 and user_id = $3 returning revision",
     )
-    .bind(tenant)
-    .bind(app)
-    .bind(user)
-    .bind(sealed)
-    .bind(now)
+    .bind_all((tenant, app, user, sealed, now))
     .fetch_one(&mut *conn)
     .await?;
     Ok((state, revision))

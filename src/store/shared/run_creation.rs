@@ -5,11 +5,9 @@
 
 use std::borrow::Cow;
 
-use sqlx::query::QueryAs;
-use sqlx::Database;
-
 use super::backend::runs::insert_run;
-use super::backend::{touch, Db, Store, NOW};
+use super::backend::{touch, Store, NOW};
+use super::binds::BindAll;
 use super::idempotency_keys::{claim_key, keep_response};
 use super::runs::find_run;
 use super::sessions::{forget_expired, session_pk_at, BindExpiry};
@@ -30,16 +28,18 @@ pub(in crate::store) trait BindNewRun<'q> {
     fn bind_new_run(self, run: &NewRunRow<'q>, body: Cow<'q, str>) -> Self;
 }
 
-impl<'q, O> BindNewRun<'q> for QueryAs<'q, Db, O, <Db as Database>::Arguments<'q>> {
+impl<'q, S: BindAll<'q>> BindNewRun<'q> for S {
     fn bind_new_run(self, run: &NewRunRow<'q>, body: Cow<'q, str>) -> Self {
-        self.bind(run.tenant)
-            .bind(run.record.run.id)
-            .bind(run.session_pk)
-            .bind(run.created_at)
-            .bind(body)
-            .bind(run.started_at)
-            .bind(run.lease_owner())
-            .bind(run.lease_expires_at())
+        self.bind_all((
+            run.tenant,
+            run.record.run.id,
+            run.session_pk,
+            run.created_at,
+            body,
+            run.started_at,
+            run.lease_owner(),
+            run.lease_expires_at(),
+        ))
     }
 }
 
@@ -64,9 +64,7 @@ async fn replay_run(
                 sqlx::query(
                     "delete from idempotency_keys where tenant_id = $1 and key = $2 and created_at = $3",
                 )
-                .bind(tenant)
-                .bind(&key.key)
-                .bind(claimed_at)
+                .bind_all((tenant, &key.key, claimed_at))
                 .execute(&mut *conn)
                 .await?;
             }
@@ -120,9 +118,7 @@ pub(super) async fn create(
     });
     let (session_pk, empty, agent): (i64, bool, Option<String>) = loop {
         let upserted = sqlx::query_as(&UPSERT)
-            .bind(tenant)
-            .bind(session_id.as_str())
-            .bind(now)
+            .bind_all((tenant, session_id.as_str(), now))
             .bind_expiry(retention)
             .fetch_optional(&mut *tx)
             .await?;

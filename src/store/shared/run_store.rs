@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::backend::claims::{claim_next, finish};
 use super::backend::runs::{save_events, write_run};
 use super::backend::{Db, Store, SKIP_LOCKED};
+use super::binds::BindAll;
 use super::idempotency_keys::kept_response;
 use super::{run_creation, runs, steering};
 use crate::model::{
@@ -100,9 +101,7 @@ impl RunStore for Store {
             r"update runs set lease_expires_at = $3
               where pk = $1 and lease_owner = $2 and status = 'running'",
         )
-        .bind(claim.run_pk)
-        .bind(claim.worker)
-        .bind(Timestamp(crate::store::now() + lease))
+        .bind_all((claim.run_pk, claim.worker, Timestamp(crate::store::now() + lease)))
         .execute(self.writer())
         .await?;
         Ok(renewed.rows_affected() == 1)
@@ -215,8 +214,7 @@ impl Store {
                   started_at = case when attempts = 1 then null else started_at end
               where lease_owner = $1 and status = 'running' and pk <> $2",
         )
-        .bind(worker)
-        .bind(finished)
+        .bind_all((worker, finished))
         .execute(self.writer())
         .await?;
         Ok(())

@@ -2,10 +2,13 @@
 //! run or answer its tool calls. And the lookup of a run of a session that the other
 //! flows of runs share.
 
+use std::borrow::Cow;
+
 use uuid::Uuid;
 
 use super::backend::runs::write_run;
 use super::backend::{Db, Store, FOR_NO_KEY_UPDATE, FOR_UPDATE, NOW};
+use super::binds::BindAll;
 use super::sessions::session_pk;
 use super::steering;
 use super::Conn;
@@ -24,6 +27,32 @@ use crate::store::run_rows::{
 use crate::store::timestamp::Timestamp;
 use crate::store::{Result, StoreError};
 
+/// Binds a run write's first parameters as both backends' statements number them, `$1`
+/// to `$6`: the run, its status, when it finished, its stored body, its newest event's
+/// seq, and the lease that the write must hold (none: it writes whoever holds the run).
+pub(in crate::store) trait BindRunWrite<'q> {
+    fn bind_run_write(
+        self, run_pk: i64, record: &'q RunRecord, body: Cow<'q, str>, events: &[RunEvent],
+        lease: Option<Uuid>,
+    ) -> Self;
+}
+
+impl<'q, S: BindAll<'q>> BindRunWrite<'q> for S {
+    fn bind_run_write(
+        self, run_pk: i64, record: &'q RunRecord, body: Cow<'q, str>, events: &[RunEvent],
+        lease: Option<Uuid>,
+    ) -> Self {
+        self.bind_all((
+            run_pk,
+            record.run.status.as_str(),
+            record.run.finished_at.map(Timestamp),
+            body,
+            events.last().map_or(0, |e| e.seq),
+            lease,
+        ))
+    }
+}
+
 /// The run `run_id` of the live session `session_id`, read as `columns` of `runs r`,
 /// taking `lock` (a row lock's SQL, or none) on it. Fails as `missing_run` finds when
 /// there is none.
@@ -39,9 +68,7 @@ where
             and r.session_pk = (select pk from sessions where tenant_id = $1 and id = $2 and {live}){lock}",
         live = live("sessions", NOW)
     ))
-    .bind(tenant)
-    .bind(session_id.as_str())
-    .bind(run_id)
+    .bind_all((tenant, session_id.as_str(), run_id))
     .fetch_optional(&mut *conn)
     .await?;
     match row {
@@ -102,8 +129,7 @@ pub(super) async fn locate(store: &Store, tenant: &str, run_id: Uuid) -> Result<
             and r.session_pk in (select pk from sessions where tenant_id = $1 and {live})",
         live = live("sessions", NOW)
     ))
-    .bind(tenant)
-    .bind(run_id)
+    .bind_all((tenant, run_id))
     .fetch_optional(store.reader())
     .await?;
     row.ok_or(StoreError::RunNotFound)?.into_record(&store.codec, tenant)
@@ -140,10 +166,7 @@ pub(super) async fn list(
         direction(scan),
         live = live("sessions", NOW)
     ))
-    .bind(tenant)
-    .bind(session_id.as_str())
-    .bind(cursor)
-    .bind(page.fetch_limit())
+    .bind_all((tenant, session_id.as_str(), cursor, page.fetch_limit()))
     .fetch_all(store.reader())
     .await?;
     if rows.is_empty() {
@@ -178,8 +201,7 @@ async fn stored_after(
     let rows: Vec<EventRow> = sqlx::query_as(
         "select seq, event, data from run_events where run_pk = $1 and seq > $2 order by seq",
     )
-    .bind(run_pk)
-    .bind(after)
+    .bind_all((run_pk, after))
     .fetch_all(conn)
     .await?;
     event_rows::events(rows, codec, tenant, after)
@@ -245,16 +267,14 @@ async fn forget(
     let kept: Option<Option<String>> = sqlx::query_scalar(
         "select response from idempotency_keys where tenant_id = $1 and key = $2",
     )
-    .bind(tenant)
-    .bind(key)
+    .bind_all((tenant, key))
     .fetch_optional(&mut *conn)
     .await?;
     let Some(Some(response)) = kept else { return Ok(()) };
     let response = store.codec.open(tenant, Column::IdempotencyResponse, response)?;
     if replayed_run_id(&response)? == record.run.id {
         sqlx::query("delete from idempotency_keys where tenant_id = $1 and key = $2")
-            .bind(tenant)
-            .bind(key)
+            .bind_all((tenant, key))
             .execute(&mut *conn)
             .await?;
     }

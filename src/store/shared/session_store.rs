@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::backend::Store;
+use super::binds::BindAll;
 use super::items::Removal;
 use super::{idempotency_keys, items, sessions};
 use crate::model::{
@@ -136,8 +137,7 @@ impl SessionStore for Store {
         const PROBE: &str = "readiness probe";
         let mut tx = self.writer().begin().await?;
         sqlx::query("insert into server_secrets (name, value) values ($1, $2)")
-            .bind(PROBE)
-            .bind("0".repeat(64 * 1024))
+            .bind_all((PROBE, "0".repeat(64 * 1024)))
             .execute(&mut *tx)
             .await?;
         sqlx::query("delete from server_secrets where name = $1")

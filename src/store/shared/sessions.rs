@@ -1,11 +1,11 @@
 //! Sessions: create, read, list, patch, delete and sweep them, and the lookups of a
 //! session that the other flows compose within their transactions.
 
-use sqlx::query::QueryAs;
 use sqlx::types::Json;
 use sqlx::{Database, QueryBuilder};
 
 use super::backend::{push_listed_sessions, Db, Store, FOR_UPDATE, NOW, SKIP_LOCKED};
+use super::binds::BindAll;
 use super::Conn;
 use crate::model::{
     AgentId, Anchor, IfMatch, Metadata, NewSession, Page, PageRequest, Session, SessionFilter,
@@ -24,9 +24,9 @@ pub(super) trait BindExpiry {
     fn bind_expiry(self, columns: ExpiryColumns) -> Self;
 }
 
-impl<'q, O> BindExpiry for QueryAs<'q, Db, O, <Db as Database>::Arguments<'q>> {
+impl<'q, S: BindAll<'q>> BindExpiry for S {
     fn bind_expiry(self, columns: ExpiryColumns) -> Self {
-        self.bind(columns.anchor).bind(columns.seconds).bind(columns.expires_at)
+        self.bind_all((columns.anchor, columns.seconds, columns.expires_at))
     }
 }
 
@@ -49,7 +49,7 @@ pub(super) async fn session_pk_at(
         "select pk, revision from sessions where tenant_id = $1 and id = $2 and {live}{FOR_UPDATE}"
     );
     let found: Option<(i64, i64)> =
-        sqlx::query_as(&sql).bind(tenant).bind(id.as_str()).fetch_optional(conn).await?;
+        sqlx::query_as(&sql).bind_all((tenant, id.as_str())).fetch_optional(conn).await?;
     precondition(Some(if_match), found.map(|(_, revision)| revision))?;
     Ok(found.expect("a session that met If-Match").0)
 }
@@ -74,7 +74,7 @@ pub(super) async fn read_session_pk(conn: &mut Conn, tenant: &str, id: &SessionI
 async fn find_pk(conn: &mut Conn, tenant: &str, id: &SessionId, lock: &str) -> Result<i64> {
     let live = live("sessions", NOW);
     let sql = format!("select pk from sessions where tenant_id = $1 and id = $2 and {live}{lock}");
-    let found = sqlx::query_scalar(&sql).bind(tenant).bind(id.as_str()).fetch_optional(conn);
+    let found = sqlx::query_scalar(&sql).bind_all((tenant, id.as_str())).fetch_optional(conn);
     found.await?.ok_or(StoreError::SessionNotFound)
 }
 
@@ -91,7 +91,7 @@ where
     V: Send + for<'q> sqlx::Encode<'q, Db> + sqlx::Type<Db>,
 {
     let sql = format!("{select} where tenant_id = $1 and session_pk = $2 and {key} = $3");
-    let query = sqlx::query_scalar(&sql).bind(tenant).bind(session_pk).bind(value);
+    let query = sqlx::query_scalar(&sql).bind_all((tenant, session_pk, value));
     Ok(query.fetch_optional(conn).await?)
 }
 
@@ -100,7 +100,7 @@ where
 pub(super) async fn forget_expired(conn: &mut Conn, tenant: &str, id: &SessionId) -> Result<bool> {
     let live = live("sessions", NOW);
     let sql = format!("delete from sessions where tenant_id = $1 and id = $2 and not {live}");
-    let forgotten = sqlx::query(&sql).bind(tenant).bind(id.as_str()).execute(conn).await?;
+    let forgotten = sqlx::query(&sql).bind_all((tenant, id.as_str())).execute(conn).await?;
     Ok(forgotten.rows_affected() > 0)
 }
 
@@ -118,14 +118,9 @@ pub(super) async fn create(store: &Store, tenant: &str, session: NewSession) -> 
               on conflict (tenant_id, id) do nothing
               returning {SESSION_COLUMNS}"
         ))
-        .bind(tenant)
-        .bind(session.id.as_str())
-        .bind(now)
-        .bind(Json(&session.metadata))
-        .bind(session.agent_id.as_ref().map(AgentId::as_str))
+        .bind_all((tenant, session.id.as_str(), now, Json(&session.metadata), session.agent_id.as_ref().map(AgentId::as_str)))
         .bind_expiry(retention)
-        .bind(session.owners.app())
-        .bind(session.owners.user())
+        .bind_all((session.owners.app(), session.owners.user()))
         .fetch_optional(&mut *tx)
         .await?;
         if row.is_some() || !forget_expired(&mut tx, tenant, &session.id).await? {
@@ -141,8 +136,7 @@ pub(super) async fn get(store: &Store, tenant: &str, id: &SessionId) -> Result<S
         "select {SESSION_COLUMNS} from sessions where tenant_id = $1 and id = $2 and {}",
         live("sessions", NOW)
     ))
-    .bind(tenant)
-    .bind(id.as_str())
+    .bind_all((tenant, id.as_str()))
     .fetch_optional(store.reader())
     .await?;
     row.map(Session::from).ok_or(StoreError::SessionNotFound)
@@ -157,8 +151,7 @@ pub(super) async fn list(
                 "select created_at, pk from sessions where tenant_id = $1 and id = $2 and {}",
                 live("sessions", NOW)
             ))
-            .bind(tenant)
-            .bind(id)
+            .bind_all((tenant, id))
             .fetch_optional(store.reader())
             .await?
             .ok_or(StoreError::UnknownCursor)?,
@@ -214,8 +207,7 @@ pub(super) async fn update(
           from sessions where tenant_id = $1 and id = $2 and {}{FOR_UPDATE}",
         live("sessions", NOW)
     ))
-    .bind(tenant)
-    .bind(id.as_str())
+    .bind_all((tenant, id.as_str()))
     .fetch_optional(&mut *tx)
     .await?;
     precondition(if_match, current.as_ref().map(|c| c.revision))?;
@@ -240,12 +232,7 @@ pub(super) async fn update(
           where tenant_id = $1 and pk = $2
           returning {SESSION_COLUMNS}"
     ))
-    .bind(tenant)
-    .bind(current.pk)
-    .bind(Json(&metadata))
-    .bind(agent_id)
-    .bind(now)
-    .bind(last_active)
+    .bind_all((tenant, current.pk, Json(&metadata), agent_id, now, last_active))
     .bind_expiry(retention)
     .fetch_one(&mut *tx)
     .await?;
@@ -262,7 +249,7 @@ pub(super) async fn delete(
         "delete from sessions where tenant_id = $1 and id = $2 and {}",
         live("sessions", NOW)
     );
-    let delete = sqlx::query(&delete).bind(tenant).bind(id.as_str());
+    let delete = sqlx::query(&delete).bind_all((tenant, id.as_str()));
     let deleted = match if_match {
         None => delete.execute(store.writer()).await?.rows_affected(),
         Some(_) => {

@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 
 use super::backend::{Store, NOW};
+use super::binds::BindAll;
 use super::documents::open_state;
 use super::owners::write_document;
 use crate::model::{
@@ -41,8 +42,7 @@ impl StateStore for Store {
              where s.tenant_id = $1 and s.id = $2 and {}",
             live("s", NOW)
         ))
-        .bind(tenant)
-        .bind(id.as_str())
+        .bind_all((tenant, id.as_str()))
         .fetch_optional(self.reader())
         .await?;
         let (state, revision, user, app) = row.ok_or(StoreError::SessionNotFound)?;
@@ -82,9 +82,7 @@ impl StateStore for Store {
             "select state, revision from owner_states \
              where tenant_id = $1 and app_id = $2 and user_id = $3",
         )
-        .bind(tenant)
-        .bind(app)
-        .bind(user)
+        .bind_all((tenant, app, user))
         .fetch_optional(self.reader())
         .await?;
         let (state, revision) = row.ok_or(StoreError::StateNotFound)?;

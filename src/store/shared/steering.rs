@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 
 use super::backend::runs::insert_run;
 use super::backend::{Db, FOR_UPDATE};
+use super::binds::BindAll;
 use super::Conn;
 use crate::model::{IfBusy, NewRun, Run, SessionId, Steer};
 use crate::store::payload::{Column, PayloadCodec};
@@ -44,9 +45,7 @@ pub(super) async fn join(
         r"insert into run_steering (run_pk, n, body, created_at)
           select $1, coalesce(max(n), 0) + 1, $2, $3 from run_steering where run_pk = $1",
     )
-    .bind(active.pk)
-    .bind(body)
-    .bind(now)
+    .bind_all((active.pk, body, now))
     .execute(&mut *conn)
     .await?;
     Ok(Some(active.run.into_record(codec, tenant)?.run))
@@ -58,8 +57,7 @@ pub(super) async fn take(
 ) -> Result<Vec<(i64, Steer)>> {
     let rows: Vec<(i64, String)> =
         sqlx::query_as("select n, body from run_steering where run_pk = $1 and n > $2 order by n")
-            .bind(claim.run_pk)
-            .bind(after)
+            .bind_all((claim.run_pk, after))
             .fetch_all(pool)
             .await?;
     rows.into_iter().map(|(n, body)| Ok((n, open(codec, &claim.tenant, body)?))).collect()
@@ -72,8 +70,7 @@ pub(super) async fn steered_since(
 ) -> Result<(Vec<Box<RawValue>>, i64)> {
     let rows: Vec<(i64, String)> =
         sqlx::query_as("select n, body from run_steering where run_pk = $1 and n > $2 order by n")
-            .bind(run_pk)
-            .bind(after)
+            .bind_all((run_pk, after))
             .fetch_all(&mut *conn)
             .await?;
     let last = rows.last().map_or(after, |(n, _)| *n);

@@ -5,6 +5,7 @@ use sqlx::{SqliteExecutor, SqlitePool};
 use uuid::Uuid;
 
 use super::runs::write_run;
+use super::shared::binds::BindAll;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::payload::PayloadCodec;
 use crate::store::run_rows::{claim_facts, ClaimedRunRow, NextRun, EXECUTING_PER_TENANT};
@@ -58,10 +59,7 @@ pub(super) async fn claim_next(
               status, started_at, finished_at, body, unsettled_llm_calls, {claim_facts}",
         claim_facts = claim_facts("runs"),
     ))
-    .bind(worker)
-    .bind(lease_expires_at)
-    .bind(now)
-    .bind(tenant_limit)
+    .bind_all((worker, lease_expires_at, now, tenant_limit))
     .fetch_optional(executor)
     .await?)
 }

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use sqlx::SqliteConnection;
 
 use super::runs::insert_run;
+use super::shared::binds::BindAll;
 use super::{touch, NOW};
 use crate::model::IfBusy;
 use crate::store::combined_writes::Creation;
@@ -40,13 +41,15 @@ pub(super) async fn upsert_run_sessions(
     let mut answers = Vec::with_capacity(creations.len());
     for creation in creations {
         let upserted = sqlx::query_as(&UPSERT)
-            .bind(&creation.tenant)
-            .bind(creation.session_id.as_str())
-            .bind(creation.if_busy != IfBusy::Enqueue)
-            .bind(now)
-            .bind(retention.anchor)
-            .bind(retention.seconds)
-            .bind(retention.expires_at)
+            .bind_all((
+                &creation.tenant,
+                creation.session_id.as_str(),
+                creation.if_busy != IfBusy::Enqueue,
+                now,
+                retention.anchor,
+                retention.seconds,
+                retention.expires_at,
+            ))
             .fetch_optional(&mut *conn)
             .await?;
         answers.push(upserted);

@@ -6,7 +6,9 @@ use std::sync::LazyLock;
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 use uuid::Uuid;
 
+use super::shared::binds::BindAll;
 use super::shared::run_creation::BindNewRun;
+use super::shared::runs::BindRunWrite;
 use super::touch;
 use crate::model::{RunEvent, RunRecord};
 use crate::store::event_rows::stored_events;
@@ -89,12 +91,7 @@ pub(super) async fn write_run(
           where pk = $1 and ($6 is null or (lease_owner = $6 and status = 'running'))
           returning session_pk",
     )
-    .bind(run_pk)
-    .bind(record.run.status.as_str())
-    .bind(record.run.finished_at.map(Timestamp))
-    .bind(body)
-    .bind(events.last().map_or(0, |e| e.seq))
-    .bind(lease)
+    .bind_run_write(run_pk, record, body, events, lease)
     .fetch_optional(&mut *conn)
     .await?;
     let Some(session_pk) = session_pk else {
@@ -107,11 +104,7 @@ pub(super) async fn write_run(
                   (id, tenant_id, run_pk, payload, status, attempts, next_attempt_at, created_at)
               values ($1, $2, $3, $4, 'pending', 0, $5, $5)",
         )
-        .bind(id)
-        .bind(tenant)
-        .bind(run_pk)
-        .bind(payload)
-        .bind(now)
+        .bind_all((id, tenant, run_pk, payload, now))
         .execute(&mut *conn)
         .await?;
     }
@@ -136,13 +129,15 @@ async fn settle_session(
           where pk = $1 returning last_seq",
         touch = touch("$7")
     ))
-    .bind(session_pk)
-    .bind(items.len() as i64)
-    .bind(usage.input_tokens)
-    .bind(usage.output_tokens)
-    .bind(usage.total_tokens)
-    .bind(usage.llm_calls)
-    .bind(now)
+    .bind_all((
+        session_pk,
+        items.len() as i64,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.total_tokens,
+        usage.llm_calls,
+        now,
+    ))
     .fetch_one(&mut *conn)
     .await?;
     if items.is_empty() {
@@ -188,10 +183,7 @@ pub(super) async fn save_events(
                   unsettled_llm_calls = unsettled_llm_calls + $4
               where pk = $1 and lease_owner = $2 and status = 'running'",
         )
-        .bind(lease.run_pk)
-        .bind(lease.worker)
-        .bind(events.last().map_or(0, |e| e.seq))
-        .bind(llm_calls)
+        .bind_all((lease.run_pk, lease.worker, events.last().map_or(0, |e| e.seq), llm_calls))
         .execute(&mut *tx)
         .await?
         .rows_affected()
