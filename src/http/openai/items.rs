@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::errors::{OpenAiError, Result};
+use super::item_shapes;
 use crate::model::ItemBody;
 use crate::sealing::{SealError, Sealer};
 
@@ -79,136 +80,37 @@ pub async fn input(
     Ok(taken)
 }
 
-/// One input item, checked: a type the engine can send (or keep without sending), its
-/// fields of the right types; a compaction opened.
+/// One input item, checked against its shape; a compaction opened.
 async fn checked(sealer: &Sealer, tenant: &str, at: &str, item: &Value) -> Result<Value> {
     let Value::Object(fields) = item else {
         return Err(OpenAiError::invalid(at, "must be an item object"));
-    };
-    let text = |name: &str| match fields.get(name) {
-        Some(Value::String(s)) => Ok(s.as_str()),
-        Some(_) => Err(OpenAiError::invalid(&format!("{at}.{name}"), "must be a string")),
-        None => Err(OpenAiError::invalid(&format!("{at}.{name}"), "is required")),
     };
     let kind = match fields.get("type") {
         None => "message",
         Some(Value::String(kind)) => kind.as_str(),
         Some(_) => return Err(OpenAiError::invalid(&format!("{at}.type"), "must be a string")),
     };
-    match kind {
-        "message" => {
-            let role = text("role")?;
-            if !matches!(role, "user" | "assistant" | "system" | "developer") {
-                return Err(OpenAiError::invalid(
-                    &format!("{at}.role"),
-                    "must be user, assistant, system or developer",
-                ));
-            }
-            content(at, fields.get("content"))?;
-            Ok(item.clone())
-        }
-        "function_call" => {
-            for name in ["call_id", "name", "arguments"] {
-                text(name)?;
-            }
-            Ok(item.clone())
-        }
-        "function_call_output" => {
-            text("call_id")?;
-            match fields.get("output") {
-                Some(Value::String(_)) => {}
-                Some(Value::Array(parts)) => parts_of(&format!("{at}.output"), parts)?,
-                _ => {
-                    return Err(OpenAiError::invalid(
-                        &format!("{at}.output"),
-                        "must be a string or a list of content parts",
-                    ))
-                }
-            }
-            Ok(item.clone())
-        }
-        // The model's own reasoning: kept with the history, not sent to another model.
-        // What an MCP server listed, likewise.
-        "reasoning" | "mcp_list_tools" => Ok(item.clone()),
-        "mcp_call" | "mcp_approval_request" => {
-            for name in ["id", "server_label", "name", "arguments"] {
-                text(name)?;
-            }
-            Ok(item.clone())
-        }
-        "mcp_approval_response" => {
-            text("approval_request_id")?;
-            if !matches!(fields.get("approve"), Some(Value::Bool(_))) {
-                return Err(OpenAiError::invalid(
-                    &format!("{at}.approve"),
-                    "must be true or false",
-                ));
-            }
-            if !matches!(fields.get("reason"), None | Some(Value::Null | Value::String(_))) {
-                return Err(OpenAiError::invalid(&format!("{at}.reason"), "must be a string"));
-            }
-            Ok(item.clone())
-        }
-        "compaction" => {
-            let field = format!("{at}.encrypted_content");
-            let sealed = text("encrypted_content")?;
-            let summary =
-                match sealer.open(tenant, SEALED_SUMMARY, sealed).await {
-                    Ok(summary) => summary,
-                    Err(SealError::Forged) => return Err(OpenAiError::invalid(
-                        &field,
-                        "is not a compaction this service made for this tenant, or it was altered",
-                    )),
-                    Err(SealError::Store(error)) => return Err(error.into()),
-                };
-            let mut kept = Map::new();
-            kept.insert("type".into(), "compaction".into());
-            kept.insert("encrypted_content".into(), sealed.into());
-            kept.insert("summary".into(), summary.into());
-            Ok(Value::Object(kept))
-        }
-        other => Err(OpenAiError::invalid(
-            &format!("{at}.type"),
-            format!(
-                "`{other}` items cannot be sent to the model; use message, function_call, \
-                 function_call_output, reasoning, compaction or mcp_* items"
-            ),
-        )),
+    let shape = item_shapes::shape(at, kind)?;
+    item_shapes::check(at, shape, fields)?;
+    if kind != "compaction" {
+        return Ok(item.clone());
     }
-}
-
-/// A message's `content`: a string, or a list of text parts.
-fn content(at: &str, content: Option<&Value>) -> Result<()> {
-    let field = format!("{at}.content");
-    match content {
-        Some(Value::String(_)) => Ok(()),
-        Some(Value::Array(parts)) => parts_of(&field, parts),
-        _ => Err(OpenAiError::invalid(&field, "must be a string or a list of content parts")),
-    }
-}
-
-/// Content parts the engine sends: text, and an assistant's refusal.
-fn parts_of(field: &str, parts: &[Value]) -> Result<()> {
-    for (j, part) in parts.iter().enumerate() {
-        let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
-        let text_field = match kind {
-            "input_text" | "output_text" | "text" | "summary_text" => "text",
-            "refusal" => "refusal",
-            other => {
-                return Err(OpenAiError::invalid(
-                    &format!("{field}[{j}].type"),
-                    format!("`{other}` parts cannot be sent to the model; only text parts"),
-                ))
-            }
-        };
-        if !part.get(text_field).is_some_and(Value::is_string) {
+    let sealed = fields["encrypted_content"].as_str().expect("a checked compaction");
+    let summary = match sealer.open(tenant, SEALED_SUMMARY, sealed).await {
+        Ok(summary) => summary,
+        Err(SealError::Forged) => {
             return Err(OpenAiError::invalid(
-                &format!("{field}[{j}].{text_field}"),
-                "must be a string",
-            ));
+                &format!("{at}.encrypted_content"),
+                "is not a compaction this service made for this tenant, or it was altered",
+            ))
         }
-    }
-    Ok(())
+        Err(SealError::Store(error)) => return Err(error.into()),
+    };
+    let mut kept = Map::new();
+    kept.insert("type".into(), "compaction".into());
+    kept.insert("encrypted_content".into(), sealed.into());
+    kept.insert("summary".into(), summary.into());
+    Ok(Value::Object(kept))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub(super) mod compact;
 pub(super) mod conversations;
 mod errors;
 mod ids;
+mod item_shapes;
 mod items;
 mod list;
 pub(super) mod models;

@@ -1,6 +1,7 @@
 //! The JSON Schemas of the request fields that are JSON values checked by hand (input
 //! items, tools, `tool_choice`, `text`, `context_management`, `conversation`), so that
-//! the document says exactly what those checks take. They are JSON literals because
+//! the document says exactly what those checks take; the input items' come from the
+//! table they are checked against (`item_shapes.rs`). They are JSON literals because
 //! that is how OpenAI documents them and how they read best; utoipa reads a schema from
 //! JSON, and refuses to lose a keyword in doing so.
 
@@ -9,6 +10,7 @@ use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{Modify, PartialSchema, ToSchema};
 
+use super::item_shapes;
 use super::responses::events::{OutputText, ResponseEvent};
 
 /// The components the fields below refer to.
@@ -17,9 +19,13 @@ pub struct Components;
 impl Modify for Components {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
+        let parts = json!({"oneOf": [
+            {"type": "string"},
+            {"type": "array", "items": component("OpenAiContentPart")},
+        ]});
         for (name, literal) in [
-            ("OpenAiContentPart", content_part()),
-            ("OpenAiInputItem", input_item()),
+            ("OpenAiContentPart", item_shapes::part_schema()),
+            ("OpenAiInputItem", item_shapes::item_schema(parts)),
             ("OpenAiInput", input_literal()),
         ] {
             components.schemas.insert(name.into(), schema(literal));
@@ -112,61 +118,6 @@ fn component(name: &str) -> Value {
 
 fn kind(name: &str) -> Value {
     json!({"type": "string", "enum": [name]})
-}
-
-/// Text parts, and an assistant's refusal: what the engine sends (items.rs `parts_of`).
-fn content_part() -> Value {
-    json!({"oneOf": [
-        {
-            "type": "object",
-            "required": ["type", "text"],
-            "properties": {
-                "type": {"type": "string", "enum": ["input_text", "output_text", "text", "summary_text"]},
-                "text": {"type": "string"},
-            },
-        },
-        {
-            "type": "object",
-            "required": ["type", "refusal"],
-            "properties": {"type": kind("refusal"), "refusal": {"type": "string"}},
-        },
-    ]})
-}
-
-/// The items an input may hold (items.rs `checked`).
-fn input_item() -> Value {
-    let parts = || json!({"oneOf": [{"type": "string"}, {"type": "array", "items": component("OpenAiContentPart")}]});
-    let string = || json!({"type": "string"});
-    json!({
-        "description": "A message, a function call or its output, a reasoning item, or a compaction this service made.",
-        "oneOf": [
-            {
-                "type": "object",
-                "required": ["role", "content"],
-                "properties": {
-                    "type": kind("message"),
-                    "role": {"type": "string", "enum": ["user", "assistant", "system", "developer"]},
-                    "content": parts(),
-                },
-            },
-            {
-                "type": "object",
-                "required": ["type", "call_id", "name", "arguments"],
-                "properties": {"type": kind("function_call"), "call_id": string(), "name": string(), "arguments": string()},
-            },
-            {
-                "type": "object",
-                "required": ["type", "call_id", "output"],
-                "properties": {"type": kind("function_call_output"), "call_id": string(), "output": parts()},
-            },
-            {"type": "object", "required": ["type"], "properties": {"type": kind("reasoning")}},
-            {
-                "type": "object",
-                "required": ["type", "encrypted_content"],
-                "properties": {"type": kind("compaction"), "encrypted_content": string()},
-            },
-        ],
-    })
 }
 
 fn input_literal() -> Value {
@@ -299,7 +250,10 @@ mod tests {
 
     #[test]
     fn every_schema_reads_whole() {
-        for literal in [content_part(), input_item(), input_literal()] {
+        let parts = json!({"type": "string"});
+        for literal in
+            [item_shapes::part_schema(), item_shapes::item_schema(parts), input_literal()]
+        {
             schema(literal);
         }
         let _ = [

@@ -914,7 +914,7 @@ export type OpenAiErrorBody = {
 export type OpenAiInput = string | Array<OpenAiInputItem>;
 
 /**
- * A message, a function call or its output, a reasoning item, or a compaction this service made.
+ * A message (its `type` may be left out), a function call or its output, a reasoning item, an MCP server's listed tools, call, approval request or approval response, or a compaction this service made.
  */
 export type OpenAiInputItem = {
     content: string | Array<OpenAiContentPart>;
@@ -931,6 +931,25 @@ export type OpenAiInputItem = {
     type: 'function_call_output';
 } | {
     type: 'reasoning';
+} | {
+    type: 'mcp_list_tools';
+} | {
+    arguments: string;
+    id: string;
+    name: string;
+    server_label: string;
+    type: 'mcp_call';
+} | {
+    arguments: string;
+    id: string;
+    name: string;
+    server_label: string;
+    type: 'mcp_approval_request';
+} | {
+    approval_request_id: string;
+    approve: boolean;
+    reason?: string | null;
+    type: 'mcp_approval_response';
 } | {
     encrypted_content: string;
     type: 'compaction';
