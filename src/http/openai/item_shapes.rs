@@ -85,21 +85,24 @@ pub fn shape(at: &str, kind: &str) -> Result<&'static Shape> {
     })
 }
 
-/// Checks the fields of an item at `at` against its shape.
+/// Checks the fields of an item at `at` against its shape. A field's path is spelled
+/// only for an error, or for a list of parts to name its members by: input items are
+/// checked on every request that sends them.
 pub fn check(at: &str, shape: &Shape, item: &Map<String, Value>) -> Result<()> {
     for (name, field) in shape.fields {
-        let at = format!("{at}.{name}");
-        if let Some(fault) = fault(&at, field, item.get(*name))? {
-            return Err(OpenAiError::invalid(&at, fault));
+        let value = item.get(*name);
+        if let (Field::Parts, Some(Value::Array(parts))) = (field, value) {
+            check_parts(&format!("{at}.{name}"), parts)?;
+        } else if let Some(fault) = fault(field, value) {
+            return Err(OpenAiError::invalid(&format!("{at}.{name}"), fault));
         }
     }
     Ok(())
 }
 
-/// What is wrong with `value` as `field`, if anything; a content part at fault is an
-/// error of its own, named by its index.
-fn fault(at: &str, field: &Field, value: Option<&Value>) -> Result<Option<String>> {
-    Ok(match (field, value) {
+/// What is wrong with `value` as `field`, if anything (a list of parts is checked apart).
+fn fault(field: &Field, value: Option<&Value>) -> Option<String> {
+    match (field, value) {
         (Field::Text | Field::OneOf(_), None) => Some("is required".to_owned()),
         (Field::OneOf(allowed), Some(Value::String(given)))
             if !allowed.contains(&given.as_str()) =>
@@ -108,18 +111,14 @@ fn fault(at: &str, field: &Field, value: Option<&Value>) -> Result<Option<String
         }
         (Field::Text | Field::OneOf(_) | Field::OptionalText, Some(Value::String(_)))
         | (Field::OptionalText, None | Some(Value::Null))
-        | (Field::Parts, Some(Value::String(_)))
+        | (Field::Parts, Some(Value::String(_) | Value::Array(_)))
         | (Field::Flag, Some(Value::Bool(_))) => None,
         (Field::Text | Field::OneOf(_) | Field::OptionalText, Some(_)) => {
             Some("must be a string".to_owned())
         }
-        (Field::Parts, Some(Value::Array(parts))) => {
-            check_parts(at, parts)?;
-            None
-        }
         (Field::Parts, _) => Some("must be a string or a list of content parts".to_owned()),
         (Field::Flag, _) => Some("must be true or false".to_owned()),
-    })
+    }
 }
 
 /// Content parts at `field`, each of a type the engine sends with its string.
