@@ -136,10 +136,11 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// What one streamed completion produced.
+/// What one streamed completion produced besides its text, which came to the caller as
+/// [`Progress::Delta`]s only: a run keeps the text as it streams (for an interruption),
+/// and a second copy here held each streamed answer twice.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Completion {
-    pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub usage: TokenUsage,
     pub finish_reason: Option<String>,
@@ -225,7 +226,8 @@ pub enum Progress {
 }
 
 /// Streams one completion. Requests and text deltas go to `progress` as they happen, so
-/// the run can count and publish them; the finished completion is returned.
+/// the run can count, publish and keep them; the rest of the finished completion is
+/// returned.
 ///
 /// Implementations retry what is worth retrying, but never once a delta has been sent:
 /// the client has seen that text, and a second attempt would contradict it.

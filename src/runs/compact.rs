@@ -248,7 +248,7 @@ async fn summary_of(
         max_output_tokens: None,
         sampling: Sampling::default(),
     };
-    // The summary is not streamed to anyone: of its progress only the requests count.
+    // The summary is not streamed to anyone: its text is gathered from the deltas.
     let (progress, mut received) = mpsc::unbounded_channel();
     let started = std::time::Instant::now();
     let completion = engine.llm.complete(&request, progress).await;
@@ -257,13 +257,15 @@ async fn summary_of(
         completion.as_ref().map_or((0, 0), |c| (c.usage.input_tokens, c.usage.output_tokens));
     engine.metrics.llm_called(model, started.elapsed().as_secs_f64(), None, tokens);
     let completion = completion?;
-    let mut usage: crate::model::Usage = completion.usage.into();
+    let (mut usage, mut summary): (crate::model::Usage, _) =
+        (completion.usage.into(), String::new());
     while let Ok(progress) = received.try_recv() {
-        if progress == Progress::Request {
-            usage.llm_calls += 1;
+        match progress {
+            Progress::Request => usage.llm_calls += 1,
+            Progress::Delta(text) => summary.push_str(&text),
         }
     }
-    Ok((completion.text, usage))
+    Ok((summary, usage))
 }
 
 /// One message as a line of the text to summarise; tool calls and outputs included.

@@ -25,7 +25,7 @@ pub(crate) const UNSTORED_SHOWN: i64 = 10_000;
 /// How many of its newest stored events a live run keeps for its followers, besides
 /// those not yet stored: a follower that falls further behind reads the rest from the
 /// database. Keeping every event held a copy of each run's whole stream in memory.
-const STORED_KEPT: usize = 32;
+const STORED_KEPT: usize = 8;
 
 #[derive(Default)]
 pub(crate) struct Hub {

@@ -97,10 +97,12 @@ pub(super) async fn drive(
         };
         exec.record.run.usage.add(&completion.usage.into());
         let incomplete = IncompleteDetails::from_finish_reason(completion.finish_reason.as_deref());
-        if !completion.text.is_empty() || completion.tool_calls.is_empty() {
+        // The text streamed since the last item is all this call's.
+        let text = std::mem::take(&mut exec.partial);
+        if !text.is_empty() || completion.tool_calls.is_empty() {
             exec.push_item(match incomplete {
-                Some(_) => run_items::incomplete_assistant_message(&completion.text),
-                None => run_items::assistant_message(&completion.text),
+                Some(_) => run_items::incomplete_assistant_message(&text),
+                None => run_items::assistant_message(&text),
             });
         }
         if incomplete.is_some() {

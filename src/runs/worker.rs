@@ -149,7 +149,8 @@ pub(super) fn execute_claimed(
         let run = Box::new(exec.record.run.clone());
         exec.emit(RunEventKind::Status(run));
         let span = spans::invoke_agent(&claim);
-        let executed = execute(engine, &claim, &mut exec, &span, claim_next.as_ref());
+        // Boxed for the reason the execution is (see `Runs::create`).
+        let executed = Box::pin(execute(engine, &claim, &mut exec, &span, claim_next.as_ref()));
         let result = tracing::Instrument::instrument(executed, span.clone()).await;
         if result.is_err() {
             telemetry::failed(&span, "store_error");

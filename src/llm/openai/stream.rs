@@ -63,7 +63,6 @@ struct PartialCall {
 /// One attempt's progress through the stream.
 #[derive(Default)]
 pub(super) struct Accumulator {
-    text: String,
     /// Keyed by the provider's `index`, which is also the order to return them in.
     calls: BTreeMap<usize, PartialCall>,
     usage: TokenUsage,
@@ -114,7 +113,6 @@ impl Accumulator {
             return Ok(false);
         };
         if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
-            self.text.push_str(&content);
             self.delivered = true;
             // The caller may have stopped listening; the completion is still wanted.
             let _ = progress.send(Progress::Delta(content));
@@ -151,7 +149,6 @@ impl Accumulator {
             })
             .collect();
         Ok(Completion {
-            text: std::mem::take(&mut self.text),
             tool_calls,
             usage: self.usage,
             finish_reason: self.finish_reason.take(),
